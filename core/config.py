@@ -1,0 +1,145 @@
+"""Typed settings read from `NEWSLOOP_*` environment variables.
+
+Nothing happens at import: call `load_settings()` where settings are needed. Reading settings never
+creates directories; `ensure_home()` does that at the edge that writes state.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SEED_CSV = PROJECT_ROOT / "core" / "seed_news.csv"
+# Hugging Face Spaces mounts persistent storage here when the host enables it.
+SPACES_PERSISTENT_DIR = Path("/data")
+
+
+class ConfigError(ValueError):
+    """Settings that cannot be used, with a message naming each bad variable."""
+
+
+def _default_home() -> Path:
+    if SPACES_PERSISTENT_DIR.is_dir() and os.access(SPACES_PERSISTENT_DIR, os.W_OK):
+        return SPACES_PERSISTENT_DIR / "newsloop"
+    return PROJECT_ROOT / "newsloop_home"
+
+
+def _on_public_host() -> bool:
+    return bool(os.environ.get("SPACE_ID"))
+
+
+class Settings(BaseSettings):
+    """Every setting of NewsLoop. Environment variable = `NEWSLOOP_` + upper-case field name."""
+
+    model_config = SettingsConfigDict(env_prefix="NEWSLOOP_", extra="ignore", frozen=True)
+
+    # State and sources.
+    home: Path = Field(default_factory=_default_home, description="Directory holding all state.")
+    data: str = Field("ag_news", description="Hugging Face dataset id, or a folder/CSV file in AG News format.")
+    base_model: str = Field("", description="Hugging Face model id or path; empty = packaged all-MiniLM-L6-v2.")
+    use_extra_data: bool = Field(True, description="Also train on extra CSVs (train_*.csv) in a data folder.")
+
+    # Model and training recipe.
+    max_length: int = Field(192, ge=16, le=512)
+    seed: int = 13
+    val_fraction: float = Field(0.1, gt=0.0, lt=0.5)
+    epochs: float = Field(1.0, gt=0.0, le=20.0)
+    batch_size: int = Field(32, ge=1, le=1024)
+    lr_encoder: float = Field(8e-5, gt=0.0, lt=1.0)
+    lr_head: float = Field(1e-3, gt=0.0, lt=1.0)
+    warmup_ratio: float = Field(0.06, ge=0.0, lt=1.0)
+    weight_decay: float = Field(0.01, ge=0.0, lt=1.0)
+    label_smoothing: float = Field(0.1, ge=0.0, lt=1.0)
+    dropout: float = Field(0.3, ge=0.0, lt=1.0)
+    bootstrap_max_rows: int = Field(0, ge=0, description="Cap on training rows for bootstrap; 0 = no cap.")
+    bootstrap_max_minutes: float = Field(16.0, ge=0.0, description="Training time cap; 0 = no cap.")
+    torch_threads: int = Field(0, ge=0, description="Threads for training; 0 = all cores.")
+    int8_tolerance: float = Field(0.5, ge=0.0, description="Serve int8 only within this many accuracy points of fp32.")
+
+    # Serving.
+    onnx_threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads; 0 = all cores.")
+    max_input_chars: int = Field(20_000, ge=100, description="Longer input is refused with a message.")
+    reload_interval_s: float = Field(2.0, gt=0.0, description="How often the app checks for a new champion.")
+    host: str = Field("127.0.0.1", description="Address the app listens on.")
+    port: int = Field(7860, ge=1, le=65535)
+
+    # Feedback and hosting.
+    admin_password: SecretStr | None = None
+    classify_per_minute: int = Field(60, ge=1)
+    feedback_per_minute: int = Field(30, ge=1)
+    labels_required: int = Field(default_factory=lambda: 2 if _on_public_host() else 1, ge=1, le=10)
+    max_feedback_chars: int = Field(5_000, ge=100)
+
+    # Retrain gate and schedule.
+    gate_margin: float = Field(0.002, ge=0.0, lt=1.0, description="Macro-F1 the challenger must gain.")
+    gate_alpha: float = Field(0.05, gt=0.0, lt=1.0, description="McNemar p-value the challenger must beat.")
+    gate_recall_tolerance: float = Field(0.01, ge=0.0, lt=1.0, description="Largest per-label recall drop.")
+    feedback_weight: float = Field(2.0, gt=0.0, le=100.0)
+    warm_start: bool = True
+    retrain_min_feedback: int = Field(50, ge=1)
+    retrain_interval_min: float = Field(0.0, ge=0.0, description="In-app retrain schedule; 0 = off.")
+
+    mlflow_tracking_uri: str = Field("", description="Overrides MLFLOW_TRACKING_URI; empty = SQLite in home.")
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _expand_home(cls, value: object) -> object:
+        return Path(str(value)).expanduser() if value not in (None, "") else _default_home()
+
+    @field_validator("host")
+    @classmethod
+    def _host_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _absolute_home(self) -> Settings:
+        object.__setattr__(self, "home", self.home.resolve())
+        return self
+
+    # Derived paths: one place names each file under `home`.
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
+
+    @property
+    def feedback_db(self) -> Path:
+        return self.home / "feedback.db"
+
+    @property
+    def tracking_uri(self) -> str:
+        if self.mlflow_tracking_uri:
+            return self.mlflow_tracking_uri
+        return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{self.home / 'mlflow.db'}"
+
+    @property
+    def mlflow_artifacts_dir(self) -> Path:
+        return self.home / "mlartifacts"
+
+    @property
+    def admin_enabled(self) -> bool:
+        return self.admin_password is not None and bool(self.admin_password.get_secret_value())
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment (overrides win), raising ConfigError with readable messages."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "settings"
+            lines.append(f"NEWSLOOP_{field.upper()}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
+
+
+def ensure_home(settings: Settings) -> Path:
+    """Create the state directory tree; called by code that is about to write state."""
+    for path in (settings.home, settings.models_dir):
+        path.mkdir(parents=True, exist_ok=True)
+    return settings.home

@@ -1,0 +1,193 @@
+"""Versioned model directories under NEWSLOOP_HOME and the record of which one is champion.
+
+Layout::
+
+    models/
+      versions/v0001/     one exported model: ONNX file(s), tokenizer, meta.json (never modified)
+      staging/<id>/       a model being written; renamed into versions/ only when complete
+      registry.json       {"champion": "v0002", "history": ["v0001"], ...}, replaced atomically
+      registry.lock       flock held while the record changes
+
+A reader never sees a half-written model: a version directory appears by one rename of a finished
+staging directory, and `registry.json` changes by one `os.replace` of a fully written file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+META_FILE = "meta.json"
+_VERSION_PREFIX = "v"
+
+
+class RegistryError(RuntimeError):
+    """The registry cannot do what was asked (no champion, nothing to roll back to, bad version)."""
+
+
+@dataclass(frozen=True)
+class ModelVersion:
+    version: str
+    path: Path
+    meta: dict[str, Any]
+
+
+def write_json_atomic(path: Path, payload: object) -> None:
+    """Write JSON so that readers see the old file or the new one, never a partial one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(payload, handle, indent=2, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class ModelRegistry:
+    def __init__(self, models_dir: Path) -> None:
+        self.root = Path(models_dir)
+        self.versions_dir = self.root / "versions"
+        self.staging_dir = self.root / "staging"
+        self.record_path = self.root / "registry.json"
+        self.lock_path = self.root / "registry.lock"
+
+    # Reading.
+    def read_record(self) -> dict[str, Any]:
+        try:
+            record = json.loads(self.record_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            record = {}
+        record.setdefault("champion", None)
+        record.setdefault("history", [])
+        record.setdefault("events", [])
+        return record
+
+    def marker(self) -> tuple[int, int] | None:
+        """A cheap fingerprint of the record (one stat call), to notice a new champion."""
+        try:
+            st = self.record_path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_ino)
+
+    def versions(self) -> list[str]:
+        if not self.versions_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.versions_dir.iterdir() if (p / META_FILE).is_file())
+
+    def get(self, version: str) -> ModelVersion:
+        path = self.versions_dir / version
+        try:
+            meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RegistryError(f"model version {version!r} does not exist in {self.versions_dir}") from None
+        return ModelVersion(version, path, meta)
+
+    def champion(self) -> ModelVersion | None:
+        version = self.read_record()["champion"]
+        return self.get(version) if version else None
+
+    def status(self) -> dict[str, Any]:
+        record = self.read_record()
+        champion = self.champion()
+        return {
+            "models_dir": str(self.root),
+            "champion": champion.version if champion else None,
+            "champion_meta": champion.meta if champion else None,
+            "previous": list(reversed(record["history"])),
+            "versions": self.versions(),
+            "events": record["events"][-20:],
+        }
+
+    # Writing.
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self.lock_path.open("a") as handle:
+            # flock is released by the kernel if the holder dies, so a crash never leaves it stuck.
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def new_staging(self) -> Path:
+        """A fresh directory for an export in progress."""
+        path = self.staging_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        path.mkdir(parents=True)
+        return path
+
+    def commit(self, staging: Path, meta: dict[str, Any]) -> ModelVersion:
+        """Turn a finished staging directory into the next numbered version (not yet champion)."""
+        staging = Path(staging)
+        if staging.parent.resolve() != self.staging_dir.resolve():
+            raise RegistryError(f"{staging} is not a staging directory of this registry")
+        with self._locked():
+            existing = [int(v[1:]) for v in self.versions() if v[1:].isdigit()]
+            version = f"{_VERSION_PREFIX}{(max(existing) + 1) if existing else 1:04d}"
+            meta = {**meta, "version": version, "committed_at": _now()}
+            write_json_atomic(staging / META_FILE, meta)
+            self.versions_dir.mkdir(parents=True, exist_ok=True)
+            os.rename(staging, self.versions_dir / version)
+        return self.get(version)
+
+    def promote(self, version: str, reason: str = "") -> ModelVersion:
+        """Make `version` the champion; the old champion goes on the history stack."""
+        with self._locked():
+            promoted = self.get(version)
+            record = self.read_record()
+            if record["champion"] == version:
+                return promoted
+            if record["champion"]:
+                record["history"].append(record["champion"])
+            record["champion"] = version
+            record["events"].append({"at": _now(), "action": "promote", "version": version, "reason": reason})
+            write_json_atomic(self.record_path, record)
+        return promoted
+
+    def rollback(self, reason: str = "") -> ModelVersion:
+        """Restore the previous champion. The replaced one is kept on disk but leaves the history."""
+        with self._locked():
+            record = self.read_record()
+            if not record["history"]:
+                raise RegistryError("no previous champion to roll back to")
+            replaced = record["champion"]
+            version = record["history"].pop()
+            self.get(version)  # fail before writing if its directory vanished
+            record["champion"] = version
+            record["events"].append(
+                {"at": _now(), "action": "rollback", "version": version, "replaced": replaced, "reason": reason}
+            )
+            write_json_atomic(self.record_path, record)
+        return self.get(version)
+
+    def clean_staging(self, older_than_s: float = 0.0) -> list[Path]:
+        """Remove staging directories left by crashed exports; returns what was removed."""
+        removed: list[Path] = []
+        if not self.staging_dir.is_dir():
+            return removed
+        cutoff = time.time() - older_than_s
+        for path in self.staging_dir.iterdir():
+            if path.stat().st_mtime <= cutoff:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+        return removed
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,0 +1,213 @@
+"""ONNX Runtime inference over the registry's champion, with hot swap. No torch on this path."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from core.labels import LABELS
+from core.registry import ModelRegistry, ModelVersion, RegistryError
+from core.text import clean_text
+
+log = logging.getLogger(__name__)
+
+TOKENIZER_FILE = "tokenizer.json"
+FP32_FILE = "model.onnx"
+INT8_FILE = "model.int8.onnx"
+
+
+class NoChampionError(RuntimeError):
+    """There is no model to serve yet."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    label: str
+    probabilities: dict[str, float]
+    truncated: bool  # the text was longer than the model reads; only its first part was classified
+    model_version: str
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def session_options(threads: int = 0) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads or (os.cpu_count() or 1)
+    options.inter_op_num_threads = 1
+    return options
+
+
+class OnnxClassifier:
+    """One exported model directory: tokenizer + ONNX session. Safe to call from many threads."""
+
+    def __init__(
+        self, model_dir: Path, *, onnx_file: str | None = None, threads: int = 0, version: str = ""
+    ) -> None:
+        self.model_dir = Path(model_dir)
+        meta_path = self.model_dir / "meta.json"
+        self.meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        self.version = version or self.meta.get("version", self.model_dir.name)
+        self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
+        self.session = ort.InferenceSession(
+            str(self.model_dir / self.onnx_file), session_options(threads), providers=["CPUExecutionProvider"]
+        )
+        custom = self.session.get_modelmeta().custom_metadata_map
+        self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
+        self.max_length = int(custom.get("max_length", self.meta.get("max_length", 192)))
+        self.tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
+        self.tokenizer.enable_truncation(self.max_length)
+        self.tokenizer.no_padding()
+        self._input_names = {i.name for i in self.session.get_inputs()}
+
+    def encode(self, texts: Sequence[str]) -> list:
+        return self.tokenizer.encode_batch([clean_text(t) for t in texts])
+
+    def _run(self, encodings: list) -> np.ndarray:
+        # Dynamic padding: pad to the longest text of this batch, not to max_length.
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        return self.session.run(["logits"], {k: v for k, v in feeds.items() if k in self._input_names})[0]
+
+    def logits(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Logits for each text, batched in length order so little compute goes to padding."""
+        return self._logits(self.encode(texts) if texts else [], batch_size)
+
+    def _logits(self, encodings: list, batch_size: int) -> np.ndarray:
+        if not encodings:
+            return np.zeros((0, len(self.labels)), dtype=np.float32)
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+        out = np.zeros((len(encodings), len(self.labels)), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            out[idx] = self._run([encodings[i] for i in idx])
+        return out
+
+    def predict_proba(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        return softmax(self.logits(texts, batch_size))
+
+    def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[Prediction]:
+        encodings = self.encode(texts) if texts else []
+        probs = softmax(self._logits(encodings, batch_size))
+        out = []
+        for enc, row in zip(encodings, probs, strict=True):
+            out.append(
+                Prediction(
+                    label=self.labels[int(row.argmax())],
+                    probabilities={label: float(p) for label, p in zip(self.labels, row, strict=True)},
+                    truncated=bool(enc.overflowing),
+                    model_version=self.version,
+                )
+            )
+        return out
+
+
+def load_version(model: ModelVersion, threads: int = 0) -> OnnxClassifier:
+    return OnnxClassifier(model.path, threads=threads, version=model.version)
+
+
+class ChampionService:
+    """Serves whatever the registry names as champion and swaps to a new one without a restart.
+
+    Each call takes a reference to the current model first, so a request in flight finishes on the
+    model it started with while a newer one is loaded in the background.
+    """
+
+    def __init__(self, registry: ModelRegistry, *, threads: int = 0, check_interval_s: float = 2.0) -> None:
+        self.registry = registry
+        self.threads = threads
+        self.check_interval_s = check_interval_s
+        self._model: OnnxClassifier | None = None
+        self._marker: tuple[int, int] | None = None
+        self._swap_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.last_error: str | None = None
+
+    @property
+    def model(self) -> OnnxClassifier:
+        model = self._model
+        if model is None:
+            self.refresh()
+            model = self._model
+        if model is None:
+            raise NoChampionError("no champion model yet: run `python -m retrain bootstrap`")
+        return model
+
+    @property
+    def version(self) -> str | None:
+        return self._model.version if self._model else None
+
+    def refresh(self) -> bool:
+        """Load the registry's champion if it changed; returns whether a swap happened."""
+        with self._swap_lock:
+            marker = self.registry.marker()
+            if marker == self._marker and self._model is not None:
+                return False
+            try:
+                champion = self.registry.champion()
+            except RegistryError as exc:
+                self.last_error = str(exc)
+                log.error("cannot read champion: %s", exc)
+                return False
+            self._marker = marker
+            if champion is None or (self._model and self._model.version == champion.version):
+                return False
+            try:
+                loaded = load_version(champion, self.threads)
+            except Exception as exc:
+                self.last_error = f"failed to load {champion.version}: {exc}"
+                log.exception("failed to load champion %s; keeping %s", champion.version, self.version)
+                return False
+            previous = self.version
+            self._model = loaded
+            self.last_error = None
+            log.info("serving model %s (was %s)", loaded.version, previous)
+            return True
+
+    def start_watching(self) -> None:
+        """Poll the registry in a background thread (one stat call per interval)."""
+        if self._watcher is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(self.check_interval_s):
+                try:
+                    self.refresh()
+                except Exception:
+                    log.exception("champion refresh failed")
+
+        self._watcher = threading.Thread(target=loop, name="champion-watcher", daemon=True)
+        self._watcher.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+        return self.model.predict(texts)
+
+
+def timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """Call fn and return (result, elapsed milliseconds)."""
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, (time.perf_counter() - start) * 1000.0

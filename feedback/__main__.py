@@ -1,0 +1,75 @@
+"""Command line for the feedback store: import a labelling pool, export answers, show counts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from core.config import ConfigError, load_settings
+from feedback.errors import FeedbackError
+from feedback.store import EXPORT_FORMATS, FeedbackStore
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m feedback",
+        description="Manage the NewsLoop feedback database (NEWSLOOP_HOME/feedback.db).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    importer = commands.add_parser(
+        "import",
+        help="add texts from a CSV or JSONL file to the labelling pool",
+        description="Add texts to the labelling pool. CSV: a header with a 'text' column, or 'title' and "
+        "'description'. JSONL: one object per line with 'text', or 'title' and 'description'. Any 'label' "
+        "is ignored. If any row is bad, nothing is imported and the bad lines are listed.",
+    )
+    importer.add_argument("file", type=Path, help="a .csv or .jsonl file (UTF-8)")
+    importer.add_argument("--source", help="name recorded with the items (default: the file name)")
+    exporter = commands.add_parser(
+        "export",
+        help="write every answer as CSV or JSONL",
+        description="Write every answer, undone and rejected ones included, oldest first.",
+    )
+    exporter.add_argument("--format", required=True, choices=EXPORT_FORMATS, dest="fmt")
+    exporter.add_argument("--out", type=Path, help="output file (default: standard output)")
+    commands.add_parser("stats", help="print answer and pool counts as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        settings = load_settings()
+        settings.feedback_db.parent.mkdir(parents=True, exist_ok=True)
+        store = FeedbackStore(
+            settings.feedback_db,
+            max_text_chars=settings.max_feedback_chars,
+            writes_per_minute=settings.feedback_per_minute,
+        )
+        if args.command == "import":
+            report = store.import_pool(args.file, source=args.source)
+            print(f"imported {report.added} new items from {args.file} ({report.duplicates} duplicates skipped)")
+        elif args.command == "export":
+            if args.out is None:
+                store.write_export(sys.stdout, args.fmt)
+            else:
+                count = store.export(args.out, args.fmt)
+                print(f"exported {count} answers to {args.out}", file=sys.stderr)
+        else:
+            print(json.dumps(store.stats(), indent=2))
+    except (FeedbackError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        detail = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+        print(f"error: {detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

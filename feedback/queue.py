@@ -1,0 +1,181 @@
+"""Reading labelling-pool files (CSV/JSONL) and the uncertainty score that orders the labelling queue."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+
+from core.text import clean_text, join_title, text_hash
+from feedback.errors import FeedbackError, PoolImportError
+
+# Enough to find and fix a broken file without flooding the screen.
+_PROBLEMS_SHOWN = 20
+_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    """One valid row of a pool file."""
+
+    line: int
+    text: str
+    text_hash: str
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import did: rows read, items added, and rows skipped as already in the pool."""
+
+    rows: int
+    added: int
+    duplicates: int
+
+
+def margin_uncertainty(probabilities: np.ndarray) -> np.ndarray:
+    """Margin-based uncertainty per row: 1 - (p_top - p_second).
+
+    1.0 when the model's two best labels tie, 0.0 when it puts all mass on one label. The margin is
+    used rather than entropy because it focuses on the decision the annotator can settle.
+    """
+    probs = np.asarray(probabilities, dtype=np.float64)
+    if probs.ndim != 2 or probs.shape[1] < 2:
+        raise FeedbackError(f"scorer must return an (n, labels) array of probabilities; got shape {probs.shape}")
+    if not np.all(np.isfinite(probs)):
+        raise FeedbackError("scorer returned NaN or infinite probabilities")
+    ordered = np.sort(probs, axis=1)
+    return 1.0 - (ordered[:, -1] - ordered[:, -2])
+
+
+def text_problem(text: str, max_chars: int) -> str | None:
+    """Why a text cannot be labelled, or None when it is fine."""
+    if not clean_text(text):
+        return "empty text"
+    if len(text) > max_chars:
+        return f"text is {len(text):,} characters; at most {max_chars:,} are allowed"
+    return None
+
+
+def read_pool_file(path: Path, *, max_chars: int) -> list[PoolRow]:
+    """Read and validate every row of a CSV or JSONL pool file.
+
+    CSV needs a header with a `text` column, or `title` and `description` columns; JSONL needs one
+    object per line with `text`, or `title` and `description`. Other fields (such as `label`) are
+    ignored. Raises PoolImportError naming every bad line, or FeedbackError when the file cannot be
+    read at all.
+    """
+    path = Path(path)
+    fmt = _FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise FeedbackError(f"unsupported pool file type {path.suffix or '(none)'!r}; use .csv or .jsonl")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FeedbackError(f"cannot read {path}: {exc.strerror or exc}") from None
+    text = _decode(data, path)
+    rows, problems = _parse_csv(text, max_chars) if fmt == "csv" else _parse_jsonl(text, max_chars)
+    if problems:
+        _raise_problems(path, problems)
+    if not rows:
+        raise FeedbackError(f"{path.name} has no rows to import")
+    return rows
+
+
+def _decode(data: bytes, path: Path) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    problems = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append((number, f"invalid UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8"))
+    # A UTF-8 sequence never contains a newline byte, so some line above failed to decode.
+    _raise_problems(path, problems)
+
+
+def _raise_problems(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
+    shown = "\n".join(f"  line {line}: {problem}" for line, problem in problems[:_PROBLEMS_SHOWN])
+    more = f"\n  ... and {len(problems) - _PROBLEMS_SHOWN} more" if len(problems) > _PROBLEMS_SHOWN else ""
+    noun = "row" if len(problems) == 1 else "rows"
+    raise PoolImportError(f"{path.name}: {len(problems)} bad {noun}; nothing was imported\n{shown}{more}", problems)
+
+
+def _row(line: int, text: str, max_chars: int, rows: list[PoolRow], problems: list[tuple[int, str]]) -> None:
+    problem = text_problem(text, max_chars)
+    if problem:
+        problems.append((line, problem))
+    else:
+        rows.append(PoolRow(line=line, text=text.strip(), text_hash=text_hash(text)))
+
+
+def _parse_csv(text: str, max_chars: int) -> tuple[list[PoolRow], list[tuple[int, str]]]:
+    rows: list[PoolRow] = []
+    problems: list[tuple[int, str]] = []
+    # newline="" keeps quoted line breaks intact for the csv module.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = [name.strip().lower() for name in next(reader, [])]
+    except csv.Error as exc:
+        return rows, [(reader.line_num, f"malformed CSV header: {exc}")]
+    if "text" in header:
+        columns = [header.index("text")]
+    elif "title" in header and "description" in header:
+        columns = [header.index("title"), header.index("description")]
+    else:
+        found = ", ".join(repr(name) for name in header) or "none"
+        raise FeedbackError(f"CSV needs a header with a 'text' column, or 'title' and 'description'; found {found}")
+    while True:
+        start = reader.line_num + 1
+        try:
+            record = next(reader, None)
+        except csv.Error as exc:
+            # The csv module cannot resynchronise after a broken quote, so later rows are unchecked.
+            problems.append((start, f"malformed CSV ({exc}); rows after this one were not checked"))
+            break
+        if record is None:
+            break
+        if not record:
+            continue  # blank line
+        if len(record) != len(header):
+            problems.append((start, f"expected {len(header)} fields, found {len(record)}"))
+            continue
+        value = record[columns[0]] if len(columns) == 1 else join_title(record[columns[0]], record[columns[1]])
+        _row(start, value, max_chars, rows, problems)
+    return rows, problems
+
+
+def _parse_jsonl(text: str, max_chars: int) -> tuple[list[PoolRow], list[tuple[int, str]]]:
+    rows: list[PoolRow] = []
+    problems: list[tuple[int, str]] = []
+    # split("\n") rather than splitlines(): JSON strings may legally hold U+2028 and friends.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append((number, f"malformed JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append((number, "expected a JSON object"))
+            continue
+        if isinstance(obj.get("text"), str):
+            value = obj["text"]
+        elif isinstance(obj.get("title"), str) and isinstance(obj.get("description"), str):
+            value = join_title(obj["title"], obj["description"])
+        else:
+            problems.append((number, "needs a string 'text' field, or 'title' and 'description' fields"))
+            continue
+        _row(number, value, max_chars, rows, problems)
+    return rows, problems

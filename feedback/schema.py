@@ -1,0 +1,104 @@
+"""Versioned schema of the feedback database and the in-place migrations between versions."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+
+from feedback.errors import FeedbackError
+
+log = logging.getLogger(__name__)
+
+# Version 1 is the original layout: answers without probabilities, kind, status or queue tables.
+_V1 = """
+CREATE TABLE answers (
+    id INTEGER PRIMARY KEY,
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    predicted_label TEXT,
+    model_version TEXT,
+    user_label TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX answers_annotator_created ON answers (annotator, created_at);
+"""
+
+# Version 2 adds model probabilities, the answer kind, review status and the labelling queue.
+_V2 = """
+ALTER TABLE answers ADD COLUMN probabilities TEXT;
+ALTER TABLE answers ADD COLUMN kind TEXT NOT NULL DEFAULT 'correct';
+ALTER TABLE answers ADD COLUMN item_id INTEGER;
+ALTER TABLE answers ADD COLUMN status TEXT NOT NULL DEFAULT 'ok';
+ALTER TABLE answers ADD COLUMN suspicious_reason TEXT;
+UPDATE answers SET kind = 'confirm' WHERE predicted_label IS NOT NULL AND user_label = predicted_label;
+CREATE INDEX answers_text_hash ON answers (text_hash, status);
+CREATE INDEX answers_dedupe ON answers (annotator, text_hash, user_label);
+CREATE TABLE pool (
+    id INTEGER PRIMARY KEY,
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL UNIQUE,
+    source TEXT,
+    added_at TEXT NOT NULL,
+    uncertainty REAL,
+    scored_by TEXT
+);
+CREATE INDEX pool_uncertainty ON pool (uncertainty);
+CREATE TABLE skips (
+    annotator TEXT NOT NULL,
+    item_id INTEGER NOT NULL REFERENCES pool (id),
+    skipped_at TEXT NOT NULL,
+    PRIMARY KEY (annotator, item_id)
+);
+"""
+
+
+def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
+    def apply(conn: sqlite3.Connection) -> None:
+        # executescript() would COMMIT first, so run statement by statement inside our transaction.
+        for statement in sql.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+
+    return apply
+
+
+# MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _script(_V1), 2: _script(_V2)}
+CURRENT_VERSION = max(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The database's schema version, kept in SQLite's `user_version` header field."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the database to CURRENT_VERSION, one transaction per step; returns the final version.
+
+    `conn` must be in autocommit mode (isolation_level=None). Each step re-reads the version under the
+    write lock, so several processes opening an old database at once migrate it exactly once.
+    """
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = schema_version(conn)
+            if version > CURRENT_VERSION:
+                raise FeedbackError(
+                    f"feedback database has schema version {version}, newer than this code supports "
+                    f"({CURRENT_VERSION}); upgrade NewsLoop"
+                )
+            if version == CURRENT_VERSION:
+                conn.execute("COMMIT")
+                return version
+            MIGRATIONS[version + 1](conn)
+            # user_version lives in the database header, so it commits or rolls back with the step.
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if version > 0:
+            log.info("migrated feedback database from schema version %d to %d", version, version + 1)

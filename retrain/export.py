@@ -1,0 +1,148 @@
+"""ONNX export of a trained classifier: self-describing file, parity check, fusion, int8 variant."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from core.labels import LABELS
+from core.serving import FP32_FILE, INT8_FILE, TOKENIZER_FILE, OnnxClassifier
+from retrain.model import NewsClassifier
+from retrain.train import predict_logits
+
+log = logging.getLogger(__name__)
+
+
+def quiet_onnxruntime_tools() -> None:
+    """The fusion and quantization tools log every node at INFO, some on the root logger."""
+    for name in ("onnx_model", "fusion_base", "fusion_utils", "onnx_model_bert", "fusion_options"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+OPSET = 17
+PARITY_TOLERANCE = 1e-4
+_RAW_FILE = "model.raw.onnx"
+
+
+class ExportError(RuntimeError):
+    """The exported model failed a check; nothing from it may be served."""
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    fp32_file: str
+    int8_file: str | None
+    parity_max_abs_diff: float
+    optimized: bool
+
+
+def _sample_inputs(tokenizer: PreTrainedTokenizerBase, max_length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    batch = tokenizer(
+        ["Stocks rallied on Friday.", "The home side won the final in extra time after a late equaliser."],
+        truncation=True, max_length=max_length, padding=True, return_tensors="pt",
+    )
+    return batch["input_ids"], batch["attention_mask"]
+
+
+def export_onnx(
+    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, out_dir: Path, max_length: int, extra_meta: dict | None = None
+) -> Path:
+    """Write `model.onnx` (fp32) plus `tokenizer.json` into `out_dir`; returns the ONNX path."""
+    quiet_onnxruntime_tools()
+    out_dir = Path(out_dir)
+    model.eval()
+    raw = out_dir / _RAW_FILE
+    ids, mask = _sample_inputs(tokenizer, max_length)
+    axes = {0: "batch", 1: "sequence"}
+    with warnings.catch_warnings(), torch.inference_mode():
+        warnings.simplefilter("ignore")  # the TorchScript exporter is noisy about tracing
+        torch.onnx.export(
+            model,
+            (ids, mask),
+            str(raw),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["logits"],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "logits": {0: "batch"}},
+            opset_version=OPSET,
+            dynamo=False,
+            do_constant_folding=True,
+        )
+    path = out_dir / FP32_FILE
+    optimized = _optimize(raw, path, model)
+    if not optimized:
+        raw.replace(path)
+    raw.unlink(missing_ok=True)
+    _set_metadata(path, max_length, extra_meta or {})
+    onnx.checker.check_model(str(path))
+    tokenizer.backend_tokenizer.save(str(out_dir / TOKENIZER_FILE))
+    return path
+
+
+def _optimize(raw: Path, out: Path, model: NewsClassifier) -> bool:
+    """ONNX Runtime's transformer fusions (attention, LayerNorm, GELU), stored in the file itself."""
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        config = model.encoder.config
+        optimized = optimize_model(
+            str(raw), model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size,
+            opt_level=1,
+        )
+        optimized.save_model_to_file(str(out))
+        return True
+    except Exception as exc:
+        log.warning("transformer graph fusion skipped: %s", exc)
+        return False
+
+
+def _set_metadata(path: Path, max_length: int, extra: dict) -> None:
+    proto = onnx.load(str(path))
+    entries = {"labels": "|".join(LABELS), "max_length": str(max_length), "tokenizer": TOKENIZER_FILE}
+    entries |= {k: str(v) for k, v in extra.items()}
+    del proto.metadata_props[:]
+    for key, value in entries.items():
+        proto.metadata_props.add(key=key, value=value)
+    onnx.save(proto, str(path))
+
+
+def quantize_int8(fp32_path: Path) -> Path:
+    """Dynamic int8 quantization of the weights (activations stay float)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    out = fp32_path.with_name(INT8_FILE)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # the quantizer logs every tensor on the root logger
+    try:
+        # Fused contrib ops defeat ONNX shape inference; their outputs are float.
+        quantize_dynamic(
+            str(fp32_path), str(out), weight_type=QuantType.QInt8,
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        root.setLevel(level)
+    meta = {p.key: p.value for p in onnx.load(str(fp32_path)).metadata_props}
+    proto = onnx.load(str(out))
+    del proto.metadata_props[:]
+    for key, value in (meta | {"quantization": "dynamic-int8"}).items():
+        proto.metadata_props.add(key=key, value=value)
+    onnx.save(proto, str(out))
+    return out
+
+
+def parity_check(
+    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, model_dir: Path, texts: list[str], max_length: int
+) -> float:
+    """Max absolute logit difference between PyTorch and the fp32 ONNX file on `texts`."""
+    expected = predict_logits(model, tokenizer, texts, max_length)
+    actual = OnnxClassifier(model_dir, onnx_file=FP32_FILE).logits(texts)
+    diff = float(np.abs(expected - actual).max())
+    if not diff <= PARITY_TOLERANCE:
+        raise ExportError(f"ONNX and PyTorch logits differ by {diff:.2e} (> {PARITY_TOLERANCE:.0e})")
+    return diff

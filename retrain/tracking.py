@@ -1,0 +1,166 @@
+"""MLflow at the edge: one run per training or retrain, the registered model and its aliases.
+
+Tracking defaults to a SQLite store inside NEWSLOOP_HOME (artifacts beside it); MLFLOW_TRACKING_URI
+or NEWSLOOP_MLFLOW_TRACKING_URI override it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.config import Settings
+from core.registry import ModelRegistry
+
+log = logging.getLogger(__name__)
+
+TRAINING_EXPERIMENT = "newsloop-training"
+RETRAIN_EXPERIMENT = "newsloop-retrain"
+REGISTERED_MODEL = "newsloop-classifier"
+VERSION_TAG = "newsloop_version"
+
+
+def _mlflow(settings: Settings):  # type: ignore[no-untyped-def]
+    import mlflow
+
+    mlflow.set_tracking_uri(settings.tracking_uri)
+    return mlflow
+
+
+def flatten_metrics(metrics: dict[str, Any], prefix: str) -> dict[str, float]:
+    """accuracy, macro-F1, per-label precision/recall/F1, AUROC/AUPRC, as flat MLflow metric names."""
+    out: dict[str, float] = {}
+    for key in ("accuracy", "macro_f1", "macro_auroc", "macro_auprc"):
+        if key in metrics and not math.isnan(float(metrics[key])):
+            out[f"{prefix}{key}"] = float(metrics[key])
+    for label, values in metrics.get("per_label", {}).items():
+        safe = label.replace("/", "_").lower()
+        for key in ("precision", "recall", "f1"):
+            out[f"{prefix}{safe}_{key}"] = float(values[key])
+    for kind in ("auroc", "auprc"):
+        for label, value in metrics.get(kind, {}).items():
+            out[f"{prefix}{label.replace('/', '_').lower()}_{kind}"] = float(value)
+    return out
+
+
+class Tracker:
+    """One MLflow run. Used as a context manager; `enabled=False` makes every call a no-op."""
+
+    def __init__(self, settings: Settings, experiment: str, run_name: str, *, enabled: bool = True) -> None:
+        self.settings = settings
+        self.experiment = experiment
+        self.run_name = run_name
+        self.enabled = enabled
+        self.run_id: str | None = None
+        self._mlflow: Any = None
+
+    def __enter__(self) -> Tracker:
+        if not self.enabled:
+            return self
+        mlflow = _mlflow(self.settings)
+        self._mlflow = mlflow
+        if mlflow.get_experiment_by_name(self.experiment) is None:
+            artifact_location = None
+            if not (self.settings.mlflow_tracking_uri or _env_uri()):
+                # The SQLite store would otherwise put artifacts in ./mlruns under the current directory.
+                self.settings.mlflow_artifacts_dir.mkdir(parents=True, exist_ok=True)
+                artifact_location = self.settings.mlflow_artifacts_dir.as_uri()
+            mlflow.create_experiment(self.experiment, artifact_location=artifact_location)
+        mlflow.set_experiment(self.experiment)
+        self.run_id = mlflow.start_run(run_name=self.run_name).info.run_id
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._mlflow is not None:
+            self._mlflow.end_run(status="FAILED" if exc_type else "FINISHED")
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        if self._mlflow:
+            self._mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
+
+    def log_step(self, metrics: dict[str, float], step: int) -> None:
+        if self._mlflow:
+            self._mlflow.log_metrics({k: float(v) for k, v in metrics.items()}, step=step)
+
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        if self._mlflow and metrics:
+            self._mlflow.log_metrics(metrics)
+
+    def set_tags(self, tags: dict[str, Any]) -> None:
+        if self._mlflow:
+            self._mlflow.set_tags({k: str(v)[:5000] for k, v in tags.items()})
+
+    def log_dict(self, payload: dict[str, Any], name: str) -> None:
+        if self._mlflow:
+            self._mlflow.log_dict(json.loads(json.dumps(payload, default=str)), name)
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        if self._mlflow:
+            self._mlflow.log_artifact(str(path), artifact_path)
+
+    def log_evaluation(self, name: str, y_true: list[int], probs: Any, metrics: dict[str, Any]) -> None:
+        """Final metrics, metrics JSON, confusion matrix and ROC/PR curves of one model on one set."""
+        if not self._mlflow:
+            return
+        from retrain.plots import confusion_matrix_png, curves_png
+
+        self.log_metrics(flatten_metrics(metrics, f"{name}_"))
+        self.log_dict(metrics, f"metrics/{name}.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            cm = confusion_matrix_png(metrics["confusion_matrix"], Path(tmp) / f"{name}_confusion.png", name)
+            curves = curves_png(y_true, probs, Path(tmp) / f"{name}_curves.png", name)
+            self.log_artifact(cm, "plots")
+            self.log_artifact(curves, "plots")
+
+    def log_model_version(self, model_dir: Path, version: str, alias: str | None = None) -> str | None:
+        """Log a version's ONNX file(s) and tokenizer, register them, and optionally set an alias."""
+        if not self._mlflow or self.run_id is None:
+            return None
+        for name in ("model.onnx", "model.int8.onnx", "tokenizer.json", "meta.json"):
+            if (model_dir / name).is_file():
+                self.log_artifact(model_dir / name, "model")
+        client = self._mlflow.MlflowClient()
+        _ensure_registered_model(client)
+        source = f"{self._mlflow.get_artifact_uri('model')}"
+        mv = client.create_model_version(REGISTERED_MODEL, source, run_id=self.run_id, tags={VERSION_TAG: version})
+        if alias:
+            client.set_registered_model_alias(REGISTERED_MODEL, alias, mv.version)
+        return str(mv.version)
+
+
+def _env_uri() -> str:
+    import os
+
+    return os.environ.get("MLFLOW_TRACKING_URI", "")
+
+
+def _ensure_registered_model(client: Any) -> None:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_registered_model(REGISTERED_MODEL)
+    except MlflowException:
+        client.create_registered_model(REGISTERED_MODEL, description="NewsLoop topic classifier (ONNX)")
+
+
+def sync_aliases(settings: Settings, registry: ModelRegistry, challenger: str | None = None) -> dict[str, str]:
+    """Point the MLflow `champion` (and `challenger`) aliases at the versions the project registry names."""
+    mlflow = _mlflow(settings)
+    client = mlflow.MlflowClient()
+    _ensure_registered_model(client)
+    by_project_version = {
+        mv.tags.get(VERSION_TAG): mv.version
+        for mv in client.search_model_versions(f"name='{REGISTERED_MODEL}'")
+        if mv.tags.get(VERSION_TAG)
+    }
+    set_to: dict[str, str] = {}
+    champion = registry.read_record()["champion"]
+    for alias, project_version in (("champion", champion), ("challenger", challenger)):
+        if project_version and project_version in by_project_version:
+            client.set_registered_model_alias(REGISTERED_MODEL, alias, by_project_version[project_version])
+            set_to[alias] = project_version
+    return set_to

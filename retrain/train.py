@@ -1,0 +1,268 @@
+"""Fine-tuning loop: AdamW with per-group learning rates, warmup + linear decay, label smoothing,
+length-bucketed dynamic padding, a time budget that shapes the schedule, and a progress bar."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from sklearn.metrics import f1_score
+from torch import nn
+from tqdm.auto import tqdm
+from transformers import PreTrainedTokenizerBase
+
+from core.config import Settings
+from retrain.model import NewsClassifier
+
+log = logging.getLogger(__name__)
+
+MetricsCallback = Callable[[dict[str, float], int], None]
+_BUCKET_SPAN = 50  # batches per length-sorted pool: long enough to group lengths, short enough to stay random
+_TIMING_STEPS = 8  # steps measured before the time budget resizes the schedule
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: float = 1.0
+    batch_size: int = 32
+    lr_encoder: float = 8e-5
+    lr_head: float = 1e-3
+    warmup_ratio: float = 0.06
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1
+    max_length: int = 192
+    seed: int = 13
+    max_minutes: float = 0.0  # 0 = no time budget
+    threads: int = 0  # 0 = all cores
+    bucket_by_length: bool = True
+    eval_every: int = 0  # steps between validation checks; 0 = about four per run
+    eval_rows: int = 512
+
+    def __post_init__(self) -> None:
+        if self.epochs <= 0 or self.batch_size < 1 or self.max_length < 8:
+            raise ValueError("epochs must be > 0, batch_size >= 1 and max_length >= 8")
+        if not (0 < self.lr_encoder < 1 and 0 < self.lr_head < 1):
+            raise ValueError("learning rates must lie in (0, 1)")
+        if not 0 <= self.warmup_ratio < 1 or not 0 <= self.label_smoothing < 1:
+            raise ValueError("warmup_ratio and label_smoothing must lie in [0, 1)")
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> TrainConfig:
+        values = {
+            "epochs": settings.epochs,
+            "batch_size": settings.batch_size,
+            "lr_encoder": settings.lr_encoder,
+            "lr_head": settings.lr_head,
+            "warmup_ratio": settings.warmup_ratio,
+            "weight_decay": settings.weight_decay,
+            "label_smoothing": settings.label_smoothing,
+            "max_length": settings.max_length,
+            "seed": settings.seed,
+            "threads": settings.torch_threads,
+        }
+        return cls(**(values | overrides))  # type: ignore[arg-type]
+
+
+@dataclass
+class TrainResult:
+    steps: int = 0
+    examples_seen: int = 0
+    seconds: float = 0.0
+    stopped_by_budget: bool = False
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.examples_seen / self.seconds if self.seconds else 0.0
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def make_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Generator, bucket: bool) -> list[np.ndarray]:
+    """One epoch of index batches. With `bucket`, texts of similar length share a batch (less padding)."""
+    order = rng.permutation(len(lengths))
+    if bucket:
+        span = batch_size * _BUCKET_SPAN
+        lengths_arr = np.asarray(lengths)
+        pools = [order[i : i + span] for i in range(0, len(order), span)]
+        order = np.concatenate([pool[np.argsort(lengths_arr[pool], kind="stable")] for pool in pools])
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if bucket:
+        rng.shuffle(batches)  # so the run does not see short texts first and long ones last
+    return batches
+
+
+def collate(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(x) for x in ids)
+    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for row, seq in enumerate(ids):
+        input_ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        mask[row, : len(seq)] = 1
+    return input_ids, mask
+
+
+def _param_groups(model: NewsClassifier, config: TrainConfig) -> list[dict]:
+    # Bias and LayerNorm weights are not decayed, as in BERT's original recipe.
+    groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        is_head = name.startswith("head.")
+        no_decay = param.ndim < 2
+        groups.setdefault((is_head, no_decay), []).append(param)
+    return [
+        {
+            "params": params,
+            "lr": config.lr_head if is_head else config.lr_encoder,
+            "weight_decay": 0.0 if no_decay else config.weight_decay,
+        }
+        for (is_head, no_decay), params in groups.items()
+    ]
+
+
+@torch.inference_mode()
+def predict_logits(
+    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int, batch_size: int = 64
+) -> np.ndarray:
+    """PyTorch logits (eval mode), batched in length order."""
+    model.eval()
+    ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+    order = np.argsort([len(x) for x in ids], kind="stable")
+    out = np.zeros((len(texts), model.head[-1].out_features), dtype=np.float32)
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        input_ids, mask = collate([ids[i] for i in idx], tokenizer.pad_token_id or 0)
+        out[idx] = model(input_ids, mask).float().numpy()
+    return out
+
+
+def train(
+    model: NewsClassifier,
+    tokenizer: PreTrainedTokenizerBase,
+    texts: Sequence[str],
+    labels: Sequence[int],
+    config: TrainConfig,
+    *,
+    weights: Sequence[float] | None = None,
+    val_texts: Sequence[str] = (),
+    val_labels: Sequence[int] = (),
+    on_metrics: MetricsCallback | None = None,
+) -> TrainResult:
+    """Fine-tune `model` in place. Returns counts, timing and the loss/F1 history."""
+    if len(texts) != len(labels) or not texts:
+        raise ValueError("need the same, non-zero number of texts and labels")
+    seed_everything(config.seed)
+    torch.set_num_threads(config.threads or os.cpu_count() or 1)
+    rng = np.random.default_rng(config.seed)
+    pad_id = tokenizer.pad_token_id or 0
+    ids = tokenizer(list(texts), truncation=True, max_length=config.max_length)["input_ids"]
+    lengths = [len(x) for x in ids]
+    y = torch.tensor(list(labels), dtype=torch.long)
+    w = torch.tensor(list(weights) if weights is not None else [1.0] * len(texts), dtype=torch.float32)
+
+    steps_per_epoch = math.ceil(len(texts) / config.batch_size)
+    planned_steps = max(1, math.ceil(config.epochs * steps_per_epoch))
+    state = {"total": planned_steps}
+
+    def lr_factor(step: int) -> float:
+        warmup = max(1, int(config.warmup_ratio * state["total"]))
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (state["total"] - step) / max(1, state["total"] - warmup))
+
+    optimizer = torch.optim.AdamW(_param_groups(model, config))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing, reduction="none")
+    eval_every = config.eval_every or max(1, planned_steps // 4)
+    val_subset = _subset(val_texts, val_labels, config.eval_rows, config.seed)
+
+    result = TrainResult()
+    budget_s = config.max_minutes * 60.0
+    start = time.perf_counter()
+    timing_start = None
+    model.train()
+    bar = tqdm(total=planned_steps, desc="training", unit="step", dynamic_ncols=True)
+    step, epoch, running = 0, 0, 0.0
+    try:
+        while step < state["total"]:
+            for batch in make_batches(lengths, config.batch_size, rng, config.bucket_by_length):
+                if step >= state["total"]:
+                    break
+                input_ids, mask = collate([ids[i] for i in batch], pad_id)
+                logits = model(input_ids, mask)
+                per_example = loss_fn(logits, y[batch])
+                loss = (per_example * w[batch]).sum() / w[batch].sum()
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                scheduler.step()
+                step += 1
+                result.examples_seen += len(batch)
+                running = loss.item() if step == 1 else 0.95 * running + 0.05 * loss.item()
+                bar.update(1)
+                bar.set_postfix(loss=f"{running:.3f}", epoch=epoch)
+                if step == 2:
+                    timing_start = (time.perf_counter(), step)  # first steps include one-off warmup
+                measured = step - timing_start[1] if timing_start else 0
+                if budget_s and measured and measured % _TIMING_STEPS == 0:
+                    per_step = (time.perf_counter() - timing_start[0]) / measured
+                    affordable = step + int((budget_s - (time.perf_counter() - start)) / per_step)
+                    # Re-planned both ways, since the speed seen so far can change with machine load.
+                    state["total"] = min(planned_steps, max(step, affordable))
+                    result.stopped_by_budget = state["total"] < planned_steps
+                    bar.total = state["total"]
+                    bar.refresh()
+                if on_metrics and step % 10 == 0:
+                    on_metrics({"train_loss": running, "lr_encoder": scheduler.get_last_lr()[0]}, step)
+                if val_subset and (step % eval_every == 0 or step == state["total"]):
+                    point = _validate(model, tokenizer, val_subset, config, loss_fn)
+                    point |= {"step": step, "train_loss": running}
+                    result.history.append(point)
+                    if on_metrics:
+                        on_metrics({k: v for k, v in point.items() if k != "step"}, step)
+                    model.train()
+            epoch += 1
+    finally:
+        bar.close()
+    result.steps = step
+    result.seconds = time.perf_counter() - start
+    model.eval()
+    log.info(
+        "trained %d steps (%d examples) in %.0f s, %.1f examples/s%s",
+        step, result.examples_seen, result.seconds, result.examples_per_second,
+        " (shortened to fit the time budget)" if result.stopped_by_budget else "",
+    )
+    return result
+
+
+def _subset(texts: Sequence[str], labels: Sequence[int], n: int, seed: int) -> tuple[list[str], list[int]] | None:
+    if not texts:
+        return None
+    idx = np.random.default_rng(seed).permutation(len(texts))[:n]
+    return [texts[i] for i in idx], [labels[i] for i in idx]
+
+
+def _validate(model, tokenizer, subset, config, loss_fn) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    texts, labels = subset
+    logits = predict_logits(model, tokenizer, texts, config.max_length)
+    y = torch.tensor(labels)
+    loss = loss_fn(torch.from_numpy(logits), y).mean().item()
+    pred = logits.argmax(axis=1)
+    return {
+        "val_loss": float(loss),
+        "val_accuracy": float((pred == np.asarray(labels)).mean()),
+        "val_macro_f1": float(f1_score(labels, pred, average="macro", zero_division=0)),
+    }

@@ -1,0 +1,91 @@
+"""The real app, launched on a local port with a tiny champion, driven through gradio_client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+
+from app import build_app
+from core.labels import LABELS
+from core.registry import ModelRegistry
+from core.serving import ChampionService
+from feedback.store import FeedbackStore
+from tests.conftest import free_port, tiny_settings
+
+
+@pytest.fixture(scope="module")
+def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FeedbackStore]]:
+    settings = tiny_settings(tiny_champion_home, max_input_chars=5_000, classify_per_minute=1_000)
+    service = ChampionService(ModelRegistry(settings.models_dir))
+    db = tmp_path_factory.mktemp("app_db") / "feedback.db"
+    store = FeedbackStore(db, writes_per_minute=1_000)
+    demo = build_app(service, settings, store)
+    demo.queue(default_concurrency_limit=4)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", store
+    finally:
+        demo.close()
+
+
+def client(url: str) -> Client:
+    return Client(url, verbose=False, download_files=False, analytics_enabled=False)
+
+
+def test_classify_returns_a_confidence_for_every_label(served) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    label, info = client(url).predict("Stocks rallied after the earnings report.", api_name="/classify")
+    confidences = {c["label"]: c["confidence"] for c in label["confidences"]}
+    assert set(confidences) == set(LABELS)
+    assert abs(sum(confidences.values()) - 1.0) < 1e-4
+    assert label["label"] == max(confidences, key=confidences.get)
+    assert "v0001" in info and "ms" in info
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "\x00\x01\x02"])
+def test_empty_text_gets_a_friendly_message(served, text: str) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    label, info = client(url).predict(text, api_name="/classify")
+    assert "Paste a news headline" in info
+    assert not label or not label.get("confidences")
+
+
+def test_oversized_text_is_refused_with_the_limit(served) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    _, info = client(url).predict("word " * 2_000, api_name="/classify")
+    assert "limit is 5,000" in info
+
+
+def test_text_longer_than_the_model_reads_is_classified_with_a_note(served) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    label, info = client(url).predict("markets " * 300, api_name="/classify")
+    assert label["label"] in LABELS
+    assert "only its first part was read" in info
+
+
+def test_correction_stores_exactly_one_complete_row(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    c = client(url)
+    text = "The striker signed a new three-year contract with the club on Monday."
+    label, _ = c.predict(text, api_name="/classify")
+    predicted = label["label"]
+    correction = next(name for name in LABELS if name != predicted)
+    ack = c.predict(correction, api_name="/feedback")
+    assert "saved" in ack.lower()
+    rows = [r for r in store.answers() if r["text"] == text]
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["predicted_label"] == predicted and row["user_label"] == correction
+    assert row["kind"] == "correct" and row["model_version"] == "v0001"
+    assert row["annotator"].startswith("session:")
+    probabilities = row["probabilities"]
+    assert set(probabilities) == set(LABELS)
+
+
+def test_feedback_before_any_classification_is_explained(served) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    assert "Classify a text first" in client(url).predict("Sports", api_name="/feedback")

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.config import ConfigError, Settings, load_settings
+
+
+def test_settings_read_prefixed_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NEWSLOOP_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("NEWSLOOP_DATA", "/some/folder")
+    monkeypatch.setenv("NEWSLOOP_MAX_LENGTH", "128")
+    settings = load_settings()
+    assert settings.home == (tmp_path / "state").resolve()
+    assert settings.data == "/some/folder"
+    assert settings.max_length == 128
+    assert settings.feedback_db == settings.home / "feedback.db"
+
+
+def test_loading_settings_creates_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NEWSLOOP_HOME", str(tmp_path / "not-yet"))
+    load_settings()
+    assert not (tmp_path / "not-yet").exists()
+
+
+def test_invalid_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEWSLOOP_MAX_LENGTH", "lots")
+    with pytest.raises(ConfigError, match="NEWSLOOP_MAX_LENGTH"):
+        load_settings()
+
+
+def test_out_of_range_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEWSLOOP_VAL_FRACTION", "0.9")
+    with pytest.raises(ConfigError, match="NEWSLOOP_VAL_FRACTION"):
+        load_settings()
+
+
+def test_defaults_work_offline() -> None:
+    settings = Settings()
+    assert settings.data == "ag_news"
+    assert settings.base_model == ""  # the packaged all-MiniLM-L6-v2
+    assert settings.max_length == 192
+    assert not settings.admin_enabled
+
+
+def test_mlflow_uri_defaults_to_sqlite_in_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    settings = load_settings(home=tmp_path)
+    assert settings.tracking_uri == f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://example.invalid")
+    assert load_settings(home=tmp_path).tracking_uri == "http://example.invalid"

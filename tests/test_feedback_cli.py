@@ -1,0 +1,56 @@
+"""Tests of `python -m feedback`: import, export and stats against the configured database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from feedback.__main__ import main
+from feedback.store import FeedbackStore
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"  # does not exist yet: the CLI creates it
+    monkeypatch.setenv("NEWSLOOP_HOME", str(home))
+    return home
+
+
+def test_import_then_stats_and_export(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pool = tmp_path / "pool.csv"
+    pool.write_text("text\nFirst story\nSecond story\nFirst story\n", encoding="utf-8")
+    assert main(["import", str(pool)]) == 0
+    assert "imported 2 new items" in capsys.readouterr().out
+    FeedbackStore(home / "feedback.db").record(text="=1+1", user_label="World", annotator="a", kind="correct")
+
+    assert main(["stats"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["pool"]["items"] == 2 and stats["answers"] == 1
+
+    assert main(["export", "--format", "csv"]) == 0
+    assert "'=1+1" in capsys.readouterr().out
+    out = tmp_path / "answers.jsonl"
+    assert main(["export", "--format", "jsonl", "--out", str(out)]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["text"] == "=1+1"
+
+
+def test_bad_pool_file_exits_non_zero_with_message(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text('{"text": "fine"}\nnot json\n', encoding="utf-8")
+    assert main(["import", str(pool)]) == 2
+    err = capsys.readouterr().err
+    assert "line 2: malformed JSON" in err and "Traceback" not in err
+    assert main(["import", str(tmp_path / "missing.csv")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_bad_configuration_exits_non_zero_with_message(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("NEWSLOOP_FEEDBACK_PER_MINUTE", "0")
+    assert main(["stats"]) == 2
+    assert "NEWSLOOP_FEEDBACK_PER_MINUTE" in capsys.readouterr().err
