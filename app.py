@@ -7,14 +7,19 @@ models itself. `main()` wires the real ones and bootstraps a first champion when
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import logging
+import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import gradio as gr
@@ -110,6 +115,9 @@ class NewsLoopActions:
         self.memory = SessionMemory()
         self.classify_limit = RateLimiter(settings.classify_per_minute, 60.0)
         self.login_limit = RateLimiter(5, 60.0)
+        self.queue_items: dict[str, dict[str, Any]] = {}
+        self._scored_version: str | None = None
+        self._rescore_lock = threading.Lock()
 
     # Classify.
     def classify(self, text: str | None, request: gr.Request | None = None) -> tuple[dict[str, float] | None, str]:
@@ -162,6 +170,61 @@ class NewsLoopActions:
             return f"Already saved: **{user_label}**."
         return f"Thanks, saved as **{user_label}**." + (" You can undo it." if result.id else "")
 
+    # Labelling queue.
+    def _rescore_if_needed(self) -> None:
+        """Order the pool by the current champion's uncertainty (once per champion)."""
+        version = self.classifier.version
+        if self.store is None or version is None or version == self._scored_version:
+            return
+        with self._rescore_lock:
+            if version != self._scored_version:
+                self.store.rescore(lambda texts: _probabilities(self.classifier, texts), version)
+                self._scored_version = version
+
+    def queue_next(self, request: gr.Request | None = None) -> tuple[str, str]:
+        if self.store is None:
+            return "", "The labelling queue is not available on this server."
+        annotator = client_id(request)
+        self._rescore_if_needed()
+        item = self.store.next_item(annotator, self.settings.labels_required)
+        done = self.store.progress(annotator)
+        key = getattr(request, "session_hash", None) or annotator
+        if item is None:
+            self.queue_items.pop(key, None)
+            return "", f"Nothing left to label. You have labelled **{done}** article(s). Thank you!"
+        self.queue_items[key] = item
+        return item["text"], f"You have labelled **{done}** article(s). Which topic is this one?"
+
+    def queue_answer(self, label: str, request: gr.Request | None = None) -> tuple[str, str, str]:
+        if self.store is None:
+            return "", "", "The labelling queue is not available on this server."
+        key = getattr(request, "session_hash", None) or client_id(request)
+        item = self.queue_items.get(key)
+        if item is None:
+            text, progress = self.queue_next(request)
+            return text, progress, "Take an article from the queue first."
+        prediction = self.classifier.predict([item["text"]])[0]
+        try:
+            self.store.record(
+                text=item["text"], user_label=label, annotator=client_id(request), kind="queue",
+                item_id=item["id"], predicted_label=prediction.label,
+                probabilities=prediction.probabilities, model_version=prediction.model_version,
+            )
+        except FeedbackError as exc:
+            return item["text"], "", f"Not saved: {exc}"
+        text, progress = self.queue_next(request)
+        return text, progress, f"Saved as **{label}**."
+
+    def queue_skip(self, request: gr.Request | None = None) -> tuple[str, str, str]:
+        if self.store is None:
+            return "", "", "The labelling queue is not available on this server."
+        key = getattr(request, "session_hash", None) or client_id(request)
+        item = self.queue_items.get(key)
+        if item is not None:
+            self.store.skip(client_id(request), item["id"])
+        text, progress = self.queue_next(request)
+        return text, progress, "Skipped." if item is not None else ""
+
     def undo(self, request: gr.Request | None = None) -> str:
         if self.store is None:
             return "Feedback is not being collected on this server."
@@ -169,6 +232,172 @@ class NewsLoopActions:
         if undone is None:
             return "Nothing to undo."
         return f"Undone: your answer **{undone['user_label']}**."
+
+
+class AdminActions:
+    """The maintainer's view. Every handler checks the session server-side: hiding the panel is not security."""
+
+    def __init__(self, classifier: Classifier, settings: Settings, store: FeedbackStore | None) -> None:
+        self.classifier = classifier
+        self.settings = settings
+        self.store = store
+        self.sessions: set[str] = set()
+        self.login_limit = RateLimiter(5, 300.0)
+        self._job: subprocess.Popen[bytes] | None = None
+        self._job_lock = threading.Lock()
+
+    def _authorized(self, request: gr.Request | None) -> bool:
+        return bool(request is not None and request.session_hash in self.sessions)
+
+    def login(self, password: str, request: gr.Request) -> tuple[str, dict[str, Any]]:
+        if not self.settings.admin_enabled:
+            return "The admin view is disabled on this server.", gr.update(visible=False)
+        wait = self.login_limit.check(client_address(request))
+        if wait:
+            return f"Too many attempts: try again in {wait:.0f} s.", gr.update(visible=False)
+        expected = self.settings.admin_password.get_secret_value()  # type: ignore[union-attr]
+        if not hmac.compare_digest((password or "").encode(), expected.encode()):
+            log.warning("admin login refused for %s", client_address(request))
+            return "Wrong password.", gr.update(visible=False)
+        self.sessions.add(request.session_hash or "")
+        return "Signed in.", gr.update(visible=True)
+
+    def overview(self, request: gr.Request) -> tuple[str, list[list[Any]], list[list[Any]], list[list[Any]], str]:
+        """Feedback statistics, suspicious answers, run history, the champion's confusion matrix, retrain progress."""
+        if not self._authorized(request):
+            return "Sign in first.", [], [], [], ""
+        from core.registry import ModelRegistry
+
+        stats = self.store.stats() if self.store else {}
+        suspicious = [
+            [r["id"], r["annotator"], r["user_label"], r["predicted_label"], r["suspicious_reason"], r["text"][:200]]
+            for r in (self.store.answers(status="suspicious", limit=200) if self.store else [])
+        ]
+        status = ModelRegistry(self.settings.models_dir).status()
+        history = [
+            [e.get("at"), e.get("action"), e.get("version"), e.get("reason") or "; ".join(e.get("reasons", []))]
+            for e in reversed(status["events"])
+        ]
+        meta = status.get("champion_meta") or {}
+        matrix = meta.get("validation", {}).get("confusion_matrix") or []
+        confusion = [[LABELS[i], *row] for i, row in enumerate(matrix)]
+        summary = {
+            "champion": status["champion"],
+            "previous": status["previous"],
+            "champion_validation": {k: v for k, v in meta.get("validation", {}).items() if k != "confusion_matrix"},
+            "feedback": stats,
+        }
+        return json.dumps(summary, indent=2), suspicious, history, confusion, self._progress()
+
+    def review(self, answer_id: float | None, verdict: str, request: gr.Request) -> str:
+        if not self._authorized(request):
+            return "Sign in first."
+        if self.store is None or answer_id is None:
+            return "Enter the id of an answer."
+        try:
+            self.store.set_status(int(answer_id), verdict)
+        except FeedbackError as exc:
+            return f"Not changed: {exc}"
+        return f"Answer {int(answer_id)} {verdict}."
+
+    def _spawn(self, *args: str) -> str:
+        with self._job_lock:
+            if self._job is not None and self._job.poll() is None:
+                return "A job is already running."
+            logs = self.settings.home / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            log_file = (logs / f"{args[0]}-{time.strftime('%Y%m%d-%H%M%S')}.log").open("wb")
+            # A child process, so the training code (torch) never loads into the serving process.
+            self._job = subprocess.Popen(
+                [sys.executable, "-m", "retrain", *args], stdout=log_file, stderr=subprocess.STDOUT,
+                cwd=Path(__file__).resolve().parent,
+            )
+            self._job_log = Path(log_file.name)
+            return f"Started `retrain {' '.join(args)}`."
+
+    def launch_retrain(self, request: gr.Request) -> str:
+        if not self._authorized(request):
+            return "Sign in first."
+        return self._spawn("run")
+
+    def rollback(self, request: gr.Request) -> str:
+        if not self._authorized(request):
+            return "Sign in first."
+        return self._spawn("rollback", "--reason", "admin view")
+
+    def _progress(self) -> str:
+        progress_file = self.settings.home / "retrain_progress.json"
+        lines = []
+        if progress_file.is_file():
+            lines.append("Last retrain stage: " + json.loads(progress_file.read_text()).get("stage", "?"))
+        job = self._job
+        if job is not None:
+            state = "running" if job.poll() is None else f"finished (exit {job.returncode})"
+            tail = self._job_log.read_text(errors="replace")[-1500:] if self._job_log.is_file() else ""
+            lines.append(f"Job {state}.\n{tail}")
+        return "\n".join(lines)
+
+    def import_pool(self, file: str | None, request: gr.Request) -> str:
+        if not self._authorized(request):
+            return "Sign in first."
+        if self.store is None or not file:
+            return "Choose a CSV or JSONL file."
+        try:
+            report = self.store.import_pool(Path(file), source=Path(file).name)
+        except FeedbackError as exc:
+            return f"Nothing imported: {exc}"
+        return f"Imported {report.added} article(s) ({report.duplicates} already in the pool)."
+
+    def export(self, fmt: str, request: gr.Request) -> str | None:
+        if not self._authorized(request) or self.store is None:
+            return None
+        fd, path = tempfile.mkstemp(prefix="newsloop-feedback-", suffix=f".{fmt}")
+        os.close(fd)
+        self.store.export(Path(path), fmt)
+        return path
+
+
+def build_admin(admin: AdminActions) -> None:
+    """The admin tab: sign-in, then statistics, review, history, retrain and rollback."""
+    with gr.Tab("Admin"):
+        password = gr.Textbox(label="Admin password", type="password", elem_id="admin-password")
+        login_btn = gr.Button("Sign in", elem_id="admin-login")
+        login_msg = gr.Markdown()
+        with gr.Column(visible=False) as panel:
+            refresh_btn = gr.Button("Refresh", variant="primary")
+            summary = gr.Code(label="Champion and feedback", language="json")
+            progress = gr.Textbox(label="Retrain progress", lines=6, interactive=False)
+            with gr.Row():
+                retrain_btn = gr.Button("Launch retrain")
+                rollback_btn = gr.Button("Roll back to the previous champion", variant="stop")
+            job_msg = gr.Markdown()
+            confusion = gr.Dataframe(headers=["true \\ predicted", *LABELS], label="Champion confusion matrix (validation)")
+            history = gr.Dataframe(headers=["at", "action", "version", "reason"], label="Run history")
+            suspicious = gr.Dataframe(
+                headers=["id", "annotator", "label", "model said", "why suspicious", "text"], label="Suspicious answers"
+            )
+            with gr.Row():
+                answer_id = gr.Number(label="Answer id", precision=0)
+                accept_btn = gr.Button("Accept")
+                reject_btn = gr.Button("Reject")
+            review_msg = gr.Markdown()
+            with gr.Row():
+                pool_file = gr.File(label="Add articles to the labelling queue (CSV or JSONL)", file_types=[".csv", ".jsonl"])
+                pool_msg = gr.Markdown()
+            with gr.Row():
+                export_fmt = gr.Radio(["csv", "jsonl"], value="csv", label="Export feedback")
+                export_btn = gr.Button("Export")
+                export_file = gr.File(label="Download")
+    private = {"api_visibility": "private"}
+    login_btn.click(admin.login, inputs=password, outputs=[login_msg, panel], **private)
+    outputs = [summary, suspicious, history, confusion, progress]
+    refresh_btn.click(admin.overview, outputs=outputs, **private)
+    retrain_btn.click(admin.launch_retrain, outputs=job_msg, **private)
+    rollback_btn.click(admin.rollback, outputs=job_msg, **private)
+    accept_btn.click(lambda i, r: admin.review(i, "accepted", r), inputs=answer_id, outputs=review_msg, **private)
+    reject_btn.click(lambda i, r: admin.review(i, "rejected", r), inputs=answer_id, outputs=review_msg, **private)
+    pool_file.upload(admin.import_pool, inputs=pool_file, outputs=pool_msg, **private)
+    export_btn.click(admin.export, inputs=export_fmt, outputs=export_file, **private)
 
 
 def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore | None = None) -> gr.Blocks:
@@ -197,6 +426,18 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
                     ]
                 ack = gr.Markdown(elem_id="feedback-ack")
                 undo_btn = gr.Button("Undo my last answer", size="sm", elem_id="fb-undo")
+        with gr.Tab("Label queue"):
+            gr.Markdown("Articles the model is least sure about come first. One click per article.")
+            queue_text = gr.Textbox(label="Article", lines=6, interactive=False, elem_id="queue-text")
+            with gr.Row():
+                queue_btns = [gr.Button(name, elem_id=f"q-{i}") for i, name in enumerate(LABELS)]
+            with gr.Row():
+                skip_btn = gr.Button("Skip", size="sm", elem_id="q-skip")
+                start_btn = gr.Button("Start / refresh", size="sm", variant="primary", elem_id="q-start")
+            queue_progress = gr.Markdown(elem_id="queue-progress")
+            queue_ack = gr.Markdown(elem_id="queue-ack")
+        if settings.admin_enabled:
+            build_admin(AdminActions(classifier, settings, store))
         model_note = gr.Markdown(_model_note(classifier))
 
         classify_btn.click(actions.classify, inputs=text, outputs=[label, info], api_name="classify")
@@ -205,15 +446,30 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             btn.click(_bind(actions.feedback, name), outputs=ack, api_visibility="private")
         undo_btn.click(actions.undo, outputs=ack, api_name="undo")
         gr.api(actions.feedback, api_name="feedback")
+        start_btn.click(actions.queue_next, outputs=[queue_text, queue_progress], api_name="queue_next")
+        for name, btn in zip(LABELS, queue_btns, strict=True):
+            btn.click(
+                _bind(actions.queue_answer, name), outputs=[queue_text, queue_progress, queue_ack],
+                api_visibility="private",
+            )
+        gr.api(actions.queue_answer, api_name="queue_answer")
+        skip_btn.click(actions.queue_skip, outputs=[queue_text, queue_progress, queue_ack], api_name="queue_skip")
         demo.load(lambda: _model_note(classifier), outputs=model_note, api_visibility="private")
     return demo
 
 
 def _bind(fn, label: str):  # type: ignore[no-untyped-def]
-    def handler(request: gr.Request) -> str:
+    def handler(request: gr.Request):  # type: ignore[no-untyped-def]
         return fn(label, request)
 
     return handler
+
+
+def _probabilities(classifier: Classifier, texts: list[str]):  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    predictions = classifier.predict(texts)
+    return np.array([[p.probabilities[name] for name in LABELS] for p in predictions])
 
 
 def _model_note(classifier: Classifier) -> str:
@@ -234,6 +490,22 @@ def ensure_champion(settings: Settings) -> None:
     subprocess.run([sys.executable, "-m", "retrain", "bootstrap"], check=True)
 
 
+def start_schedule(settings: Settings) -> threading.Thread | None:
+    """In-app retrain schedule: every interval, a child process retrains if enough feedback has arrived."""
+    if settings.retrain_interval_min <= 0:
+        return None
+
+    def loop() -> None:
+        while True:
+            time.sleep(settings.retrain_interval_min * 60)
+            # `watch --once` checks the count of new answers itself; the retrain lock prevents overlap.
+            subprocess.run([sys.executable, "-m", "retrain", "watch", "--once"], check=False)
+
+    thread = threading.Thread(target=loop, name="retrain-schedule", daemon=True)
+    thread.start()
+    return thread
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = load_settings()
@@ -250,9 +522,11 @@ def main() -> None:
     store = FeedbackStore(
         settings.feedback_db, max_text_chars=settings.max_feedback_chars, writes_per_minute=settings.feedback_per_minute
     )
+    start_schedule(settings)
     demo = build_app(service, settings, store)
     demo.queue(default_concurrency_limit=8, max_size=256)
-    demo.launch(server_name=settings.host, server_port=settings.port)
+    # State (database, models, MLflow store) must never be downloadable, whatever Gradio allows by default.
+    demo.launch(server_name=settings.host, server_port=settings.port, blocked_paths=[str(settings.home)])
 
 
 if __name__ == "__main__":

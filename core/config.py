@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     label_smoothing: float = Field(0.1, ge=0.0, lt=1.0)
     dropout: float = Field(0.3, ge=0.0, lt=1.0)
     bootstrap_max_rows: int = Field(0, ge=0, description="Cap on training rows for bootstrap; 0 = no cap.")
-    bootstrap_max_minutes: float = Field(16.0, ge=0.0, description="Training time cap; 0 = no cap.")
+    bootstrap_max_minutes: float = Field(17.0, ge=0.0, description="Training time cap; 0 = no cap.")
     torch_threads: int = Field(0, ge=0, description="Threads for training; 0 = all cores.")
     int8_tolerance: float = Field(0.5, ge=0.0, description="Serve int8 only within this many accuracy points of fp32.")
 
@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     gate_alpha: float = Field(0.05, gt=0.0, lt=1.0, description="McNemar p-value the challenger must beat.")
     gate_recall_tolerance: float = Field(0.01, ge=0.0, lt=1.0, description="Largest per-label recall drop.")
     feedback_weight: float = Field(2.0, gt=0.0, le=100.0)
+    retrain_base_rows: int = Field(3000, ge=0, description="Base rows replayed in a retrain; 0 = all.")
+    retrain_epochs: float = Field(1.0, gt=0.0, le=20.0)
+    retrain_max_minutes: float = Field(8.0, ge=0.0, description="Training time budget of a retrain; 0 = none.")
     warm_start: bool = True
     retrain_min_feedback: int = Field(50, ge=1)
     retrain_interval_min: float = Field(0.0, ge=0.0, description="In-app retrain schedule; 0 = off.")

@@ -110,6 +110,7 @@ class ModelRegistry:
             "champion": champion.version if champion else None,
             "champion_meta": champion.meta if champion else None,
             "previous": list(reversed(record["history"])),
+            "challenger": record.get("challenger"),
             "versions": self.versions(),
             "events": record["events"][-20:],
         }
@@ -156,9 +157,19 @@ class ModelRegistry:
             if record["champion"]:
                 record["history"].append(record["champion"])
             record["champion"] = version
+            record["challenger"] = version
             record["events"].append({"at": _now(), "action": "promote", "version": version, "reason": reason})
             write_json_atomic(self.record_path, record)
         return promoted
+
+    def note(self, version: str, action: str, reasons: list[str]) -> None:
+        """Record a decision about a version that did not change the champion (e.g. a refused challenger)."""
+        with self._locked():
+            self.get(version)
+            record = self.read_record()
+            record["challenger"] = version
+            record["events"].append({"at": _now(), "action": action, "version": version, "reasons": reasons})
+            write_json_atomic(self.record_path, record)
 
     def rollback(self, reason: str = "") -> ModelVersion:
         """Restore the previous champion. The replaced one is kept on disk but leaves the history."""

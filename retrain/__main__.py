@@ -1,4 +1,4 @@
-"""Command line: `python -m retrain {bootstrap,evaluate,status,baseline}`."""
+"""Command line: `python -m retrain {bootstrap,run,rollback,watch,evaluate,status,baseline}`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 from core.config import ConfigError, load_settings
 from core.data import DataSourceError
 
-EXIT_OK = 0
+EXIT_OK = 0  # also: a retrain promoted its challenger
 EXIT_FAILED = 1
-EXIT_REFUSED = 3
+EXIT_REFUSED = 3  # a retrain ran and the gate kept the champion
+EXIT_BUSY = 4  # another retrain holds the lock
 
 
 def _print(payload: object) -> None:
@@ -38,6 +39,66 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
         }
     )
     return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from retrain.run import RetrainBusy, retrain
+
+    settings = load_settings()
+    try:
+        result = retrain(settings, max_minutes=args.max_minutes, base_rows=args.base_rows)
+    except RetrainBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    _print(result.as_dict())
+    return {"promoted": EXIT_OK, "refused": EXIT_REFUSED}.get(result.decision, EXIT_FAILED)
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    from core.registry import ModelRegistry, RegistryError
+    from retrain.tracking import sync_aliases
+
+    settings = load_settings()
+    registry = ModelRegistry(settings.models_dir)
+    try:
+        restored = registry.rollback(reason=args.reason)
+    except RegistryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        sync_aliases(settings, registry)
+    except Exception as exc:
+        print(f"warning: MLflow aliases not updated: {exc}", file=sys.stderr)
+    _print({"champion": restored.version, "status": registry.status()["previous"]})
+    return EXIT_OK
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    import time
+
+    from feedback.store import FeedbackStore
+    from retrain.run import RetrainBusy, read_state, retrain
+
+    settings = load_settings()
+    interval = args.interval or 60.0
+    min_new = args.min_new or settings.retrain_min_feedback
+    log = logging.getLogger("retrain.watch")
+    log.info("watching: a retrain runs when %d new answers have arrived (checked every %.0f s)", min_new, interval)
+    while True:
+        last_id = read_state(settings).get("last_run", {}).get("last_answer_id", 0)
+        new = FeedbackStore(settings.feedback_db).count_since(last_id) if settings.feedback_db.is_file() else 0
+        if new >= min_new:
+            log.info("%d new answers since the last run: retraining", new)
+            try:
+                result = retrain(settings)
+                log.info("retrain %s: %s", result.decision, "; ".join(result.reasons) or "ok")
+            except RetrainBusy:
+                log.info("a retrain is already running")
+            except Exception:
+                log.exception("retrain failed")
+        if args.once:
+            return EXIT_OK
+        time.sleep(interval)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -82,6 +143,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-rows", type=int, default=None, help="cap on training rows (default NEWSLOOP_BOOTSTRAP_MAX_ROWS)")
     p.add_argument("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_BOOTSTRAP_MAX_MINUTES)")
     p.set_defaults(func=cmd_bootstrap)
+    p = sub.add_parser("run", help="retrain a challenger on base data + trusted feedback; promote it if it passes the gate")
+    p.add_argument("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_RETRAIN_MAX_MINUTES)")
+    p.add_argument("--base-rows", type=int, default=None, help="base rows replayed (default NEWSLOOP_RETRAIN_BASE_ROWS)")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("rollback", help="restore the previous champion")
+    p.add_argument("--reason", default="manual rollback")
+    p.set_defaults(func=cmd_rollback)
+    p = sub.add_parser("watch", help="retrain whenever enough new feedback has arrived")
+    p.add_argument("--interval", type=float, default=None, help="seconds between checks (default 60)")
+    p.add_argument("--min-new", type=int, default=None, help="new answers needed (default NEWSLOOP_RETRAIN_MIN_FEEDBACK)")
+    p.add_argument("--once", action="store_true", help="check once and exit")
+    p.set_defaults(func=cmd_watch)
     p = sub.add_parser("evaluate", help="score the serving champion on an AG-News-format CSV; prints JSON")
     p.add_argument("--csv", required=True)
     p.add_argument("--onnx-file", default=None, help="model.onnx or model.int8.onnx (default: the one served)")

@@ -122,7 +122,7 @@ def quantize_int8(fp32_path: Path) -> Path:
     try:
         # Fused contrib ops defeat ONNX shape inference; their outputs are float.
         quantize_dynamic(
-            str(fp32_path), str(out), weight_type=QuantType.QInt8,
+            str(fp32_path), str(out), weight_type=QuantType.QInt8, per_channel=True,
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
     finally:

@@ -81,6 +81,7 @@ def export_version(
             "n": len(validation),
             "fp32": {"accuracy": fp32["accuracy"], "macro_f1": fp32["macro_f1"]},
             "int8": {"accuracy": int8["accuracy"], "macro_f1": int8["macro_f1"]},
+            "confusion_matrix": (int8 if serve_file == INT8_FILE else fp32)["confusion_matrix"],
         },
     }
     if before_commit:
@@ -112,14 +113,18 @@ def run_params(settings: Settings, config: TrainConfig, base_model: str, **rows:
     } | {f"rows_{k}": v for k, v in rows.items()}
 
 
-def log_exported(tracker: Tracker, exported: ExportedVersion, validation: list[Example], alias: str | None) -> None:
+def log_exported(
+    tracker: Tracker, exported: ExportedVersion, validation: list[Example], alias: str | None, name: str = "validation"
+) -> None:
     """Metrics, plots and the ONNX artifact of an exported version, registered in MLflow."""
     v = exported.version
     served = exported.metrics_int8 if v.meta["serve_file"] == INT8_FILE else exported.metrics_fp32
-    tracker.log_evaluation("validation", [e.label for e in validation], exported.served_probs, served)
-    for name, metrics in (("fp32", exported.metrics_fp32), ("int8", exported.metrics_int8)):
+    tracker.log_evaluation(name, [e.label for e in validation], exported.served_probs, served)
+    for precision, metrics in (("fp32", exported.metrics_fp32), ("int8", exported.metrics_int8)):
         if metrics:
-            tracker.log_metrics({f"validation_{name}_accuracy": metrics["accuracy"], f"validation_{name}_macro_f1": metrics["macro_f1"]})
+            tracker.log_metrics(
+                {f"{name}_{precision}_accuracy": metrics["accuracy"], f"{name}_{precision}_macro_f1": metrics["macro_f1"]}
+            )
     tracker.set_tags({"newsloop_version": v.version, "serve_file": v.meta["serve_file"]})
     tracker.log_model_version(v.path, v.version, alias)
 

@@ -8,6 +8,7 @@ import math
 import os
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,7 +26,9 @@ log = logging.getLogger(__name__)
 
 MetricsCallback = Callable[[dict[str, float], int], None]
 _BUCKET_SPAN = 50  # batches per length-sorted pool: long enough to group lengths, short enough to stay random
-_TIMING_STEPS = 8  # steps measured before the time budget resizes the schedule
+_TIMING_STEPS = 8  # how often (in steps) the time budget re-plans the schedule
+_SPEED_WINDOW = 40  # recent steps whose speed predicts the rest of the run
+_SPEED_SAFETY = 1.05  # validation passes and stragglers also take time
 
 
 @dataclass(frozen=True)
@@ -191,7 +194,7 @@ def train(
     result = TrainResult()
     budget_s = config.max_minutes * 60.0
     start = time.perf_counter()
-    timing_start = None
+    stamps: deque[float] = deque(maxlen=_SPEED_WINDOW + 1)
     model.train()
     bar = tqdm(total=planned_steps, desc="training", unit="step", dynamic_ncols=True)
     step, epoch, running = 0, 0, 0.0
@@ -214,17 +217,20 @@ def train(
                 running = loss.item() if step == 1 else 0.95 * running + 0.05 * loss.item()
                 bar.update(1)
                 bar.set_postfix(loss=f"{running:.3f}", epoch=epoch)
-                if step == 2:
-                    timing_start = (time.perf_counter(), step)  # first steps include one-off warmup
-                measured = step - timing_start[1] if timing_start else 0
-                if budget_s and measured and measured % _TIMING_STEPS == 0:
-                    per_step = (time.perf_counter() - timing_start[0]) / measured
+                stamps.append(time.perf_counter())  # the first steps include one-off warmup: skipped below
+                if budget_s and step > 2 and step % _TIMING_STEPS == 0:
+                    # Speed over the recent steps only, so the plan follows the machine's current load.
+                    window = list(stamps)[-_SPEED_WINDOW:] if step > _SPEED_WINDOW else list(stamps)[2:]
+                    per_step = (window[-1] - window[0]) / max(1, len(window) - 1) * _SPEED_SAFETY
                     affordable = step + int((budget_s - (time.perf_counter() - start)) / per_step)
                     # Re-planned both ways, since the speed seen so far can change with machine load.
                     state["total"] = min(planned_steps, max(step, affordable))
                     result.stopped_by_budget = state["total"] < planned_steps
                     bar.total = state["total"]
                     bar.refresh()
+                if budget_s and time.perf_counter() - start > budget_s:
+                    state["total"] = step  # out of time: end here whatever the plan said
+                    result.stopped_by_budget = True
                 if on_metrics and step % 10 == 0:
                     on_metrics({"train_loss": running, "lr_encoder": scheduler.get_last_lr()[0]}, step)
                 if val_subset and (step % eval_every == 0 or step == state["total"]):

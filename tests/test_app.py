@@ -89,3 +89,43 @@ def test_correction_stores_exactly_one_complete_row(served) -> None:  # type: ig
 def test_feedback_before_any_classification_is_explained(served) -> None:  # type: ignore[no-untyped-def]
     url, _ = served
     assert "Classify a text first" in client(url).predict("Sports", api_name="/feedback")
+
+
+def test_queue_serves_a_1000_row_pool_in_order_of_uncertainty(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    url, store = served
+    pool = tmp_path / "pool.csv"
+    topics = ["election", "match", "shares", "software", "summit", "league", "profits", "satellite"]
+    lines = ["text"] + [f"Report {i}: news about the {topics[i % 8]} number {i} and its {topics[(i * 3) % 8]}" for i in range(1000)]
+    pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert store.import_pool(pool).added == 1000
+
+    c = client(url)
+    first_text, progress = c.predict(api_name="/queue_next")
+    assert first_text.startswith("Report ") and "labelled **0**" in progress
+    answered = [first_text]
+    for i in range(9):
+        text, progress, ack = c.predict(LABELS[i % 4], api_name="/queue_answer")
+        assert "Saved as" in ack
+        answered.append(text)
+    _, progress, _ = c.predict("World", api_name="/queue_answer")
+    assert "labelled **10**" in progress
+
+    with sqlite3.connect(store.path) as conn:
+        uncertainty = dict(conn.execute("SELECT text, uncertainty FROM pool"))
+        stored = [row[0] for row in conn.execute("SELECT text FROM answers WHERE kind = 'queue' ORDER BY id")]
+    assert stored == answered
+    scores = [uncertainty[t] for t in stored]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] == max(uncertainty.values())
+
+
+def test_queue_skip_moves_on_without_storing(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    c = client(url)
+    before = store.count()
+    first, _ = c.predict(api_name="/queue_next")
+    second, _, ack = c.predict(api_name="/queue_skip")
+    assert ack == "Skipped." and second != first
+    assert store.count() == before

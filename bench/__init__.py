@@ -1,0 +1,1 @@
+"""Benchmarks for the Speed issue: `python bench/serving.py`, `python bench/training.py`."""

@@ -1,0 +1,473 @@
+"""Serving speed of the registry's champion: PyTorch eager fp32 vs ONNX fp32 vs ONNX int8, side by side.
+
+Measures, on the validation split of NEWSLOOP_DATA:
+
+* single-text latency p50/p95 (ms), tokenization included, over `--n` texts after a short warmup;
+* batch throughput (texts/s) and accuracy over the whole validation split;
+* peak resident memory of a process that imports only `core.serving`, loads the served ONNX file and
+  classifies 100 texts (and whether torch got imported there: it must not);
+* app cold start: seconds from spawning `python app.py` to its first `/classify` answer. The app runs
+  on a throw-away NEWSLOOP_HOME whose `models/` links to the real one, so no state is written there.
+
+Run from the repository root::
+
+    NEWSLOOP_HOME=<home with a champion> NEWSLOOP_DATA=<data> python bench/serving.py [--n 200]
+        [--batch-size 32] [--skip-app] [--tune] [--json OUT]
+
+`--tune` adds ONNX Runtime settings to compare (intra-op threads, spinning, batch sizes). The last
+printed line is a one-line `SUMMARY`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere; project imports happen in functions
+
+TORCH = "pytorch-fp32"
+ONNX_FP32 = "onnx-fp32"
+ONNX_INT8 = "onnx-int8"
+WARMUP_TEXTS = 10
+RSS_TEXTS = 100
+TARGET_P50_MS = 8.0
+TARGET_TEXTS_PER_S = 250.0
+
+# Runs in a fresh interpreter so the memory figure is that of a serving process, not of this one.
+_RSS_CHILD = r"""
+import json, resource, sys
+from pathlib import Path
+
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+
+def hwm_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    return None
+
+args = json.loads(sys.stdin.read())
+out = {"start_mb": peak_mb()}
+from core.serving import OnnxClassifier
+out["imported_mb"] = peak_mb()
+clf = OnnxClassifier(Path(args["model_dir"]), onnx_file=args["onnx_file"], threads=args["threads"])
+out["loaded_mb"] = peak_mb()
+for text in args["texts"]:
+    clf.predict([text])
+clf.predict(args["texts"])
+out["peak_mb"] = peak_mb()
+out["vmhwm_mb"] = hwm_mb()
+out["torch_imported"] = "torch" in sys.modules
+out["transformers_imported"] = "transformers" in sys.modules
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class Engine:
+    """One way of serving the champion: a single-text call and a batch call, both text in, scores out."""
+
+    name: str
+    single: Callable[[str], np.ndarray]
+    batch: Callable[[Sequence[str], int], np.ndarray]
+    load_s: float
+    close: Callable[[], None] = lambda: None
+
+
+@dataclass
+class EngineResult:
+    name: str
+    p50_ms: float
+    p95_ms: float
+    mean_ms: float
+    texts_per_s: float
+    batch_seconds: float
+    accuracy: float
+    load_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# Engines.
+def onnx_engine(model_dir: Path, onnx_file: str, name: str, threads: int, options: Any = None) -> Engine:
+    """ONNX Runtime through the serving class; `options` replaces its SessionOptions (for --tune)."""
+    import onnxruntime as ort
+
+    from core.serving import OnnxClassifier
+
+    start = time.perf_counter()
+    clf = OnnxClassifier(model_dir, onnx_file=onnx_file, threads=threads)
+    if options is not None:
+        clf.session = ort.InferenceSession(
+            str(model_dir / onnx_file), options, providers=["CPUExecutionProvider"]
+        )
+    load_s = time.perf_counter() - start
+    return Engine(
+        name,
+        single=lambda text: clf.predict_proba([text]),
+        batch=lambda texts, batch_size: clf.predict_proba(texts, batch_size=batch_size),
+        load_s=load_s,
+    )
+
+
+def torch_engine(checkpoint_dir: Path, max_length: int) -> Engine:
+    """PyTorch eager fp32 from the champion's checkpoint, HF tokenizer, all cores."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from core.text import clean_text
+    from retrain.model import load_checkpoint
+    from retrain.train import predict_logits
+
+    hf_logging.disable_progress_bar()
+    torch.set_num_threads(os.cpu_count() or 1)
+    start = time.perf_counter()
+    model, tokenizer = load_checkpoint(checkpoint_dir)
+    model.eval()
+    load_s = time.perf_counter() - start
+
+    def single(text: str) -> np.ndarray:
+        # The same cleaning the ONNX path does, so both engines do the same work per request.
+        with torch.inference_mode():
+            enc = tokenizer(clean_text(text), truncation=True, max_length=max_length, return_tensors="pt")
+            logits = model(enc["input_ids"], enc["attention_mask"])
+            return torch.softmax(logits, dim=-1).numpy()
+
+    def batch(texts: Sequence[str], batch_size: int) -> np.ndarray:
+        return predict_logits(model, tokenizer, texts, max_length, batch_size)
+
+    return Engine(TORCH, single, batch, load_s)
+
+
+# Measurements.
+def single_latencies_ms(engine: Engine, texts: Sequence[str]) -> np.ndarray:
+    for text in texts[:WARMUP_TEXTS]:
+        engine.single(text)
+    out = np.empty(len(texts))
+    for i, text in enumerate(texts):
+        start = time.perf_counter()
+        engine.single(text)
+        out[i] = (time.perf_counter() - start) * 1000.0
+    return out
+
+
+def batch_run(engine: Engine, texts: Sequence[str], batch_size: int) -> tuple[np.ndarray, float]:
+    engine.batch(texts[: batch_size * 2], batch_size)  # warmup
+    start = time.perf_counter()
+    scores = engine.batch(texts, batch_size)
+    return scores, time.perf_counter() - start
+
+
+def measure(engine: Engine, single_texts: Sequence[str], texts: Sequence[str], labels: np.ndarray,
+            batch_size: int) -> EngineResult:
+    lat = single_latencies_ms(engine, single_texts)
+    scores, seconds = batch_run(engine, texts, batch_size)
+    accuracy = float((np.asarray(scores).argmax(axis=1) == labels).mean())
+    return EngineResult(
+        engine.name,
+        p50_ms=float(np.percentile(lat, 50)),
+        p95_ms=float(np.percentile(lat, 95)),
+        mean_ms=float(lat.mean()),
+        texts_per_s=len(texts) / seconds,
+        batch_seconds=seconds,
+        accuracy=accuracy,
+        load_s=engine.load_s,
+    )
+
+
+def serving_rss(model_dir: Path, onnx_file: str, texts: Sequence[str], threads: int) -> dict[str, Any]:
+    payload = json.dumps(
+        {"model_dir": str(model_dir), "onnx_file": onnx_file, "threads": threads, "texts": list(texts)}
+    )
+    # Through a shell that forks: a process exec'd straight from this big one would inherit its peak RSS
+    # (Linux keeps ru_maxrss across exec), so the child would report this process's memory, not its own.
+    proc = subprocess.run(
+        ["/bin/sh", "-c", '"$0" "$@"; exit $?', sys.executable, "-c", _RSS_CHILD],
+        input=payload, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"memory probe failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def app_cold_start(models_dir: Path, text: str, timeout_s: float) -> dict[str, Any]:
+    """Spawn `python app.py` and poll `/classify` until it answers; seconds from spawn to that answer."""
+    from gradio_client import Client  # imported before the clock starts
+
+    with tempfile.TemporaryDirectory(prefix="newsloop-bench-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        (home / "models").symlink_to(models_dir.resolve(), target_is_directory=True)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/"
+        env = os.environ | {
+            "NEWSLOOP_HOME": str(home),
+            "NEWSLOOP_HOST": "127.0.0.1",
+            "NEWSLOOP_PORT": str(port),
+            "GRADIO_ANALYTICS_ENABLED": "False",
+            "HF_HUB_OFFLINE": "1",
+        }
+        log_path = Path(tmp) / "app.log"
+        with log_path.open("w") as log_file:
+            start = time.perf_counter()
+            proc = subprocess.Popen(
+                [sys.executable, "app.py"], cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
+            )
+            try:
+                connected_s, answer = None, None
+                client = None
+                while time.perf_counter() - start < timeout_s:
+                    if proc.poll() is not None:
+                        break
+                    try:
+                        if client is None:
+                            client = Client(url, verbose=False, download_files=False, analytics_enabled=False)
+                            connected_s = time.perf_counter() - start
+                        answer = client.predict(text, api_name="/classify")
+                        break
+                    except Exception:
+                        time.sleep(0.2)
+                answer_s = time.perf_counter() - start
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        if answer is None:
+            tail = log_path.read_text(errors="replace")[-3000:]
+            raise RuntimeError(
+                f"app gave no answer within {timeout_s:.0f} s (exit {proc.returncode}); log tail:\n{tail}"
+            )
+    label = answer[0].get("label") if isinstance(answer, (list, tuple)) and isinstance(answer[0], dict) else None
+    note = answer[1] if isinstance(answer, (list, tuple)) and len(answer) > 1 else ""
+    return {"first_answer_s": answer_s, "server_up_s": connected_s, "label": label, "note": note}
+
+
+def tune(model_dir: Path, files: dict[str, str], single_texts: Sequence[str], texts: Sequence[str],
+         labels: np.ndarray, batch_size: int) -> list[dict[str, Any]]:
+    """ONNX Runtime settings that are cheap to change in core/serving.py, measured the same way."""
+    from core.serving import OnnxClassifier, session_options
+
+    cores = os.cpu_count() or 1
+    rows: list[dict[str, Any]] = []
+    for name, onnx_file in files.items():
+        variants: list[tuple[str, Any]] = [(f"threads={t}", session_options(t)) for t in sorted({1, cores})]
+        no_spin = session_options(cores)
+        no_spin.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        variants.append((f"threads={cores}, no spinning", no_spin))
+        for label, options in variants:
+            engine = onnx_engine(model_dir, onnx_file, name, 0, options)
+            lat = single_latencies_ms(engine, single_texts)
+            rows.append({"engine": name, "setting": label, "p50_ms": float(np.percentile(lat, 50)),
+                         "p95_ms": float(np.percentile(lat, 95))})
+            del engine
+            gc.collect()
+        engine = onnx_engine(model_dir, onnx_file, name, 0)
+        for size in sorted({8, 16, batch_size, 64, 128}):
+            scores, seconds = batch_run(engine, texts, size)
+            rows.append({"engine": name, "setting": f"batch_size={size}", "batch_size": size,
+                         "texts_per_s": len(texts) / seconds,
+                         "accuracy": float((scores.argmax(axis=1) == labels).mean())})
+        clf = OnnxClassifier(model_dir, onnx_file=onnx_file)
+        tok = np.empty(len(single_texts))
+        for i, text in enumerate(single_texts):
+            start = time.perf_counter()
+            clf.encode([text])
+            tok[i] = (time.perf_counter() - start) * 1000.0
+        rows.append({"engine": name, "setting": "clean+tokenize only", "p50_ms": float(np.percentile(tok, 50)),
+                     "p95_ms": float(np.percentile(tok, 95))})
+        del engine, clf
+        gc.collect()
+    return rows
+
+
+# Report.
+def results_table(results: list[EngineResult]) -> str:
+    base = next((r for r in results if r.name == TORCH), None)
+    lines = [
+        "| engine | p50 ms | p95 ms | texts/s | accuracy | speed-up p50 | speed-up texts/s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        single = f"{base.p50_ms / r.p50_ms:.2f}x" if base else "n/a"
+        batch = f"{r.texts_per_s / base.texts_per_s:.2f}x" if base else "n/a"
+        lines.append(
+            f"| {r.name} | {r.p50_ms:.2f} | {r.p95_ms:.2f} | {r.texts_per_s:.0f} | {r.accuracy * 100:.2f}% "
+            f"| {single} | {batch} |"
+        )
+    return "\n".join(lines)
+
+
+def tune_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| engine | setting | p50 ms | p95 ms | texts/s |", "|---|---|---:|---:|---:|"]
+    for r in rows:
+        p50 = f"{r['p50_ms']:.2f}" if "p50_ms" in r else ""
+        p95 = f"{r['p95_ms']:.2f}" if "p95_ms" in r else ""
+        tps = f"{r['texts_per_s']:.0f}" if "texts_per_s" in r else ""
+        lines.append(f"| {r['engine']} | {r['setting']} | {p50} | {p95} | {tps} |")
+    return "\n".join(lines)
+
+
+def summary_line(results: list[EngineResult], rss: dict[str, Any] | None, cold: dict[str, Any] | None) -> str:
+    by_name = {r.name: r for r in results}
+    base = by_name.get(TORCH)
+    parts = []
+    singles = [
+        f"{r.name} {base.p50_ms / r.p50_ms:.1f}x ({r.p50_ms:.1f} ms)" if base else f"{r.name} {r.p50_ms:.1f} ms"
+        for r in results if r.name != TORCH
+    ]
+    parts.append("single-text p50 speed-up vs torch: " + ", ".join(singles))
+    fastest = max((r for r in results if r.name != TORCH), key=lambda r: r.texts_per_s, default=None)
+    if fastest:
+        ratio = f" ({fastest.texts_per_s / base.texts_per_s:.1f}x)" if base else ""
+        parts.append(f"batch: {fastest.texts_per_s:.0f} texts/s {fastest.name.removeprefix('onnx-')}{ratio}")
+    if ONNX_FP32 in by_name and ONNX_INT8 in by_name:
+        delta = (by_name[ONNX_INT8].accuracy - by_name[ONNX_FP32].accuracy) * 100
+        parts.append(f"int8 acc {delta:+.2f} pt")
+    if rss:
+        parts.append(f"rss {rss['peak_mb']:.0f} MB")
+    if cold:
+        parts.append(f"cold start {cold['first_answer_s']:.1f} s")
+    return "SUMMARY " + "; ".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=200, help="validation texts for single-text latency")
+    parser.add_argument("--batch-size", type=int, default=32, help="batch size for the throughput run")
+    parser.add_argument("--skip-app", action="store_true", help="do not measure the app's cold start")
+    parser.add_argument("--app-timeout", type=float, default=300.0, help="seconds to wait for the app's answer")
+    parser.add_argument("--tune", action="store_true", help="also compare ONNX Runtime threads/spinning/batch sizes")
+    parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
+    args = parser.parse_args(argv)
+
+    from core.config import load_settings
+    from core.data import load_corpus
+    from core.registry import ModelRegistry
+    from core.serving import FP32_FILE, INT8_FILE
+
+    settings = load_settings()
+    champion = ModelRegistry(settings.models_dir).champion()
+    if champion is None:
+        print(f"No champion model in {settings.models_dir}: set NEWSLOOP_HOME to a home with one, "
+              "or train one with `python -m retrain bootstrap`.", file=sys.stderr)
+        return 2
+    corpus = load_corpus(settings.data, settings.val_fraction, settings.use_extra_data)
+    texts = [ex.text for ex in corpus.validation]
+    labels = np.array([ex.label for ex in corpus.validation])
+    rng = np.random.default_rng(0)
+    single_texts = [texts[i] for i in rng.permutation(len(texts))[: args.n]]
+    max_length = int(champion.meta.get("max_length", settings.max_length))
+    serve_file = champion.meta.get("serve_file", FP32_FILE)
+    cores = os.cpu_count() or 1
+
+    import onnxruntime as ort
+
+    print(f"# Serving benchmark: champion {champion.version} ({champion.path}), serve_file {serve_file}")
+    print(f"{len(texts)} validation texts from {corpus.description}; single-text sample {len(single_texts)}; "
+          f"batch size {args.batch_size}; max_length {max_length}")
+    print(f"{platform.processor() or platform.machine()}, {cores} cores; onnxruntime {ort.__version__}, "
+          f"ONNX threads {settings.onnx_threads or cores}")
+    print()
+
+    # ONNX first, each engine alone: a loaded engine's thread pool must not compete with the next one.
+    results: list[EngineResult] = []
+    onnx_files = {ONNX_FP32: FP32_FILE, ONNX_INT8: INT8_FILE}
+    onnx_files = {k: v for k, v in onnx_files.items() if (champion.path / v).is_file()}
+    for name, onnx_file in onnx_files.items():
+        engine = onnx_engine(champion.path, onnx_file, name, settings.onnx_threads)
+        results.append(measure(engine, single_texts, texts, labels, args.batch_size))
+        del engine
+        gc.collect()
+    checkpoint = champion.path / "checkpoint"
+    if (checkpoint / "config.json").is_file():
+        engine = torch_engine(checkpoint, max_length)
+        results.insert(0, measure(engine, single_texts, texts, labels, args.batch_size))
+        del engine
+        gc.collect()
+        import torch
+
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    else:
+        print(f"(no PyTorch checkpoint at {checkpoint}: no PyTorch row, no speed-ups)")
+    print(results_table(results))
+    print()
+
+    rss = None
+    if serve_file in onnx_files.values():
+        rss = serving_rss(champion.path, serve_file, texts[:RSS_TEXTS], settings.onnx_threads)
+        print(f"Serving process peak RSS ({serve_file}, {RSS_TEXTS} texts): {rss['peak_mb']:.0f} MB "
+              f"(interpreter {rss['start_mb']:.0f}, after import {rss['imported_mb']:.0f}, "
+              f"after load {rss['loaded_mb']:.0f}; VmHWM {rss['vmhwm_mb']:.0f}); "
+              f"torch imported: {rss['torch_imported']}; transformers imported: {rss['transformers_imported']}")
+        if rss["torch_imported"]:
+            print("WARNING: the serving path imported torch")
+    cold = None
+    if args.skip_app:
+        print("App cold start: skipped (--skip-app)")
+    else:
+        cold = app_cold_start(settings.models_dir, single_texts[0], args.app_timeout)
+        up = f"{cold['server_up_s']:.1f} s" if cold["server_up_s"] is not None else "n/a"
+        print(f"App cold start to first answer: {cold['first_answer_s']:.1f} s (server reachable at {up}; "
+              f"answer {cold['label']!r}, {cold['note']})")
+
+    tuned = None
+    if args.tune and onnx_files:
+        print()
+        print("## ONNX Runtime settings (--tune)")
+        tuned = tune(champion.path, onnx_files, single_texts, texts, labels, args.batch_size)
+        print(tune_table(tuned))
+
+    by_name = {r.name: r for r in results}
+    print()
+    for name in onnx_files:
+        r = by_name[name]
+        p50_ok = "yes" if r.p50_ms <= TARGET_P50_MS else "no"
+        batch_ok = "yes" if r.texts_per_s >= TARGET_TEXTS_PER_S else "no"
+        print(f"Targets {name}: p50 {r.p50_ms:.2f} ms (<= {TARGET_P50_MS:g} ms: {p50_ok}), "
+              f"{r.texts_per_s:.0f} texts/s (>= {TARGET_TEXTS_PER_S:g}: {batch_ok})")
+    if args.json:
+        payload = {
+            "champion": champion.version,
+            "serve_file": serve_file,
+            "cores": cores,
+            "n_single": len(single_texts),
+            "n_batch": len(texts),
+            "batch_size": args.batch_size,
+            "engines": [r.__dict__ for r in results],
+            "rss": rss,
+            "cold_start": cold,
+            "tune": tuned,
+        }
+        args.json.write_text(json.dumps(payload, indent=2))
+        print(f"wrote {args.json}")
+    print(summary_line(results, rss, cold))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""Training speed of a retrain-like fine-tune (all-MiniLM-L6-v2 + MLP head), with and without length bucketing.
+
+Default (a measured sample): `--steps` optimizer steps with length bucketing and the same number without,
+on a fixed sample of `--rows` real training rows from NEWSLOOP_DATA, through `retrain.train.train`. Reports
+examples/s for each and projects the wall time of one epoch over `--rows` rows: tokenization + training
+loop + the validation checks `train` runs (about four, `TrainConfig.eval_rows` rows each).
+
+`--full` instead trains all `--rows` rows once, bucketed and with the validation checks, and reports the
+real wall time.
+
+Run from the repository root::
+
+    NEWSLOOP_DATA=<data> python bench/training.py [--rows 10000] [--steps 30] [--full] [--json OUT]
+
+The last printed line is a one-line `SUMMARY`, compared with the 10-minute retrain target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere; project imports happen in functions
+
+TARGET_MINUTES = 10.0
+_EVALS_PER_RUN = 4  # `train` validates about every planned_steps // 4 steps
+
+
+def sample_rows(examples: list, rows: int, seed: int) -> list:
+    """A fixed random subset, as `retrain.pipeline.cap_rows` takes it."""
+    if not rows or len(examples) <= rows:
+        return examples
+    idx = np.random.default_rng(seed).permutation(len(examples))[:rows]
+    return [examples[i] for i in sorted(idx)]
+
+
+def steps_as_epochs(steps: int, n_rows: int, batch_size: int) -> float:
+    # `train` plans ceil(epochs * steps_per_epoch) steps; half a step below keeps float error from adding one.
+    return (steps - 0.5) / math.ceil(n_rows / batch_size)
+
+
+def timed_tokenize(tokenizer: Any, texts: Sequence[str], max_length: int) -> float:
+    start = time.perf_counter()
+    tokenizer(list(texts), truncation=True, max_length=max_length)
+    return time.perf_counter() - start
+
+
+def timed_validation(model: Any, tokenizer: Any, texts: Sequence[str], max_length: int) -> float:
+    """One of the validation checks `train` runs (predict_logits over `eval_rows` texts)."""
+    from retrain.train import predict_logits
+
+    start = time.perf_counter()
+    predict_logits(model, tokenizer, texts, max_length)
+    seconds = time.perf_counter() - start
+    model.train()
+    return seconds
+
+
+def mean_padding(lengths: np.ndarray, batch_size: int, bucket: bool, seed: int) -> float:
+    """Share of token slots that are padding over one epoch of `make_batches` (why bucketing helps)."""
+    from retrain.train import make_batches
+
+    batches = make_batches(lengths.tolist(), batch_size, np.random.default_rng(seed), bucket)
+    real = sum(int(lengths[b].sum()) for b in batches)
+    slots = sum(int(lengths[b].max()) * len(b) for b in batches)
+    return 1.0 - real / slots
+
+
+def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels: list[int],
+               val_texts: list[str]) -> dict[str, Any]:
+    from retrain.model import load_base
+    from retrain.train import TrainConfig, train
+
+    start = time.perf_counter()
+    model, tokenizer = load_base(settings.base_model, settings.dropout)
+    load_s = time.perf_counter() - start
+    base = TrainConfig.from_settings(settings, batch_size=args.batch_size, threads=args.threads, max_minutes=0)
+    tokenize_s = timed_tokenize(tokenizer, texts, base.max_length)
+    lengths = np.array([len(x) for x in tokenizer(texts, truncation=True, max_length=base.max_length)["input_ids"]])
+
+    # A few untimed steps first: the first steps of a process pay for allocations and thread start-up.
+    warm = dataclasses.replace(base, epochs=steps_as_epochs(3, len(texts), args.batch_size))
+    train(model, tokenizer, texts, labels, warm)
+
+    modes: dict[str, Any] = {}
+    for bucket in (True, False):
+        epochs = steps_as_epochs(args.steps, len(texts), args.batch_size)
+        config = dataclasses.replace(base, epochs=epochs, bucket_by_length=bucket)
+        result = train(model, tokenizer, texts, labels, config)
+        modes["bucketed" if bucket else "unbucketed"] = {
+            "steps": result.steps,
+            "examples": result.examples_seen,
+            "seconds": result.seconds,
+            "examples_per_second": result.examples_per_second,
+            "padding_share": mean_padding(lengths, args.batch_size, bucket, base.seed),
+        }
+    eval_s = timed_validation(model, tokenizer, val_texts[: base.eval_rows], base.max_length) if val_texts else 0.0
+    for mode in modes.values():
+        loop_s = len(texts) / mode["examples_per_second"]
+        mode["projected_loop_s"] = loop_s
+        mode["projected_wall_s"] = tokenize_s + loop_s + _EVALS_PER_RUN * eval_s
+    return {"load_s": load_s, "tokenize_s": tokenize_s, "eval_s": eval_s, "mean_tokens": float(lengths.mean()),
+            "modes": modes}
+
+
+def run_full(args: argparse.Namespace, settings: Any, texts: list[str], labels: list[int],
+             val_texts: list[str], val_labels: list[int]) -> dict[str, Any]:
+    from retrain.model import load_base
+    from retrain.train import TrainConfig, train
+
+    start = time.perf_counter()
+    model, tokenizer = load_base(settings.base_model, settings.dropout)
+    load_s = time.perf_counter() - start
+    config = TrainConfig.from_settings(
+        settings, epochs=1.0, batch_size=args.batch_size, threads=args.threads, max_minutes=0, bucket_by_length=True
+    )
+    start = time.perf_counter()
+    result = train(model, tokenizer, texts, labels, config, val_texts=val_texts, val_labels=val_labels)
+    wall_s = time.perf_counter() - start
+    last = result.history[-1] if result.history else {}
+    return {"load_s": load_s, "wall_s": wall_s, "loop_s": result.seconds, "steps": result.steps,
+            "examples": result.examples_seen, "examples_per_second": result.examples_per_second,
+            "val_accuracy": last.get("val_accuracy"), "val_macro_f1": last.get("val_macro_f1")}
+
+
+def verdict(seconds: float) -> str:
+    minutes = seconds / 60.0
+    if minutes <= TARGET_MINUTES:
+        return f"{minutes:.1f} min, within the {TARGET_MINUTES:g}-min target"
+    return f"{minutes:.1f} min, over the {TARGET_MINUTES:g}-min target by {minutes - TARGET_MINUTES:.1f} min"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000, help="training rows (one epoch)")
+    parser.add_argument("--steps", type=int, default=30, help="measured steps per mode in the sample")
+    parser.add_argument("--full", action="store_true", help="really train all --rows rows once (bucketed)")
+    parser.add_argument("--batch-size", type=int, default=0, help="0 = NEWSLOOP_BATCH_SIZE")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 = NEWSLOOP_TORCH_THREADS or all")
+    parser.add_argument("--progress", action="store_true", help="show the training progress bars")
+    parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
+    args = parser.parse_args(argv)
+    if not args.progress:
+        os.environ["TQDM_DISABLE"] = "1"
+
+    import torch
+
+    from core.config import load_settings
+    from core.data import load_corpus
+
+    settings = load_settings()
+    args.batch_size = args.batch_size or settings.batch_size
+    args.threads = args.threads or settings.torch_threads
+    corpus = load_corpus(settings.data, settings.val_fraction, settings.use_extra_data)
+    rows = sample_rows(corpus.train, args.rows, settings.seed)
+    texts, labels = [e.text for e in rows], [e.label for e in rows]
+    val_texts, val_labels = [e.text for e in corpus.validation], [e.label for e in corpus.validation]
+    threads = args.threads or os.cpu_count() or 1
+    mode = "full run" if args.full else f"sample of {args.steps} steps per mode"
+    print(f"# Training benchmark ({mode}): {len(rows)} rows of {corpus.description}")
+    print(f"batch size {args.batch_size}, max_length {settings.max_length}, {threads} torch threads "
+          f"({os.cpu_count()} cores, {platform.processor() or platform.machine()}); torch {torch.__version__}")
+    if len(rows) < args.rows:
+        print(f"(only {len(rows)} training rows available, fewer than --rows {args.rows})")
+    print()
+
+    if args.full:
+        out = run_full(args, settings, texts, labels, val_texts, val_labels)
+        print(f"Trained {out['examples']} examples ({out['steps']} steps) in {out['wall_s']:.0f} s wall "
+              f"(training loop incl. validation checks {out['loop_s']:.0f} s, "
+              f"{out['examples_per_second']:.1f} examples/s; base model load {out['load_s']:.1f} s not included); "
+              f"final validation accuracy "
+              f"{(out['val_accuracy'] or 0) * 100:.2f}%, macro-F1 {(out['val_macro_f1'] or 0) * 100:.2f}%")
+        summary = (f"SUMMARY training (measured, bucketed): {out['examples_per_second']:.1f} examples/s; "
+                   f"{len(rows)} rows x 1 epoch took {verdict(out['wall_s'])}")
+    else:
+        out = run_sample(args, settings, texts, labels, val_texts)
+        print("| mode | steps | examples/s | padding share | projected loop | projected wall |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, m in out["modes"].items():
+            print(f"| {name} | {m['steps']} | {m['examples_per_second']:.1f} | {m['padding_share'] * 100:.0f}% "
+                  f"| {m['projected_loop_s'] / 60:.1f} min | {m['projected_wall_s'] / 60:.1f} min |")
+        print()
+        print(f"Fixed costs in the projection: tokenizing {len(rows)} rows {out['tokenize_s']:.1f} s, "
+              f"{_EVALS_PER_RUN} validation checks x {out['eval_s']:.1f} s; base model load {out['load_s']:.1f} s "
+              f"(not included); mean {out['mean_tokens']:.0f} tokens per text")
+        b, u = out["modes"]["bucketed"], out["modes"]["unbucketed"]
+        budget_s = TARGET_MINUTES * 60 - out["tokenize_s"] - _EVALS_PER_RUN * out["eval_s"]
+        affordable = int(b["examples_per_second"] * budget_s)
+        print(f"At the bucketed speed, {TARGET_MINUTES:g} minutes fit about {max(0, affordable):,} rows x 1 epoch")
+        ratio = b["examples_per_second"] / u["examples_per_second"]
+        summary = (f"SUMMARY training: bucketed {b['examples_per_second']:.1f} ex/s vs unbucketed "
+                   f"{u['examples_per_second']:.1f} ex/s ({ratio:.2f}x); "
+                   f"projected {len(rows)}-row epoch {verdict(b['projected_wall_s'])}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": len(rows), "batch_size": args.batch_size, "threads": threads,
+                                         "full": args.full, "steps": args.steps, **out}, indent=2))
+        print(f"wrote {args.json}")
+    print(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
