@@ -91,17 +91,23 @@ def client_id(request: gr.Request | None) -> str:
     return "session:" + hashlib.sha256(session.encode()).hexdigest()[:16]
 
 
-def client_address(request: gr.Request | None) -> str:
-    """Who to rate limit: the user if signed in, else a hash of the address the host's proxy saw."""
+def client_address(request: gr.Request | None, trusted_proxy_hops: int = 0) -> str:
+    """Who to rate limit: the user if signed in, else a hash of the client's address.
+
+    Behind `trusted_proxy_hops` proxies, each appends the address it saw to X-Forwarded-For; only those
+    entries, counted from the right, are believed, since anything to their left is written by the client.
+    """
     if request is None:
         return "anonymous"
     if getattr(request, "username", None):
         return f"user:{request.username}"
     headers = getattr(request, "headers", None) or {}
-    forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
-    address = forwarded.split(",")[0].strip() if forwarded else ""
-    if not address and getattr(request, "client", None) is not None:
-        address = getattr(request.client, "host", "") or ""
+    raw = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
+    forwarded = [part.strip() for part in raw.split(",") if part.strip()]
+    if trusted_proxy_hops and forwarded:
+        address = forwarded[-min(trusted_proxy_hops, len(forwarded))]
+    else:
+        address = getattr(getattr(request, "client", None), "host", "") or ""
     return "addr:" + hashlib.sha256(address.encode()).hexdigest()[:16]
 
 
@@ -129,7 +135,7 @@ class NewsLoopActions:
             )
         if not clean_text(raw):
             return None, "Paste a news headline or article to classify."
-        wait = self.classify_limit.check(client_address(request))
+        wait = self.classify_limit.check(client_address(request, self.settings.trusted_proxy_hops))
         if wait:
             return None, f"Too many requests: try again in {wait:.0f} s."
         start = time.perf_counter()
@@ -252,12 +258,12 @@ class AdminActions:
     def login(self, password: str, request: gr.Request) -> tuple[str, dict[str, Any]]:
         if not self.settings.admin_enabled:
             return "The admin view is disabled on this server.", gr.update(visible=False)
-        wait = self.login_limit.check(client_address(request))
+        wait = self.login_limit.check(client_address(request, self.settings.trusted_proxy_hops))
         if wait:
             return f"Too many attempts: try again in {wait:.0f} s.", gr.update(visible=False)
         expected = self.settings.admin_password.get_secret_value()  # type: ignore[union-attr]
         if not hmac.compare_digest((password or "").encode(), expected.encode()):
-            log.warning("admin login refused for %s", client_address(request))
+            log.warning("admin login refused for %s", client_address(request, self.settings.trusted_proxy_hops))
             return "Wrong password.", gr.update(visible=False)
         self.sessions.add(request.session_hash or "")
         return "Signed in.", gr.update(visible=True)
@@ -515,7 +521,11 @@ def main() -> None:
     from core.serving import ChampionService
 
     service = ChampionService(
-        ModelRegistry(settings.models_dir), threads=settings.onnx_threads, check_interval_s=settings.reload_interval_s
+        ModelRegistry(settings.models_dir),
+        threads=settings.onnx_threads,
+        check_interval_s=settings.reload_interval_s,
+        max_batch=settings.max_batch,
+        batch_wait_ms=settings.batch_wait_ms,
     )
     service.refresh()
     service.start_watching()

@@ -355,6 +355,15 @@ def summary_line(results: list[EngineResult], rss: dict[str, Any] | None, cold: 
     return "SUMMARY " + "; ".join(parts)
 
 
+def load_note(load_at_start: float) -> str:
+    """Other work on the machine skews every number here; the load average shows whether there was any."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()
+    contended = load_at_start > 0.5 or load[1] > cores + 0.5
+    busy = " (other processes were probably competing for the CPU)" if contended else ""
+    return f"Load average: {load_at_start:.2f} at start; 1/5-min {load[0]:.2f}/{load[1]:.2f} at end{busy}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=200, help="validation texts for single-text latency")
@@ -390,6 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# Serving benchmark: champion {champion.version} ({champion.path}), serve_file {serve_file}")
     print(f"{len(texts)} validation texts from {corpus.description}; single-text sample {len(single_texts)}; "
           f"batch size {args.batch_size}; max_length {max_length}")
+    load_at_start = os.getloadavg()[0]
     print(f"{platform.processor() or platform.machine()}, {cores} cores; onnxruntime {ort.__version__}, "
           f"ONNX threads {settings.onnx_threads or cores}")
     print()
@@ -465,6 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(payload, indent=2))
         print(f"wrote {args.json}")
+    print(load_note(load_at_start))
     print(summary_line(results, rss, cold))
     return 0
 

@@ -143,6 +143,15 @@ def verdict(seconds: float) -> str:
     return f"{minutes:.1f} min, over the {TARGET_MINUTES:g}-min target by {minutes - TARGET_MINUTES:.1f} min"
 
 
+def load_note(load_at_start: float) -> str:
+    """Other work on the machine skews every number here; the load average shows whether there was any."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()
+    contended = load_at_start > 0.5 or load[1] > cores + 0.5
+    busy = " (other processes were probably competing for the CPU)" if contended else ""
+    return f"Load average: {load_at_start:.2f} at start; 1/5-min {load[0]:.2f}/{load[1]:.2f} at end{busy}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000, help="training rows (one epoch)")
@@ -173,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# Training benchmark ({mode}): {len(rows)} rows of {corpus.description}")
     print(f"batch size {args.batch_size}, max_length {settings.max_length}, {threads} torch threads "
           f"({os.cpu_count()} cores, {platform.processor() or platform.machine()}); torch {torch.__version__}")
+    load_at_start = os.getloadavg()[0]
     if len(rows) < args.rows:
         print(f"(only {len(rows)} training rows available, fewer than --rows {args.rows})")
     print()
@@ -209,6 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(json.dumps({"rows": len(rows), "batch_size": args.batch_size, "threads": threads,
                                          "full": args.full, "steps": args.steps, **out}, indent=2))
         print(f"wrote {args.json}")
+    print(load_note(load_at_start))
     print(summary)
     return 0
 

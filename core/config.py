@@ -64,11 +64,17 @@ class Settings(BaseSettings):
     onnx_threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads; 0 = all cores.")
     max_input_chars: int = Field(20_000, ge=100, description="Longer input is refused with a message.")
     reload_interval_s: float = Field(2.0, gt=0.0, description="How often the app checks for a new champion.")
+    batch_wait_ms: float = Field(3.0, ge=0.0, le=100.0, description="Wait for concurrent requests to batch; 0 = off.")
+    max_batch: int = Field(16, ge=1, le=256, description="Largest shared forward pass.")
     host: str = Field("127.0.0.1", description="Address the app listens on.")
     port: int = Field(7860, ge=1, le=65535)
 
     # Feedback and hosting.
     admin_password: SecretStr | None = None
+    trusted_proxy_hops: int = Field(
+        default_factory=lambda: 1 if _on_public_host() else 0, ge=0, le=5,
+        description="Proxies in front of the app whose X-Forwarded-For entries are believed.",
+    )
     classify_per_minute: int = Field(60, ge=1)
     feedback_per_minute: int = Field(30, ge=1)
     labels_required: int = Field(default_factory=lambda: 2 if _on_public_host() else 1, ge=1, le=10)

@@ -15,6 +15,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from core.batching import MicroBatcher
 from core.labels import LABELS
 from core.registry import ModelRegistry, ModelVersion, RegistryError
 from core.text import clean_text
@@ -132,8 +133,22 @@ class ChampionService:
     model it started with while a newer one is loaded in the background.
     """
 
-    def __init__(self, registry: ModelRegistry, *, threads: int = 0, check_interval_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        registry: ModelRegistry,
+        *,
+        threads: int = 0,
+        check_interval_s: float = 2.0,
+        max_batch: int = 16,
+        batch_wait_ms: float = 0.0,
+    ) -> None:
         self.registry = registry
+        # Concurrent single-text requests share one forward pass when a wait is configured.
+        self._batcher = (
+            MicroBatcher(self._predict_now, max_batch=max_batch, max_wait_s=batch_wait_ms / 1000.0)
+            if batch_wait_ms > 0
+            else None
+        )
         self.threads = threads
         self.check_interval_s = check_interval_s
         self._model: OnnxClassifier | None = None
@@ -202,8 +217,14 @@ class ChampionService:
     def stop(self) -> None:
         self._stop.set()
 
-    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+    def _predict_now(self, texts: Sequence[str]) -> list[Prediction]:
         return self.model.predict(texts)
+
+    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+        if self._batcher is not None and len(texts) == 1:
+            self.model  # noqa: B018 - raises NoChampionError here, in the caller's thread
+            return [self._batcher.predict_one(texts[0])]
+        return self._predict_now(texts)
 
 
 def timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,24 @@ def tiny_home_copy(tiny_champion_home: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "home"
     shutil.copytree(tiny_champion_home, dest)
     return dest
+
+
+@contextlib.contextmanager
+def launched_app(settings: Settings, store: object = None, service: object = None) -> Iterator[tuple[str, object]]:
+    """The real app on a free loopback port, for tests that drive it like a user; yields (url, service)."""
+    from app import build_app
+    from core.registry import ModelRegistry
+    from core.serving import ChampionService
+
+    service = service or ChampionService(ModelRegistry(settings.models_dir))
+    demo = build_app(service, settings, store)  # type: ignore[arg-type]
+    demo.queue(default_concurrency_limit=4)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", service
+    finally:
+        demo.close()
 
 
 def free_port() -> int:

@@ -8,28 +8,19 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from app import build_app
 from core.labels import LABELS
 from core.registry import ModelRegistry
 from core.serving import ChampionService
 from feedback.store import FeedbackStore
-from tests.conftest import free_port, tiny_settings
+from tests.conftest import launched_app, tiny_settings
 
 
 @pytest.fixture(scope="module")
 def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FeedbackStore]]:
     settings = tiny_settings(tiny_champion_home, max_input_chars=5_000, classify_per_minute=1_000)
-    service = ChampionService(ModelRegistry(settings.models_dir))
-    db = tmp_path_factory.mktemp("app_db") / "feedback.db"
-    store = FeedbackStore(db, writes_per_minute=1_000)
-    demo = build_app(service, settings, store)
-    demo.queue(default_concurrency_limit=4)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/", store
-    finally:
-        demo.close()
+    store = FeedbackStore(tmp_path_factory.mktemp("app_db") / "feedback.db", writes_per_minute=1_000)
+    with launched_app(settings, store) as (url, _):
+        yield url, store
 
 
 def client(url: str) -> Client:
@@ -129,3 +120,30 @@ def test_queue_skip_moves_on_without_storing(served) -> None:  # type: ignore[no
     second, _, ack = c.predict(api_name="/queue_skip")
     assert ack == "Skipped." and second != first
     assert store.count() == before
+
+
+class FakeRequest:
+    def __init__(self, forwarded: str, host: str = "10.0.0.1") -> None:
+        self.username = None
+        self.headers = {"x-forwarded-for": forwarded} if forwarded else {}
+        self.client = type("Client", (), {"host": host})()
+
+
+def test_client_cannot_choose_its_rate_limit_identity_with_a_forged_header() -> None:
+    from app import client_address
+
+    # No trusted proxy: the header is ignored, the socket address counts.
+    assert client_address(FakeRequest("1.1.1.1")) == client_address(FakeRequest("2.2.2.2"))
+    # One trusted proxy appends the real address last; what the client wrote before it does not matter.
+    forged_a, forged_b = FakeRequest("1.1.1.1, 9.9.9.9"), FakeRequest("2.2.2.2, 9.9.9.9")
+    assert client_address(forged_a, 1) == client_address(forged_b, 1)
+    assert client_address(FakeRequest("9.9.9.9"), 1) != client_address(FakeRequest("8.8.8.8"), 1)
+
+
+def test_rate_limit_refuses_a_client_past_its_budget(tiny_champion_home: Path) -> None:
+    from app import NewsLoopActions
+
+    settings = tiny_settings(tiny_champion_home, classify_per_minute=2)
+    actions = NewsLoopActions(ChampionService(ModelRegistry(settings.models_dir)), settings, None)
+    answers = [actions.classify("Stocks rose.", FakeRequest(f"{i}.0.0.1, 9.9.9.9"))[1] for i in range(3)]
+    assert "Too many requests" not in answers[1] and "Too many requests" in answers[2]

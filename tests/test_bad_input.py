@@ -19,14 +19,11 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from app import build_app
 from core.config import PROJECT_ROOT
 from core.labels import LABELS
-from core.registry import ModelRegistry
-from core.serving import ChampionService
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.store import FeedbackStore
-from tests.conftest import free_port, tiny_settings
+from tests.conftest import launched_app, tiny_settings
 
 MAX_INPUT_CHARS = 20_000
 NORMAL = "Stocks rallied after the central bank left interest rates unchanged."
@@ -35,16 +32,9 @@ NORMAL = "Stocks rallied after the central bank left interest rates unchanged."
 @pytest.fixture(scope="module")
 def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FeedbackStore]]:
     settings = tiny_settings(tiny_champion_home, max_input_chars=MAX_INPUT_CHARS, classify_per_minute=10_000)
-    service = ChampionService(ModelRegistry(settings.models_dir))
     store = FeedbackStore(tmp_path_factory.mktemp("bad_input_db") / "feedback.db", writes_per_minute=1_000)
-    demo = build_app(service, settings, store)
-    demo.queue(default_concurrency_limit=4)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/", store
-    finally:
-        demo.close()
+    with launched_app(settings, store) as (url, _):
+        yield url, store
 
 
 @pytest.fixture(autouse=True)

@@ -14,16 +14,14 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from app import build_app
 from core.labels import LABELS
-from core.registry import ModelRegistry
 from core.serving import ChampionService
 from feedback.store import FeedbackStore
-from tests.conftest import free_port, tiny_settings
+from tests.conftest import launched_app, tiny_settings
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path(os.environ.get("NEWSLOOP_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = Path(os.environ.get("NEWSLOOP_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -47,6 +45,8 @@ POOL = [
 ]
 
 playwright_sync = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+if not CHROMIUM.is_file() and os.environ.get("CI"):
+    raise RuntimeError(f"CI must run the browser tests, but there is no Chromium at {CHROMIUM}")
 if not CHROMIUM.is_file():
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
@@ -56,16 +56,9 @@ def served(
     tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, FeedbackStore, ChampionService]]:
     settings = tiny_settings(tiny_champion_home, classify_per_minute=1_000)
-    service = ChampionService(ModelRegistry(settings.models_dir))
     store = FeedbackStore(tmp_path_factory.mktemp("browser_db") / "feedback.db", writes_per_minute=1_000)
-    demo = build_app(service, settings, store)
-    demo.queue(default_concurrency_limit=4)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/", store, service
-    finally:
-        demo.close()
+    with launched_app(settings, store) as (url, service):
+        yield url, store, service
 
 
 @pytest.fixture

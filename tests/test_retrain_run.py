@@ -199,19 +199,15 @@ def test_mlflow_run_records_params_metrics_tags_artifacts_and_aliases(tiny_home_
 def test_running_app_serves_the_promoted_model_then_the_rolled_back_one(tiny_home_copy: Path) -> None:
     from gradio_client import Client
 
-    from app import build_app
     from core.serving import ChampionService
-    from tests.conftest import free_port
+    from tests.conftest import launched_app
 
     settings = settings_for(tiny_home_copy, reload_interval_s=0.5)
     service = ChampionService(ModelRegistry(settings.models_dir), check_interval_s=settings.reload_interval_s)
     service.refresh()
     service.start_watching()
-    demo = build_app(service, settings, None)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=False, analytics_enabled=False)
+    with launched_app(settings, None, service) as (url, _):
+        client = Client(url, verbose=False, download_files=False, analytics_enabled=False)
 
         def served_version() -> str:
             _, info = client.predict("Shares fell after the report.", api_name="/classify")
@@ -234,6 +230,4 @@ def test_running_app_serves_the_promoted_model_then_the_rolled_back_one(tiny_hom
         assert out.returncode == 0, out.stderr[-2000:]
         assert json.loads(out.stdout)["champion"] == "v0001"
         wait_for("v0001")
-    finally:
-        service.stop()
-        demo.close()
+    service.stop()
