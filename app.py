@@ -530,7 +530,10 @@ def main() -> None:
     service.refresh()
     service.start_watching()
     store = FeedbackStore(
-        settings.feedback_db, max_text_chars=settings.max_feedback_chars, writes_per_minute=settings.feedback_per_minute
+        settings.feedback_db,
+        max_text_chars=settings.max_feedback_chars,
+        writes_per_minute=settings.feedback_per_minute,
+        contradiction_confidence=settings.suspicious_confidence,
     )
     start_schedule(settings)
     demo = build_app(service, settings, store)

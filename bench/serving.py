@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +101,7 @@ class EngineResult:
     batch_seconds: float
     accuracy: float
     load_s: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    other_cpu: float | None = None  # share of the machine other processes used meanwhile
 
 
 # Engines.
@@ -176,6 +176,9 @@ def batch_run(engine: Engine, texts: Sequence[str], batch_size: int) -> tuple[np
 
 def measure(engine: Engine, single_texts: Sequence[str], texts: Sequence[str], labels: np.ndarray,
             batch_size: int) -> EngineResult:
+    from bench.common import CpuWatch
+
+    watch = CpuWatch()
     lat = single_latencies_ms(engine, single_texts)
     scores, seconds = batch_run(engine, texts, batch_size)
     accuracy = float((np.asarray(scores).argmax(axis=1) == labels).mean())
@@ -188,6 +191,7 @@ def measure(engine: Engine, single_texts: Sequence[str], texts: Sequence[str], l
         batch_seconds=seconds,
         accuracy=accuracy,
         load_s=engine.load_s,
+        other_cpu=watch.share(),
     )
 
 
@@ -270,6 +274,7 @@ def app_cold_start(models_dir: Path, text: str, timeout_s: float) -> dict[str, A
 def tune(model_dir: Path, files: dict[str, str], single_texts: Sequence[str], texts: Sequence[str],
          labels: np.ndarray, batch_size: int) -> list[dict[str, Any]]:
     """ONNX Runtime settings that are cheap to change in core/serving.py, measured the same way."""
+    from bench.common import CpuWatch
     from core.serving import OnnxClassifier, session_options
 
     cores = os.cpu_count() or 1
@@ -281,25 +286,28 @@ def tune(model_dir: Path, files: dict[str, str], single_texts: Sequence[str], te
         variants.append((f"threads={cores}, no spinning", no_spin))
         for label, options in variants:
             engine = onnx_engine(model_dir, onnx_file, name, 0, options)
+            watch = CpuWatch()
             lat = single_latencies_ms(engine, single_texts)
             rows.append({"engine": name, "setting": label, "p50_ms": float(np.percentile(lat, 50)),
-                         "p95_ms": float(np.percentile(lat, 95))})
+                         "p95_ms": float(np.percentile(lat, 95)), "other_cpu": watch.share()})
             del engine
             gc.collect()
         engine = onnx_engine(model_dir, onnx_file, name, 0)
         for size in sorted({8, 16, batch_size, 64, 128}):
+            watch = CpuWatch()
             scores, seconds = batch_run(engine, texts, size)
             rows.append({"engine": name, "setting": f"batch_size={size}", "batch_size": size,
                          "texts_per_s": len(texts) / seconds,
-                         "accuracy": float((scores.argmax(axis=1) == labels).mean())})
+                         "accuracy": float((scores.argmax(axis=1) == labels).mean()), "other_cpu": watch.share()})
         clf = OnnxClassifier(model_dir, onnx_file=onnx_file)
         tok = np.empty(len(single_texts))
+        watch = CpuWatch()
         for i, text in enumerate(single_texts):
             start = time.perf_counter()
             clf.encode([text])
             tok[i] = (time.perf_counter() - start) * 1000.0
         rows.append({"engine": name, "setting": "clean+tokenize only", "p50_ms": float(np.percentile(tok, 50)),
-                     "p95_ms": float(np.percentile(tok, 95))})
+                     "p95_ms": float(np.percentile(tok, 95)), "other_cpu": watch.share()})
         del engine, clf
         gc.collect()
     return rows
@@ -307,28 +315,32 @@ def tune(model_dir: Path, files: dict[str, str], single_texts: Sequence[str], te
 
 # Report.
 def results_table(results: list[EngineResult]) -> str:
+    from bench.common import share_cell
+
     base = next((r for r in results if r.name == TORCH), None)
     lines = [
-        "| engine | p50 ms | p95 ms | texts/s | accuracy | speed-up p50 | speed-up texts/s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| engine | p50 ms | p95 ms | texts/s | accuracy | speed-up p50 | speed-up texts/s | others' CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         single = f"{base.p50_ms / r.p50_ms:.2f}x" if base else "n/a"
         batch = f"{r.texts_per_s / base.texts_per_s:.2f}x" if base else "n/a"
         lines.append(
             f"| {r.name} | {r.p50_ms:.2f} | {r.p95_ms:.2f} | {r.texts_per_s:.0f} | {r.accuracy * 100:.2f}% "
-            f"| {single} | {batch} |"
+            f"| {single} | {batch} | {share_cell(r.other_cpu)} |"
         )
     return "\n".join(lines)
 
 
 def tune_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| engine | setting | p50 ms | p95 ms | texts/s |", "|---|---|---:|---:|---:|"]
+    from bench.common import share_cell
+
+    lines = ["| engine | setting | p50 ms | p95 ms | texts/s | others' CPU |", "|---|---|---:|---:|---:|---:|"]
     for r in rows:
         p50 = f"{r['p50_ms']:.2f}" if "p50_ms" in r else ""
         p95 = f"{r['p95_ms']:.2f}" if "p95_ms" in r else ""
         tps = f"{r['texts_per_s']:.0f}" if "texts_per_s" in r else ""
-        lines.append(f"| {r['engine']} | {r['setting']} | {p50} | {p95} | {tps} |")
+        lines.append(f"| {r['engine']} | {r['setting']} | {p50} | {p95} | {tps} | {share_cell(r.get('other_cpu'))} |")
     return "\n".join(lines)
 
 
@@ -355,14 +367,6 @@ def summary_line(results: list[EngineResult], rss: dict[str, Any] | None, cold: 
     return "SUMMARY " + "; ".join(parts)
 
 
-def load_note(load_at_start: float) -> str:
-    """Other work on the machine skews every number here; the load average shows whether there was any."""
-    cores = os.cpu_count() or 1
-    load = os.getloadavg()
-    contended = load_at_start > 0.5 or load[1] > cores + 0.5
-    busy = " (other processes were probably competing for the CPU)" if contended else ""
-    return f"Load average: {load_at_start:.2f} at start; 1/5-min {load[0]:.2f}/{load[1]:.2f} at end{busy}"
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -374,6 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
 
+    from bench.common import CpuWatch, contention_note
     from core.config import load_settings
     from core.data import load_corpus
     from core.registry import ModelRegistry
@@ -399,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# Serving benchmark: champion {champion.version} ({champion.path}), serve_file {serve_file}")
     print(f"{len(texts)} validation texts from {corpus.description}; single-text sample {len(single_texts)}; "
           f"batch size {args.batch_size}; max_length {max_length}")
-    load_at_start = os.getloadavg()[0]
+    run_watch = CpuWatch()
     print(f"{platform.processor() or platform.machine()}, {cores} cores; onnxruntime {ort.__version__}, "
           f"ONNX threads {settings.onnx_threads or cores}")
     print()
@@ -475,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(payload, indent=2))
         print(f"wrote {args.json}")
-    print(load_note(load_at_start))
+    print(contention_note(run_watch.share()))
     print(summary_line(results, rss, cold))
     return 0
 

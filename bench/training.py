@@ -81,6 +81,7 @@ def mean_padding(lengths: np.ndarray, batch_size: int, bucket: bool, seed: int) 
 
 def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels: list[int],
                val_texts: list[str]) -> dict[str, Any]:
+    from bench.common import CpuWatch
     from retrain.model import load_base
     from retrain.train import TrainConfig, train
 
@@ -99,6 +100,7 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
     for bucket in (True, False):
         epochs = steps_as_epochs(args.steps, len(texts), args.batch_size)
         config = dataclasses.replace(base, epochs=epochs, bucket_by_length=bucket)
+        watch = CpuWatch()
         result = train(model, tokenizer, texts, labels, config)
         modes["bucketed" if bucket else "unbucketed"] = {
             "steps": result.steps,
@@ -106,6 +108,7 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
             "seconds": result.seconds,
             "examples_per_second": result.examples_per_second,
             "padding_share": mean_padding(lengths, args.batch_size, bucket, base.seed),
+            "other_cpu": watch.share(),
         }
     eval_s = timed_validation(model, tokenizer, val_texts[: base.eval_rows], base.max_length) if val_texts else 0.0
     for mode in modes.values():
@@ -143,14 +146,6 @@ def verdict(seconds: float) -> str:
     return f"{minutes:.1f} min, over the {TARGET_MINUTES:g}-min target by {minutes - TARGET_MINUTES:.1f} min"
 
 
-def load_note(load_at_start: float) -> str:
-    """Other work on the machine skews every number here; the load average shows whether there was any."""
-    cores = os.cpu_count() or 1
-    load = os.getloadavg()
-    contended = load_at_start > 0.5 or load[1] > cores + 0.5
-    busy = " (other processes were probably competing for the CPU)" if contended else ""
-    return f"Load average: {load_at_start:.2f} at start; 1/5-min {load[0]:.2f}/{load[1]:.2f} at end{busy}"
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -167,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
+    from bench.common import CpuWatch, contention_note, share_cell
     from core.config import load_settings
     from core.data import load_corpus
 
@@ -182,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# Training benchmark ({mode}): {len(rows)} rows of {corpus.description}")
     print(f"batch size {args.batch_size}, max_length {settings.max_length}, {threads} torch threads "
           f"({os.cpu_count()} cores, {platform.processor() or platform.machine()}); torch {torch.__version__}")
-    load_at_start = os.getloadavg()[0]
+    run_watch = CpuWatch()
     if len(rows) < args.rows:
         print(f"(only {len(rows)} training rows available, fewer than --rows {args.rows})")
     print()
@@ -198,11 +194,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                    f"{len(rows)} rows x 1 epoch took {verdict(out['wall_s'])}")
     else:
         out = run_sample(args, settings, texts, labels, val_texts)
-        print("| mode | steps | examples/s | padding share | projected loop | projected wall |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| mode | steps | examples/s | padding share | projected loop | projected wall | others' CPU |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for name, m in out["modes"].items():
             print(f"| {name} | {m['steps']} | {m['examples_per_second']:.1f} | {m['padding_share'] * 100:.0f}% "
-                  f"| {m['projected_loop_s'] / 60:.1f} min | {m['projected_wall_s'] / 60:.1f} min |")
+                  f"| {m['projected_loop_s'] / 60:.1f} min | {m['projected_wall_s'] / 60:.1f} min "
+                  f"| {share_cell(m['other_cpu'])} |")
         print()
         print(f"Fixed costs in the projection: tokenizing {len(rows)} rows {out['tokenize_s']:.1f} s, "
               f"{_EVALS_PER_RUN} validation checks x {out['eval_s']:.1f} s; base model load {out['load_s']:.1f} s "
@@ -219,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(json.dumps({"rows": len(rows), "batch_size": args.batch_size, "threads": threads,
                                          "full": args.full, "steps": args.steps, **out}, indent=2))
         print(f"wrote {args.json}")
-    print(load_note(load_at_start))
+    print(contention_note(run_watch.share()))
     print(summary)
     return 0
 

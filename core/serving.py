@@ -89,7 +89,7 @@ class OnnxClassifier:
         feeds = {"input_ids": ids, "attention_mask": mask}
         return self.session.run(["logits"], {k: v for k, v in feeds.items() if k in self._input_names})[0]
 
-    def logits(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def logits(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Logits for each text, batched in length order so little compute goes to padding."""
         return self._logits(self.encode(texts) if texts else [], batch_size)
 
@@ -103,10 +103,10 @@ class OnnxClassifier:
             out[idx] = self._run([encodings[i] for i in idx])
         return out
 
-    def predict_proba(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def predict_proba(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         return softmax(self.logits(texts, batch_size))
 
-    def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[Prediction]:
+    def predict(self, texts: Sequence[str], batch_size: int = 32) -> list[Prediction]:
         encodings = self.encode(texts) if texts else []
         probs = softmax(self._logits(encodings, batch_size))
         out = []

@@ -62,12 +62,17 @@ def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
     before = validation_accuracy(home)
     corpus = load_corpus(str(SHARED_AG_NEWS), 0.1, use_extra=True)
     sports = [e.text for e in corpus.train if e.label == LABELS.index("Sports")][:300]
-    store = FeedbackStore(settings.feedback_db, writes_per_minute=10_000)
+    store = FeedbackStore(
+        settings.feedback_db, writes_per_minute=10_000, contradiction_confidence=settings.suspicious_confidence
+    )
     champion = OnnxClassifier(ModelRegistry(settings.models_dir).champion().path)
     record_with_predictions(store, champion, sports, ["Business"] * 300, [f"mob-{i % 3}" for i in range(300)])
-    assert store.count(status="suspicious") >= 250  # the champion contradicts nearly all of them
+    flagged = store.count(status="suspicious")
+    print(f"flipped burst: {flagged} of 300 answers flagged suspicious")
+    assert flagged >= 150  # the champion confidently contradicts most of them; the gate handles the rest
 
     result = retrain(settings, track=False)
+    print(f"flipped burst: {result.decision} in {result.seconds} s: {result.reasons}")
     assert result.decision == "refused"
     assert ModelRegistry(settings.models_dir).champion().version == before_version
     assert (before - validation_accuracy(home)) * 100 <= 0.5
@@ -81,10 +86,13 @@ def test_honest_corrections_of_real_mistakes_get_through(home: Path) -> None:
     pool = corpus.train[:6000]
     preds = champion.predict_proba([e.text for e in pool]).argmax(axis=1)
     mistakes = [e for e, p in zip(pool, preds, strict=True) if p != e.label][:300]
-    store = FeedbackStore(settings.feedback_db, writes_per_minute=10_000)
+    store = FeedbackStore(
+        settings.feedback_db, writes_per_minute=10_000, contradiction_confidence=settings.suspicious_confidence
+    )
     record_with_predictions(store, champion, [e.text for e in mistakes], [LABELS[e.label] for e in mistakes],
                             [f"honest-{i % 5}" for i in range(len(mistakes))])
     before = validation_accuracy(home)
     result = retrain(settings, track=False)
+    print(f"honest retrain: {result.decision} in {result.seconds} s, rows {result.rows}, gate {result.gate}")
     assert result.decision == "promoted", result.reasons
     assert (before - validation_accuracy(home)) * 100 <= 0.5
