@@ -251,14 +251,16 @@ def _retrain(
     if not decision.promote:
         result.decision = "refused"
         registry.note(challenger.version, "refused", result.reasons)
-        _sync(settings, registry, challenger.version)
+        if tracker.enabled:
+            _sync(settings, registry, challenger.version)
         return
 
     stage("promote")
     registry.promote(challenger.version, reason=f"retrain: macro-F1 {decision.delta:+.4f}, p={decision.p_value:.2g}")
     result.decision = "promoted"
     result.champion_after = challenger.version
-    _sync(settings, registry, challenger.version)
+    if tracker.enabled:
+        _sync(settings, registry, challenger.version)
 
 
 def gate(

@@ -36,7 +36,9 @@ def test_out_of_range_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         load_settings()
 
 
-def test_defaults_work_offline() -> None:
+def test_defaults_work_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in Settings.model_fields:
+        monkeypatch.delenv(f"NEWSLOOP_{name.upper()}", raising=False)  # CI sets NEWSLOOP_DATA
     settings = Settings()
     assert settings.data == "ag_news"
     assert settings.base_model == ""  # the packaged all-MiniLM-L6-v2
