@@ -91,6 +91,11 @@ def client_id(request: gr.Request | None) -> str:
     return "session:" + hashlib.sha256(session.encode()).hexdigest()[:16]
 
 
+def session_key(request: gr.Request | None) -> str:
+    """Key of the per-session memory (last prediction, current queue item)."""
+    return getattr(request, "session_hash", None) or client_id(request)
+
+
 def client_address(request: gr.Request | None, trusted_proxy_hops: int = 0) -> str:
     """Who to rate limit: the user if signed in, else a hash of the client's address.
 
@@ -141,7 +146,7 @@ class NewsLoopActions:
         start = time.perf_counter()
         prediction = self.classifier.predict([raw])[0]
         elapsed_ms = (time.perf_counter() - start) * 1000.0
-        key = getattr(request, "session_hash", None) or client_id(request)
+        key = session_key(request)
         self.memory.put(
             key, LastPrediction(raw, prediction.label, prediction.probabilities, prediction.model_version)
         )
@@ -154,7 +159,7 @@ class NewsLoopActions:
     def feedback(self, label: str, request: gr.Request | None = None) -> str:
         if self.store is None:
             return "Feedback is not being collected on this server."
-        key = getattr(request, "session_hash", None) or client_id(request)
+        key = session_key(request)
         last = self.memory.get(key)
         if last is None:
             return "Classify a text first, then tell us whether the topic is right."
@@ -194,7 +199,7 @@ class NewsLoopActions:
         self._rescore_if_needed()
         item = self.store.next_item(annotator, self.settings.labels_required)
         done = self.store.progress(annotator)
-        key = getattr(request, "session_hash", None) or annotator
+        key = session_key(request)
         if item is None:
             self.queue_items.pop(key, None)
             return "", f"Nothing left to label. You have labelled **{done}** article(s). Thank you!"
@@ -204,7 +209,7 @@ class NewsLoopActions:
     def queue_answer(self, label: str, request: gr.Request | None = None) -> tuple[str, str, str]:
         if self.store is None:
             return "", "", "The labelling queue is not available on this server."
-        key = getattr(request, "session_hash", None) or client_id(request)
+        key = session_key(request)
         item = self.queue_items.get(key)
         if item is None:
             text, progress = self.queue_next(request)
@@ -224,7 +229,7 @@ class NewsLoopActions:
     def queue_skip(self, request: gr.Request | None = None) -> tuple[str, str, str]:
         if self.store is None:
             return "", "", "The labelling queue is not available on this server."
-        key = getattr(request, "session_hash", None) or client_id(request)
+        key = session_key(request)
         item = self.queue_items.get(key)
         if item is not None:
             self.store.skip(client_id(request), item["id"])

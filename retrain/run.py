@@ -22,7 +22,7 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from core.config import Settings, ensure_home
-from core.data import Example, is_validation, load_corpus_or_seed
+from core.data import Example, load_corpus_or_seed, split_by_hash
 from core.labels import label_index
 from core.registry import ModelRegistry, ModelVersion, write_json_atomic
 from core.serving import OnnxClassifier
@@ -117,8 +117,7 @@ def feedback_snapshot(settings: Settings, snapshot_db: Path | None) -> tuple[lis
     finally:
         store.close()
     examples = [Example(t.text, label_index(t.label)) for t in trusted]
-    train_part = [e for e in examples if not is_validation(e.text, HOLDOUT_FRACTION)]
-    holdout = [e for e in examples if is_validation(e.text, HOLDOUT_FRACTION)]
+    train_part, holdout = split_by_hash(examples, HOLDOUT_FRACTION)
     return train_part, holdout, last_id
 
 
