@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,10 +224,3 @@ class ChampionService:
             self.model  # noqa: B018 - raises NoChampionError here, in the caller's thread
             return [self._batcher.predict_one(texts[0])]
         return self._predict_now(texts)
-
-
-def timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-    """Call fn and return (result, elapsed milliseconds)."""
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return result, (time.perf_counter() - start) * 1000.0
