@@ -167,10 +167,20 @@ class FeedbackStore:
         self._clock = clock
         self._synchronous = "FULL" if durable else "NORMAL"
         self._local = threading.local()
-        try:
-            migrate(self._db().conn)
-        except sqlite3.DatabaseError as exc:
-            raise FeedbackError(f"cannot use {self.path} as the feedback database: {exc}") from None
+        # Switching a new file to WAL takes an exclusive lock without waiting on the busy timeout, so
+        # processes opening the same fresh database at once can see "locked": retry until the timeout.
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                migrate(self._db().conn)
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise FeedbackError(f"cannot use {self.path} as the feedback database: {exc}") from None
+                self._local.db = self._local.pid = None  # open a fresh connection on the next try
+                time.sleep(0.05)
+            except sqlite3.DatabaseError as exc:
+                raise FeedbackError(f"cannot use {self.path} as the feedback database: {exc}") from None
 
     def __repr__(self) -> str:
         return f"FeedbackStore({str(self.path)!r})"
