@@ -686,6 +686,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--slice-share", type=float, default=0.5, help="share of slice articles in the stream")
     parser.add_argument("--max-corrections", type=int, default=500, help="corrections budget for the targets")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--write-data", type=Path, metavar="DIR",
+                        help="only write the champion's data (without the slice and the stream) to DIR, and exit")
     parser.add_argument("--progress", action="store_true", help="show training progress bars")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     args = parser.parse_args(argv)
@@ -726,17 +728,23 @@ def configure_logging(args: argparse.Namespace) -> None:
         os.environ["TQDM_DISABLE"] = "1"
 
 
-def simulate(args: argparse.Namespace, mode: str, preset: Preset, root: Path) -> str:
-    started = time.perf_counter()
+def prepare(
+    args: argparse.Namespace, data_dir: Path, val_fraction: float
+) -> tuple[str, list[str], SlicePlan, dict[str, int]]:
+    """Pick the slice and the stream, and write the champion's data folder without them."""
     data = args.data or ("seed" if args.tiny else os.environ.get("NEWSLOOP_DATA") or str(DEFAULT_DATA))
     words = args.keywords.split(",") if args.keywords else (TINY_KEYWORDS if args.tiny else SLICE_KEYWORDS)
-    champion_home, data_dir = root / "champion", root / "data"
-    settings = sim_settings(champion_home, data_dir, args.tiny)
-
     sources = load_sources(data)
     plan = plan_slice(sources, keyword_pattern(words), test_fraction=args.test_fraction,
-                      other_share=1.0 - args.slice_share, val_fraction=settings.val_fraction, seed=args.seed)
-    kept = write_training_folder(sources, plan.excluded, data_dir)
+                      other_share=1.0 - args.slice_share, val_fraction=val_fraction, seed=args.seed)
+    return data, list(words), plan, write_training_folder(sources, plan.excluded, data_dir)
+
+
+def simulate(args: argparse.Namespace, mode: str, preset: Preset, root: Path) -> str:
+    started = time.perf_counter()
+    champion_home, data_dir = root / "champion", root / "data"
+    settings = sim_settings(champion_home, data_dir, args.tiny)
+    data, words, plan, kept = prepare(args, data_dir, settings.val_fraction)
     print(f"# NewsLoop learning loop ({mode}): data {data}, work folder {root}")
     print_plan(plan, words, kept, check_size=not args.tiny)
     print(f"preset: {asdict(preset)}; pool {args.pool_factor}x, malicious {args.malicious:.0%}, review {args.review}",
@@ -774,6 +782,13 @@ def simulate(args: argparse.Namespace, mode: str, preset: Preset, root: Path) ->
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(args)
+    if args.write_data:
+        from core.config import load_settings
+
+        _, words, plan, kept = prepare(args, args.write_data, load_settings().val_fraction)
+        print_plan(plan, words, kept, check_size=not args.tiny)
+        print(f"wrote {args.write_data}")
+        return 0
     mode, preset = resolve_preset(args)
     root = work_folder(args)
     try:

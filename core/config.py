@@ -88,7 +88,14 @@ class Settings(BaseSettings):
     gate_margin: float = Field(0.002, ge=0.0, lt=1.0, description="Macro-F1 the challenger must gain.")
     gate_alpha: float = Field(0.05, gt=0.0, lt=1.0, description="McNemar p-value the challenger must beat.")
     gate_recall_tolerance: float = Field(0.01, ge=0.0, lt=1.0, description="Largest per-label recall drop.")
-    feedback_weight: float = Field(2.0, gt=0.0, le=100.0)
+    gate_base_tolerance: float = Field(0.0, ge=0.0, lt=1.0, description="Largest base-validation accuracy drop.")
+    feedback_weight: float = Field(2.0, gt=0.0, le=100.0, description="Loss weight of a feedback row vs a base row.")
+    retrain_lr_encoder: float = Field(3e-5, gt=0.0, lt=1.0, description="Encoder learning rate of a retrain.")
+    retrain_lr_head: float = Field(3e-4, gt=0.0, lt=1.0, description="Head learning rate of a retrain.")
+    # Chosen by bench/tune.py (the recipe study): the low learning rates matter, distillation did not help.
+    distill_weight: float = Field(
+        0.0, ge=0.0, le=1.0, description="Share of the champion's own predictions in replayed base rows' targets."
+    )
     retrain_base_rows: int = Field(3000, ge=0, description="Base rows replayed in a retrain; 0 = all.")
     retrain_epochs: float = Field(1.0, gt=0.0, le=20.0)
     retrain_max_minutes: float = Field(8.0, ge=0.0, description="Training time budget of a retrain; 0 = none.")

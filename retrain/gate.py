@@ -30,6 +30,7 @@ class GateConfig:
     margin: float = 0.002  # macro-F1 the challenger must gain (absolute, 0..1)
     alpha: float = 0.05  # exact McNemar p-value must be below this
     recall_tolerance: float = 0.01  # largest allowed per-label recall drop on base validation (absolute)
+    base_tolerance: float = 0.0  # largest allowed accuracy drop on base validation (absolute)
     holdout_weight: float = 0.5  # weight of the feedback holdout in the combined score, before small-set scaling
     min_discordant: int = 1  # fewer discordant pairs than this cannot be significant, so refuse
 
@@ -40,6 +41,8 @@ class GateConfig:
             raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")
         if not 0.0 <= self.recall_tolerance <= 1.0:
             raise ValueError(f"recall_tolerance must be in [0, 1], got {self.recall_tolerance}")
+        if not 0.0 <= self.base_tolerance <= 1.0:
+            raise ValueError(f"base_tolerance must be in [0, 1], got {self.base_tolerance}")
         if not 0.0 <= self.holdout_weight <= 1.0:
             raise ValueError(f"holdout_weight must be in [0, 1], got {self.holdout_weight}")
         if self.min_discordant < 0:
@@ -111,7 +114,8 @@ def combined_score(sets: list[EvalSet], which: str, holdout_weight: float) -> fl
 
 
 def decide(sets: list[EvalSet], config: GateConfig) -> GateDecision:
-    """Promote only if the challenger clears the margin, wins significantly and drops no label's recall."""
+    """Promote only if the challenger clears the margin, wins significantly, is no worse on base validation
+    and drops no label's recall there."""
     by_name = _validated(sets)
     weights = _weights(by_name, config.holdout_weight)
     reasons: list[str] = []
@@ -133,6 +137,13 @@ def decide(sets: list[EvalSet], config: GateConfig) -> GateDecision:
     reasons.extend(_significance_reasons(p_value, b, c, config))
 
     base = by_name[BASE_SET]
+    # A win on what users sent must not be paid for with the data everyone else sends.
+    champion_acc, challenger_acc = (float(np.mean(_pred(base, which) == base.y_true)) for which in MODELS)
+    if champion_acc - challenger_acc > config.base_tolerance + _EPS:
+        reasons.append(
+            f"accuracy on {BASE_SET} fell from {champion_acc:.4f} to {challenger_acc:.4f} "
+            f"(drop {champion_acc - challenger_acc:.4f} exceeds the tolerance {config.base_tolerance:.4f})"
+        )
     champion_recall = _recalls(base, "champion")
     challenger_recall = _recalls(base, "challenger")
     recall_drops = {label: champion_recall[label] - challenger_recall[label] for label in LABELS}

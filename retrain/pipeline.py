@@ -17,6 +17,7 @@ from core.data import Corpus, Example, load_corpus_or_seed
 from core.metrics import evaluate_probabilities
 from core.registry import ModelRegistry, ModelVersion
 from core.serving import FP32_FILE, INT8_FILE, OnnxClassifier
+from core.text import text_hash
 from retrain.export import export_onnx, parity_check, quantize_int8
 from retrain.model import CHECKPOINT_DIR, NewsClassifier, load_base, resolve_base_model, save_checkpoint
 from retrain.tracking import TRAINING_EXPERIMENT, Tracker
@@ -25,6 +26,7 @@ from retrain.train import TrainConfig, TrainResult, train
 log = logging.getLogger(__name__)
 
 _PARITY_SAMPLE = 32
+VALIDATION_PROBS = "validation_probs.npy"  # the served file's validation probabilities, reused by the gate
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,11 @@ def export_version(
             "fp32": {"accuracy": fp32["accuracy"], "macro_f1": fp32["macro_f1"]},
             "int8": {"accuracy": int8["accuracy"], "macro_f1": int8["macro_f1"]},
             "confusion_matrix": (int8 if serve_file == INT8_FILE else fp32)["confusion_matrix"],
+            "key": validation_key(validation),
         },
     }
+    served_probs = int8_probs if serve_file == INT8_FILE else fp32_probs
+    np.save(staging / VALIDATION_PROBS, served_probs)
     if before_commit:
         before_commit(staging)
     version = registry.commit(staging, full_meta)
@@ -91,7 +96,27 @@ def export_version(
         "exported %s: fp32 accuracy %.4f, int8 accuracy %.4f, serving %s (parity %.1e)",
         version.version, fp32["accuracy"], int8["accuracy"], serve_file, diff,
     )
-    return ExportedVersion(version, fp32, int8, int8_probs if serve_file == INT8_FILE else fp32_probs)
+    return ExportedVersion(version, fp32, int8, served_probs)
+
+
+def validation_key(examples: list[Example]) -> str:
+    """Identifies a validation set (texts and labels), so cached scores are reused only for the same set."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(f"{text_hash(ex.text)}:{ex.label}\n".encode())
+    return digest.hexdigest()
+
+
+def served_validation_probs(version: ModelVersion, examples: list[Example]) -> np.ndarray:
+    """The version's served probabilities on `examples`: cached at export when the set is the same, else scored."""
+    cached = version.path / VALIDATION_PROBS
+    if cached.is_file() and version.meta.get("validation", {}).get("key") == validation_key(examples):
+        probs = np.load(cached)
+        if probs.shape[0] == len(examples):
+            return probs
+    return OnnxClassifier(version.path).predict_proba([ex.text for ex in examples])
 
 
 def run_params(settings: Settings, config: TrainConfig, base_model: str, **rows: int) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from transformers import PreTrainedTokenizerBase
 
 from core.config import Settings, ensure_home
 from core.data import Example, load_corpus_or_seed, split_by_hash
-from core.labels import label_index
+from core.labels import LABELS, NUM_LABELS, label_index
 from core.registry import ModelRegistry, ModelVersion, write_json_atomic
 from core.serving import OnnxClassifier
 from core.text import text_hash
@@ -31,9 +31,9 @@ from feedback.store import FeedbackStore
 from feedback.trust import trusted_examples
 from retrain.gate import BASE_SET, HOLDOUT_SET, EvalSet, GateConfig, GateDecision, decide
 from retrain.model import CHECKPOINT_DIR, NewsClassifier, load_base, load_checkpoint, resolve_base_model
-from retrain.pipeline import cap_rows, export_version, log_exported, run_params
+from retrain.pipeline import cap_rows, export_version, log_exported, run_params, served_validation_probs
 from retrain.tracking import RETRAIN_EXPERIMENT, Tracker, sync_aliases
-from retrain.train import TrainConfig, train
+from retrain.train import TrainConfig, soft_targets, train
 
 log = logging.getLogger(__name__)
 
@@ -213,17 +213,22 @@ def _retrain(
     factory = model_factory or default_model_factory(settings)
     model, tokenizer = factory(champion)
     minutes = settings.retrain_max_minutes if max_minutes is None else max_minutes
-    config = TrainConfig.from_settings(settings, epochs=settings.retrain_epochs, max_minutes=minutes)
+    config = TrainConfig.from_settings(
+        settings, epochs=settings.retrain_epochs, max_minutes=minutes,
+        lr_encoder=settings.retrain_lr_encoder, lr_head=settings.retrain_lr_head,
+    )
     texts = [e.text for e in base] + [e.text for e in fb_train]
     labels = [e.label for e in base] + [e.label for e in fb_train]
     weights = [1.0] * len(base) + [settings.feedback_weight] * len(fb_train)
+    targets = replay_targets(settings, champion, base, fb_train)
     base_name = champion.version if settings.warm_start else resolve_base_model(settings.base_model)
     tracker.log_params(
         run_params(settings, config, base_name, **result.rows)
-        | {"warm_start": settings.warm_start, "feedback_weight": settings.feedback_weight, "champion": champion.version}
+        | {"warm_start": settings.warm_start, "feedback_weight": settings.feedback_weight,
+           "distill_weight": settings.distill_weight, "champion": champion.version}
     )
     train(
-        model, tokenizer, texts, labels, config, weights=weights,
+        model, tokenizer, texts, labels, config, weights=weights, targets=targets,
         val_texts=[e.text for e in corpus.validation], val_labels=[e.label for e in corpus.validation],
         on_metrics=tracker.log_step,
     )
@@ -262,6 +267,23 @@ def _retrain(
         _sync(settings, registry, challenger.version)
 
 
+def replay_targets(
+    settings: Settings, champion: ModelVersion, base: list[Example], feedback: list[Example]
+) -> np.ndarray:
+    """Training targets: base rows blend their label with the champion's served probabilities; feedback
+    rows keep their (smoothed) label, since changing the champion's answer there is the point."""
+    teacher = None
+    if settings.distill_weight > 0 and base:
+        clf = OnnxClassifier(champion.path)
+        probs = clf.predict_proba([e.text for e in base])
+        teacher = probs[:, [clf.labels.index(name) for name in LABELS]]  # columns in core.labels order
+    base_targets = soft_targets(
+        [e.label for e in base], NUM_LABELS, settings.label_smoothing, teacher, settings.distill_weight
+    )
+    feedback_targets = soft_targets([e.label for e in feedback], NUM_LABELS, settings.label_smoothing)
+    return np.concatenate([base_targets, feedback_targets])
+
+
 def gate(
     settings: Settings,
     champion: ModelVersion,
@@ -275,8 +297,12 @@ def gate(
     for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout)):
         if not examples:
             continue
-        champ_pred, champ_probs = predictions(champion.path, examples)
-        chall_pred, _ = predictions(challenger.path, examples)
+        if name == BASE_SET:  # both versions scored this set when exported: reuse, don't recompute
+            champ_probs = served_validation_probs(champion, examples)
+            champ_pred, chall_pred = champ_probs.argmax(axis=1), served_validation_probs(challenger, examples).argmax(axis=1)
+        else:
+            champ_pred, champ_probs = predictions(champion.path, examples)
+            chall_pred, _ = predictions(challenger.path, examples)
         y = np.array([e.label for e in examples])
         sets.append(EvalSet(name, y, champ_pred, chall_pred))
         if name == BASE_SET:
@@ -284,7 +310,8 @@ def gate(
 
             tracker.log_evaluation("champion_validation", y.tolist(), champ_probs, evaluate_probabilities(y, champ_probs))
     config = GateConfig(
-        margin=settings.gate_margin, alpha=settings.gate_alpha, recall_tolerance=settings.gate_recall_tolerance
+        margin=settings.gate_margin, alpha=settings.gate_alpha, recall_tolerance=settings.gate_recall_tolerance,
+        base_tolerance=settings.gate_base_tolerance,
     )
     decision = decide(sets, config)
     tracker.log_dict(decision.as_dict(), "gate.json")

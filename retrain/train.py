@@ -116,6 +116,28 @@ def collate(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, to
     return input_ids, mask
 
 
+def soft_targets(
+    labels: Sequence[int], num_labels: int, smoothing: float, teacher: np.ndarray | None = None, teacher_weight: float = 0.0
+) -> np.ndarray:
+    """Per-example target distributions: label-smoothed one-hot, blended with a teacher's probabilities.
+
+    With a teacher (the serving champion) the student is pulled toward what the champion already says on
+    these rows, so a retrain that replays base data changes only what the feedback asks it to change
+    ("learning without forgetting"); without one this is exactly cross-entropy with label smoothing.
+    """
+    if not 0.0 <= teacher_weight <= 1.0:
+        raise ValueError(f"teacher_weight must lie in [0, 1], got {teacher_weight}")
+    y = np.asarray(labels, dtype=int)
+    targets = np.full((y.size, num_labels), smoothing / num_labels, dtype=np.float32)
+    targets[np.arange(y.size), y] += 1.0 - smoothing
+    if teacher is not None and teacher_weight > 0:
+        teacher = np.asarray(teacher, dtype=np.float32)
+        if teacher.shape != targets.shape:
+            raise ValueError(f"teacher probabilities have shape {teacher.shape}, expected {targets.shape}")
+        targets = (1.0 - teacher_weight) * targets + teacher_weight * teacher
+    return targets
+
+
 def _param_groups(model: NewsClassifier, config: TrainConfig) -> list[dict]:
     # Bias and LayerNorm weights are not decayed, as in BERT's original recipe.
     groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
@@ -159,11 +181,16 @@ def train(
     config: TrainConfig,
     *,
     weights: Sequence[float] | None = None,
+    targets: np.ndarray | None = None,
     val_texts: Sequence[str] = (),
     val_labels: Sequence[int] = (),
     on_metrics: MetricsCallback | None = None,
 ) -> TrainResult:
-    """Fine-tune `model` in place. Returns counts, timing and the loss/F1 history."""
+    """Fine-tune `model` in place. Returns counts, timing and the loss/F1 history.
+
+    `targets` (one probability row per text, see `soft_targets`) replaces the label-smoothed labels as
+    what the model is trained toward; `labels` still name each row's class.
+    """
     if len(texts) != len(labels) or not texts:
         raise ValueError("need the same, non-zero number of texts and labels")
     seed_everything(config.seed)
@@ -172,7 +199,12 @@ def train(
     pad_id = tokenizer.pad_token_id or 0
     ids = tokenizer(list(texts), truncation=True, max_length=config.max_length)["input_ids"]
     lengths = [len(x) for x in ids]
-    y = torch.tensor(list(labels), dtype=torch.long)
+    num_labels = model.head[-1].out_features
+    if targets is None:
+        targets = soft_targets(labels, num_labels, config.label_smoothing)
+    if np.shape(targets) != (len(texts), num_labels):
+        raise ValueError(f"targets have shape {np.shape(targets)}, expected {(len(texts), num_labels)}")
+    target = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
     w = torch.tensor(list(weights) if weights is not None else [1.0] * len(texts), dtype=torch.float32)
 
     steps_per_epoch = math.ceil(len(texts) / config.batch_size)
@@ -205,7 +237,7 @@ def train(
                     break
                 input_ids, mask = collate([ids[i] for i in batch], pad_id)
                 logits = model(input_ids, mask)
-                per_example = loss_fn(logits, y[batch])
+                per_example = -(target[batch] * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
                 loss = (per_example * w[batch]).sum() / w[batch].sum()
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()

@@ -72,7 +72,7 @@ def test_significant_loss_is_refused_even_when_macro_f1_rises() -> None:
     champion[y == 3] = 0
     challenger = y.copy()
     challenger[:40] = 1
-    decision = decide([base(y, champion, challenger)], GateConfig(recall_tolerance=0.05))
+    decision = decide([base(y, champion, challenger)], GateConfig(recall_tolerance=0.05, base_tolerance=0.05))
     assert decision.delta > 0.1
     assert decision.discordant == {"challenger_only_right": 20, "champion_only_right": 40}
     assert decision.p_value < 0.05
@@ -107,11 +107,29 @@ def test_worse_challenger_collects_every_reason() -> None:
     challenger = wrong_at(y, rows_of_class(0, 10) + rows_of_class(2, 10))
     decision = decide([base(y, y.copy(), challenger)], GateConfig())
     assert not decision.promote
-    assert len(decision.reasons) == 4
+    assert len(decision.reasons) == 5
     assert "below the required margin" in decision.reasons[0]
     assert "significantly worse" in decision.reasons[1]
-    assert decision.reasons[2].startswith("World recall")
-    assert decision.reasons[3].startswith("Business recall")
+    assert decision.reasons[2].startswith("accuracy on base_validation fell from 1.0000 to 0.9500")
+    assert decision.reasons[3].startswith("World recall")
+    assert decision.reasons[4].startswith("Business recall")
+
+
+def test_holdout_win_does_not_buy_a_loss_on_base_validation() -> None:
+    # The challenger fixes 60 of 100 holdout rows (a clear, significant win) but loses 2 base rows.
+    y = balanced_truth()
+    challenger = wrong_at(y, [0, 100])
+    holdout_y = balanced_truth(per_class=25)
+    holdout = EvalSet("feedback_holdout", holdout_y, wrong_at(holdout_y, list(range(60))), holdout_y.copy())
+    sets = [base(y, y.copy(), challenger), holdout]
+    strict = decide(sets, GateConfig(recall_tolerance=0.05))
+    assert strict.delta > 0.05 and strict.p_value < 1e-6
+    assert strict.reasons == [
+        "accuracy on base_validation fell from 1.0000 to 0.9950 (drop 0.0050 exceeds the tolerance 0.0000)"
+    ]
+    assert decide(sets, GateConfig(recall_tolerance=0.05, base_tolerance=0.005)).promote
+    with pytest.raises(ValueError):
+        GateConfig(base_tolerance=-0.1)
 
 
 def test_identical_models_are_refused_for_lack_of_discordant_pairs() -> None:

@@ -1,8 +1,9 @@
 """Poisoning: a coordinated burst of flipped labels must not move the real champion; honest fixes must.
 
 Needs a home with a real trained champion and the shared AG News data:
-`NEWSLOOP_QUALITY_HOME=<home> python -m pytest -m quality tests/test_poisoning.py` (the honest-correction
-test retrains, a few minutes on 2 cores, and is also marked slow).
+`NEWSLOOP_QUALITY_HOME=<home> python -m pytest -m quality tests/test_poisoning.py`. Each test retrains
+(a few minutes on 2 cores). The honest test needs a champion that never saw the loop's slice: `.ci/run`
+bootstraps it on `python bench/loop.py --write-data DIR`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.loop import SLICE_KEYWORDS, keyword_pattern, load_sources, plan_slice
 from core.config import load_settings
-from core.data import load_corpus
+from core.data import Example, load_corpus
 from core.labels import LABELS
 from core.registry import ModelRegistry
 from core.serving import OnnxClassifier
@@ -83,21 +85,37 @@ def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
         assert ModelRegistry(settings.models_dir).champion().version == before_version
 
 
-@pytest.mark.slow
-def test_honest_corrections_of_real_mistakes_get_through(home: Path) -> None:
+def test_honest_corrections_on_a_topic_the_champion_never_saw_get_through(home: Path) -> None:
+    # The loop's shifted slice (Business news about oil and energy prices): .ci/run trains the quality
+    # champion on `bench/loop.py --write-data` output, which leaves the slice and the stream out.
+    plan = plan_slice(load_sources(str(SHARED_AG_NEWS)), keyword_pattern(SLICE_KEYWORDS), test_fraction=0.3,
+                      other_share=0.5, val_fraction=0.1, seed=13)
     settings = settings_for(home)
     champion = OnnxClassifier(ModelRegistry(settings.models_dir).champion().path)
-    corpus = load_corpus(str(SHARED_AG_NEWS), 0.1, use_extra=True)
-    pool = corpus.train[:6000]
-    preds = champion.predict_proba([e.text for e in pool]).argmax(axis=1)
-    mistakes = [e for e, p in zip(pool, preds, strict=True) if p != e.label][:300]
+    slice_before = accuracy(champion, plan.slice_test)
+    if slice_before > 0.9:
+        message = f"the champion already knows the slice ({slice_before:.3f}): train it on `bench/loop.py --write-data`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    articles = plan.stream[:300]
     store = FeedbackStore(
         settings.feedback_db, writes_per_minute=10_000, contradiction_confidence=settings.suspicious_confidence
     )
-    record_with_predictions(store, champion, [e.text for e in mistakes], [LABELS[e.label] for e in mistakes],
-                            [f"honest-{i % 5}" for i in range(len(mistakes))])
+    record_with_predictions(store, champion, [e.text for e in articles], [LABELS[e.label] for e in articles],
+                            [f"honest-{i % 5}" for i in range(len(articles))])
+    print(f"honest answers: {store.count(status='suspicious')} of {len(articles)} flagged suspicious")
     before = validation_accuracy(home)
     result = retrain(settings, track=False)
     print(f"honest retrain: {result.decision} in {result.seconds} s, rows {result.rows}, gate {result.gate}")
     assert result.decision == "promoted", result.reasons
+    after = OnnxClassifier(ModelRegistry(settings.models_dir).champion().path)
+    slice_after = accuracy(after, plan.slice_test)
+    print(f"slice accuracy {slice_before:.3f} -> {slice_after:.3f}; validation {before:.4f} -> {validation_accuracy(home):.4f}")
+    assert slice_after > slice_before
     assert (before - validation_accuracy(home)) * 100 <= 0.5
+
+
+def accuracy(classifier: OnnxClassifier, examples: list[Example]) -> float:
+    probs = classifier.predict_proba([e.text for e in examples])
+    return float((probs.argmax(axis=1) == np.array([e.label for e in examples])).mean())

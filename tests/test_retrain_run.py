@@ -17,12 +17,12 @@ from core.data import load_seed
 from core.labels import LABELS
 from core.registry import ModelRegistry
 from feedback.store import FeedbackStore
-from retrain.run import RetrainBusy, read_state, retrain, retrain_lock
+from retrain.run import RetrainBusy, read_state, replay_targets, retrain, retrain_lock
 from tests.conftest import tiny_settings
 
 # A recipe under which the 2-layer test model learns the seed set in seconds, so a challenger is
 # clearly better than the barely trained tiny champion.
-LEARNING = {"retrain_epochs": 12.0, "lr_encoder": 3e-3, "lr_head": 3e-3, "retrain_base_rows": 0, "retrain_max_minutes": 0.0}
+LEARNING = {"retrain_epochs": 12.0, "retrain_lr_encoder": 3e-3, "retrain_lr_head": 3e-3, "retrain_base_rows": 0, "retrain_max_minutes": 0.0}
 
 
 def settings_for(home: Path, **overrides: object) -> Settings:
@@ -72,6 +72,22 @@ def test_corrective_feedback_promotes_a_better_challenger(tiny_home_copy: Path) 
     assert registry.champion().version == "v0002"
     assert registry.status()["previous"] == ["v0001"]
     assert list((tiny_home_copy / "backups").glob("feedback-*.db")), "feedback database was not backed up"
+
+
+def test_replayed_base_rows_are_pulled_toward_the_champion_and_feedback_rows_are_not(tiny_home_copy: Path) -> None:
+    import numpy as np
+
+    from core.serving import OnnxClassifier
+
+    champion = ModelRegistry(tiny_home_copy / "models").champion()
+    seed = load_seed().train
+    base, feedback = seed[:6], seed[6:10]
+    settings = settings_for(tiny_home_copy, distill_weight=1.0, label_smoothing=0.0)
+    targets = replay_targets(settings, champion, base, feedback)
+    assert np.allclose(targets[:6], OnnxClassifier(champion.path).predict_proba([e.text for e in base]), atol=1e-6)
+    assert np.array_equal(targets[6:], np.eye(4)[[e.label for e in feedback]])
+    plain = replay_targets(settings_for(tiny_home_copy, distill_weight=0.0, label_smoothing=0.0), champion, base, [])
+    assert np.array_equal(plain, np.eye(4)[[e.label for e in base]])
 
 
 def test_flipped_feedback_is_refused_with_reasons(tiny_home_copy: Path) -> None:
@@ -231,3 +247,20 @@ def test_running_app_serves_the_promoted_model_then_the_rolled_back_one(tiny_hom
         assert json.loads(out.stdout)["champion"] == "v0001"
         wait_for("v0001")
     service.stop()
+
+
+def test_gate_reuses_validation_scores_cached_at_export_only_for_the_same_set(tiny_home_copy: Path) -> None:
+    import numpy as np
+
+    from core.data import load_corpus_or_seed
+    from core.serving import OnnxClassifier
+    from retrain.pipeline import VALIDATION_PROBS, served_validation_probs
+
+    settings = settings_for(tiny_home_copy)
+    validation = load_corpus_or_seed(settings.data, settings.val_fraction, settings.use_extra_data).validation
+    champion = ModelRegistry(settings.models_dir).champion()
+    fresh = OnnxClassifier(champion.path).predict_proba([e.text for e in validation])
+    assert np.allclose(served_validation_probs(champion, validation), fresh, atol=1e-6)
+    np.save(champion.path / VALIDATION_PROBS, np.zeros_like(fresh))  # proves which one is read
+    assert not served_validation_probs(champion, validation).any()
+    assert np.allclose(served_validation_probs(champion, validation[1:]), fresh[1:], atol=1e-6)
