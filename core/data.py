@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,15 +39,25 @@ class Corpus:
     description: str = ""
 
 
-def is_validation(text: str, val_fraction: float) -> bool:
-    """Whether a text falls in the validation part; depends on the text alone, so it never drifts."""
-    return int(text_hash(text)[:12], 16) % _HASH_BUCKETS < round(val_fraction * _HASH_BUCKETS)
+def is_validation(text: str, val_fraction: float, salt: str = "") -> bool:
+    """Whether a text falls in the held-out part; depends on the text alone, so it never drifts.
+
+    A `salt` makes the split independent of the unsalted one: without it, a held-out split drawn from texts
+    that were already split by hash (training rows, say) would be empty or skewed.
+    """
+    digest = text_hash(text)
+    if salt:
+        digest = hashlib.sha256(f"{salt}\0{digest}".encode()).hexdigest()
+    return int(digest[:12], 16) % _HASH_BUCKETS < round(val_fraction * _HASH_BUCKETS)
 
 
-def split_by_hash(examples: Iterable[Example], val_fraction: float) -> tuple[list[Example], list[Example]]:
+def split_by_hash(
+    examples: Iterable[Example], val_fraction: float, salt: str = ""
+) -> tuple[list[Example], list[Example]]:
+    """(kept, held out): about `val_fraction` of the texts held out, chosen by (salted) text hash."""
     train, validation = [], []
     for ex in examples:
-        (validation if is_validation(ex.text, val_fraction) else train).append(ex)
+        (validation if is_validation(ex.text, val_fraction, salt) else train).append(ex)
     return train, validation
 
 

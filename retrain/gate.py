@@ -1,4 +1,5 @@
-"""The champion/challenger promotion gate: margin, McNemar significance and per-label recall, as pure functions."""
+"""The champion/challenger promotion gate: margin, McNemar significance, base accuracy and per-label recall, as
+pure functions."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ BASE_SET = "base_validation"
 HOLDOUT_SET = "feedback_holdout"
 KNOWN_SETS = (BASE_SET, HOLDOUT_SET)
 MODELS = ("champion", "challenger")
+POOLED = "pooled"
 
 # The holdout earns its full weight only at this many rows; below that its weight shrinks in proportion.
 HOLDOUT_FULL_WEIGHT_ROWS = 200
@@ -68,9 +70,10 @@ class GateDecision:
     champion_score: float
     challenger_score: float
     delta: float
-    p_value: float
-    discordant: dict[str, int]  # {"challenger_only_right": b, "champion_only_right": c}
+    p_value: float  # smallest Bonferroni-adjusted McNemar p among the tests the challenger leads (else pooled)
+    discordant: dict[str, int]  # pooled over every set: {"challenger_only_right": b, "champion_only_right": c}
     recall_drops: dict[str, float]  # per label: champion recall - challenger recall on base validation
+    recall_p_values: dict[str, float]  # per label: exact McNemar p on its base rows, times the number of labels
     per_set: dict[str, dict]  # per set: n, weight, champion/challenger macro-F1 and accuracy
 
     def as_dict(self) -> dict:
@@ -129,12 +132,10 @@ def decide(sets: list[EvalSet], config: GateConfig) -> GateDecision:
             f"(champion {champion_score:.4f}, challenger {challenger_score:.4f})"
         )
 
-    # Pooled over every set: each example is one paired trial, wherever it came from.
-    y_true = np.concatenate([s.y_true for s in by_name.values()])
-    champion_correct = np.concatenate([s.champion_pred for s in by_name.values()]) == y_true
-    challenger_correct = np.concatenate([s.challenger_pred for s in by_name.values()]) == y_true
-    p_value, b, c = mcnemar_exact(champion_correct, challenger_correct)
-    reasons.extend(_significance_reasons(p_value, b, c, config))
+    tests = significance_tests(by_name)
+    _, b, c = tests[POOLED]
+    p_value = _best_p(tests)
+    reasons.extend(_significance_reasons(tests, config))
 
     base = by_name[BASE_SET]
     # A win on what users sent must not be paid for with the data everyone else sends.
@@ -147,11 +148,15 @@ def decide(sets: list[EvalSet], config: GateConfig) -> GateDecision:
     champion_recall = _recalls(base, "champion")
     challenger_recall = _recalls(base, "challenger")
     recall_drops = {label: champion_recall[label] - challenger_recall[label] for label in LABELS}
+    recall_p = label_tests(base)
     for label, drop in recall_drops.items():
-        if drop > config.recall_tolerance + _EPS:
+        # A regression must be both large enough to matter and more than churn: with ~400 rows a label,
+        # a retrain that changes nothing systematic still moves a recall by a point either way.
+        if drop > config.recall_tolerance + _EPS and recall_p[label] < config.alpha:
             reasons.append(
                 f"{label} recall on {BASE_SET} fell from {champion_recall[label]:.4f} to "
-                f"{challenger_recall[label]:.4f} (drop {drop:.4f} exceeds the tolerance {config.recall_tolerance:.4f})"
+                f"{challenger_recall[label]:.4f} (drop {drop:.4f} exceeds the tolerance {config.recall_tolerance:.4f}; "
+                f"McNemar p = {recall_p[label]:.4g} on its rows)"
             )
 
     return GateDecision(
@@ -163,23 +168,77 @@ def decide(sets: list[EvalSet], config: GateConfig) -> GateDecision:
         p_value=p_value,
         discordant={"challenger_only_right": b, "champion_only_right": c},
         recall_drops=recall_drops,
-        per_set={name: _set_summary(s, weights[name]) for name, s in by_name.items()},
+        recall_p_values=recall_p,
+        per_set={name: _set_summary(s, weights[name]) | _test_summary(tests.get(name)) for name, s in by_name.items()},
     )
 
 
-def _significance_reasons(p_value: float, b: int, c: int, config: GateConfig) -> list[str]:
+def significance_tests(by_name: dict[str, EvalSet]) -> dict[str, tuple[float, int, int]]:
+    """Exact McNemar (p, b, c) on all examples pooled and on each non-empty set alone, p Bonferroni-adjusted.
+
+    Pooling is strongest when a gain is spread over both sets; a set alone is strongest when the gain sits
+    in one of them, typically the feedback holdout (what users corrected), which the pooled test would
+    drown in base-validation noise. Testing all of them and multiplying each p by the number of tests keeps
+    the chance of promoting a challenger that is no better at most alpha.
+    """
+    non_empty = {name: s for name, s in by_name.items() if s.y_true.size}
+    groups = {name: [s] for name, s in non_empty.items()}
+    if len(groups) > 1:
+        groups = {POOLED: list(non_empty.values())} | groups  # each example is one paired trial
+    tests = {}
+    for name, sets in groups.items():
+        y_true = np.concatenate([s.y_true for s in sets])
+        champion_correct = np.concatenate([s.champion_pred for s in sets]) == y_true
+        challenger_correct = np.concatenate([s.challenger_pred for s in sets]) == y_true
+        p, b, c = mcnemar_exact(champion_correct, challenger_correct)
+        tests[name] = (min(1.0, p * len(groups)), b, c)
+    if POOLED not in tests:
+        tests[POOLED] = tests[BASE_SET]
+    return tests
+
+
+def label_tests(base: EvalSet) -> dict[str, float]:
+    """Per label, exact McNemar p (Bonferroni over labels) on the base rows of that label: is its recall
+    change more than churn?"""
+    out = {}
+    for index, label in enumerate(LABELS):
+        rows = base.y_true == index
+        p, _, _ = mcnemar_exact(base.champion_pred[rows] == index, base.challenger_pred[rows] == index)
+        out[label] = min(1.0, p * len(LABELS))
+    return out
+
+
+def _best_p(tests: dict[str, tuple[float, int, int]]) -> float:
+    """The strongest evidence for the challenger: the smallest adjusted p among tests it leads; if it leads
+    none, the pooled test's p (then evidence of a difference, in the champion's favour)."""
+    return min((p for p, b, c in tests.values() if b > c), default=tests[POOLED][0])
+
+
+def _describe(tests: dict[str, tuple[float, int, int]]) -> str:
+    return "; ".join(
+        f"{name}: challenger alone right on {b}, champion alone right on {c}, p = {p:.4g}"
+        for name, (p, b, c) in tests.items()
+    )
+
+
+def _significance_reasons(tests: dict[str, tuple[float, int, int]], config: GateConfig) -> list[str]:
     # At most one reason, the most telling: "worse" is checked before "not significant" because a significant
-    # loss is the case a maintainer most needs to see named.
+    # loss is the case a maintainer most needs to see named. p-values are Bonferroni-adjusted.
+    _, b, c = tests[POOLED]
     pairs = f"challenger alone right on {b}, champion alone right on {c}"
     if b + c < config.min_discordant:
         return [
             f"only {b + c} discordant examples ({pairs}); the significance test needs at least {config.min_discordant}"
         ]
-    if b <= c:
-        kind = "significantly worse" if p_value < config.alpha else "not better"
-        return [f"challenger is {kind} on the discordant examples ({pairs}; McNemar p = {p_value:.4g})"]
-    if p_value >= config.alpha:
-        return [f"McNemar p-value {p_value:.4g} is not below alpha {config.alpha:g} ({pairs})"]
+    worse = [(name, p) for name, (p, b_, c_) in tests.items() if c_ > b_ and p < config.alpha]
+    if worse:
+        name, p = worse[0]
+        return [f"challenger is significantly worse on {name} ({_describe({name: tests[name]})}; McNemar)"]
+    best = _best_p(tests)
+    if not any(b_ > c_ for _, b_, c_ in tests.values()):
+        return [f"challenger is not better on the discordant examples ({pairs}; McNemar p = {tests[POOLED][0]:.4g})"]
+    if best >= config.alpha:
+        return [f"McNemar p-value {best:.4g} is not below alpha {config.alpha:g} ({_describe(tests)})"]
     return []
 
 
@@ -242,6 +301,13 @@ def _macro_f1(s: EvalSet, which: str) -> float:
 def _recalls(s: EvalSet, which: str) -> dict[str, float]:
     per_label = classification_metrics(s.y_true, _pred(s, which))["per_label"]
     return {label: per_label[label]["recall"] for label in LABELS}
+
+
+def _test_summary(test: tuple[float, int, int] | None) -> dict:
+    if test is None:
+        return {}
+    p, b, c = test
+    return {"p_value": p, "challenger_only_right": b, "champion_only_right": c}
 
 
 def _set_summary(s: EvalSet, weight: float) -> dict:

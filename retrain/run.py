@@ -117,7 +117,7 @@ def feedback_snapshot(settings: Settings, snapshot_db: Path | None) -> tuple[lis
     finally:
         store.close()
     examples = [Example(t.text, label_index(t.label)) for t in trusted]
-    train_part, holdout = split_by_hash(examples, HOLDOUT_FRACTION)
+    train_part, holdout = split_by_hash(examples, HOLDOUT_FRACTION, salt="feedback-holdout")
     return train_part, holdout, last_id
 
 

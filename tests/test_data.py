@@ -71,6 +71,19 @@ def test_split_is_deterministic_and_disjoint() -> None:
     assert 140 < len(val_a) < 260  # about 10%
 
 
+def test_salted_split_is_independent_of_the_validation_split() -> None:
+    # The feedback holdout is drawn from texts that mostly passed the validation split already (training
+    # rows): unsalted, a 25% split of them would be skewed (it overlaps the 10% they were chosen to avoid).
+    examples = [Example(f"article number {i}", i % 4) for i in range(4000)]
+    train, _ = split_by_hash(examples, 0.1)
+    _, unsalted = split_by_hash(train, 0.25)
+    kept, salted = split_by_hash(train, 0.25, salt="feedback-holdout")
+    assert len(unsalted) < 0.2 * len(train)  # the bias being fixed: about 15/90 instead of 25%
+    assert 0.22 * len(train) < len(salted) < 0.28 * len(train)
+    assert not {e.text for e in kept} & {e.text for e in salted}
+    assert split_by_hash(list(reversed(train)), 0.25, salt="feedback-holdout")[1] == salted[::-1]
+
+
 def test_dedupe_drops_repeats_and_held_out_texts() -> None:
     rows = [Example("A b", 0), Example("a B", 0), Example("c", 1)]
     assert dedupe(rows, exclude=[Example("c", 1)]) == [Example("A b", 0)]

@@ -78,8 +78,9 @@ def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
     # What must hold whatever the gate decides: serving quality does not fall, and Sports is not taught away.
     # (A barely trained champion can be legitimately replaced by a retrain on its replayed base rows.)
     assert (before - validation_accuracy(home)) * 100 <= 0.5
-    if result.decision == "promoted":
-        assert result.gate["recall_drops"]["Sports"] <= settings.gate_recall_tolerance + 1e-9
+    if result.decision == "promoted":  # then Sports did not measurably regress
+        sports_drop, sports_p = result.gate["recall_drops"]["Sports"], result.gate["recall_p_values"]["Sports"]
+        assert sports_drop <= settings.gate_recall_tolerance + 1e-9 or sports_p >= settings.gate_alpha
     else:
         assert result.decision == "refused"
         assert ModelRegistry(settings.models_dir).champion().version == before_version
