@@ -197,7 +197,10 @@ class NewsLoopActions:
             return "", "The labelling queue is not available on this server."
         annotator = client_id(request)
         self._rescore_if_needed()
-        item = self.store.next_item(annotator, self.settings.labels_required)
+        item = self.store.next_item(
+            annotator, self.settings.labels_required,
+            min_checks=self.settings.min_checks, check_share=self.settings.check_share,
+        )
         done = self.store.progress(annotator)
         key = session_key(request)
         if item is None:
@@ -348,16 +351,17 @@ class AdminActions:
             lines.append(f"Job {state}.\n{tail}")
         return "\n".join(lines)
 
-    def import_pool(self, file: str | None, request: gr.Request) -> str:
+    def import_pool(self, file: str | None, checks: bool, request: gr.Request) -> str:
         if not self._authorized(request):
             return "Sign in first."
         if self.store is None or not file:
             return "Choose a CSV or JSONL file."
         try:
-            report = self.store.import_pool(Path(file), source=Path(file).name)
+            report = self.store.import_pool(Path(file), source=Path(file).name, checks=bool(checks))
         except FeedbackError as exc:
             return f"Nothing imported: {exc}"
-        return f"Imported {report.added} article(s) ({report.duplicates} already in the pool)."
+        what = "known-answer check(s)" if checks else "article(s)"
+        return f"Imported {report.added} {what} ({report.duplicates} already in the pool)."
 
     def export(self, fmt: str, request: gr.Request) -> str | None:
         if not self._authorized(request) or self.store is None:
@@ -393,6 +397,10 @@ def build_admin(admin: AdminActions) -> None:
                 reject_btn = gr.Button("Reject")
             review_msg = gr.Markdown()
             with gr.Row():
+                pool_checks = gr.Checkbox(
+                    label="Known-answer checks: every row has a 'label'; annotators are tested on them",
+                    elem_id="pool-checks",
+                )
                 pool_file = gr.File(label="Add articles to the labelling queue (CSV or JSONL)", file_types=[".csv", ".jsonl"])
                 pool_msg = gr.Markdown()
             with gr.Row():
@@ -407,7 +415,7 @@ def build_admin(admin: AdminActions) -> None:
     rollback_btn.click(admin.rollback, outputs=job_msg, **private)
     accept_btn.click(lambda i, r: admin.review(i, "accepted", r), inputs=answer_id, outputs=review_msg, **private)
     reject_btn.click(lambda i, r: admin.review(i, "rejected", r), inputs=answer_id, outputs=review_msg, **private)
-    pool_file.upload(admin.import_pool, inputs=pool_file, outputs=pool_msg, **private)
+    pool_file.upload(admin.import_pool, inputs=[pool_file, pool_checks], outputs=pool_msg, **private)
     export_btn.click(admin.export, inputs=export_fmt, outputs=export_file, **private)
 
 

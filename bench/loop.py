@@ -12,7 +12,7 @@ Run from the repository root::
     python bench/loop.py --quick                 # ~10 min on 2 cores: small champion, 2 rounds of 150
     python bench/loop.py                         # full: bigger champion, 4 rounds, both orders (< 60 min)
     python bench/loop.py --tiny                  # seconds: 2-layer random model on the seed set (mechanics)
-    python bench/loop.py --quick --compare-orders --malicious 0.1 --out bench/out
+    python bench/loop.py --quick --malicious 0.2    # trolls give 20% of answers; known-answer checks on
 
 Data: `--data` (default NEWSLOOP_DATA, else ../shared/data/ag_news), a local AG-News-format folder or CSV.
 The last printed line is a one-line SUMMARY.
@@ -107,6 +107,7 @@ class SlicePlan:
     other_stream: list[Example]
     stream: list[Example]  # slice_stream + other_stream, shuffled: what labellers are offered, in this order
     excluded: frozenset[str]  # text hashes kept out of the champion's (and every retrain's) base data
+    checks: list[Example] = field(default_factory=list)  # known-answer checks: training rows, labels vouched for
 
 
 @dataclass
@@ -130,6 +131,9 @@ class RoundRow:
     feedback_holdout: int = 0
     retrain_s: float = 0.0
     seconds: float = 0.0
+    checks: int = 0  # answers on known-answer checks so far (part of `labels`)
+    caught: int = 0  # annotators the retrain did not train on (failed checks or low agreement)
+    poisoned: int = 0  # feedback rows the trust rules passed with a wrong label
 
 
 @dataclass
@@ -155,6 +159,7 @@ class Tally:
     corrections: int = 0
     malicious: int = 0
     suspicious: int = 0
+    checks: int = 0
 
 
 # Data --------------------------------------------------------------------------------------------------
@@ -201,6 +206,7 @@ def plan_slice(
     other_share: float,
     val_fraction: float,
     seed: int,
+    checks: int = 0,
 ) -> SlicePlan:
     """Pick the slice, split it by text hash into stream and slice-test parts, and draw the non-slice stream.
 
@@ -208,6 +214,7 @@ def plan_slice(
     the data's own validation split, slice rows included (the champion never trains on validation rows
     anyway). A validation set without the slice would punish every challenger that learns it: the
     champion's "energy is Sci/Tech" shortcut would look right there and the correction look like a regression.
+    `checks` known-answer checks are drawn from the remaining non-slice rows; they stay in the training data.
     """
     slice_label = label_index(SLICE_LABEL)
     seen: set[str] = set()
@@ -234,7 +241,10 @@ def plan_slice(
     stream = slice_stream + other_stream
     rng.shuffle(stream)
     excluded = frozenset(text_hash(ex.text) for ex in (*in_slice, *other_stream))
-    return SlicePlan(len(in_slice), by_file, slice_stream, slice_test, other_stream, stream, excluded)
+    # Drawn after the stream, so runs without checks see the same stream as before checks existed.
+    remaining = [ex for ex in others if text_hash(ex.text) not in excluded]
+    check_rows = rng.sample(remaining, min(checks, len(remaining)))
+    return SlicePlan(len(in_slice), by_file, slice_stream, slice_test, other_stream, stream, excluded, check_rows)
 
 
 def write_training_folder(sources: list[SourceFile], excluded: frozenset[str], dest: Path) -> dict[str, int]:
@@ -346,33 +356,53 @@ def base_accuracy(version: ModelVersion) -> float:
 
 
 class Labellers:
-    """Simulated annotators: honest ones give the true label, a share of answers come from trolls."""
+    """Simulated annotators: honest ones give the true label; trolls, who do a `malicious` share of the
+    work, always give a wrong one (on known-answer checks too)."""
 
-    def __init__(self, store: FeedbackStore, truth: dict[str, int], malicious: float, rng: random.Random) -> None:
+    def __init__(
+        self, store: FeedbackStore, truth: dict[str, int], malicious: float, rng: random.Random,
+        settings: Settings,
+    ) -> None:
         self.store = store
         self.truth = truth
         self.malicious = malicious
         self.rng = rng
+        self.check_policy = {"min_checks": settings.min_checks, "check_share": settings.check_share}
+        self.checks = set(store.gold_labels())
         self.tally = Tally()
 
-    def answer(self, text: str, clf: OnnxClassifier, probs: np.ndarray, version: str) -> None:
-        true_label = LABELS[self.truth[text_hash(text)]]
-        predicted = clf.labels[int(np.argmax(probs))]
+    def pick(self) -> str:
+        """Who takes the next item. The draws are the ones the simulation always made (a share, then a
+        name), so runs without trolls label exactly what they did before checks existed."""
         if self.rng.random() < self.malicious:
+            return self.rng.choice(MALICIOUS)
+        return self.rng.choice(HONEST)
+
+    def due_check(self, annotator: str) -> dict[str, Any] | None:
+        return self.store.due_check(annotator, **self.check_policy) if self.checks else None
+
+    def answer(
+        self, annotator: str, text: str, clf: OnnxClassifier, probs: np.ndarray, version: str,
+        item_id: int | None = None,
+    ) -> None:
+        digest = text_hash(text)
+        true_label = LABELS[self.truth[digest]]
+        predicted = clf.labels[int(np.argmax(probs))]
+        if annotator in MALICIOUS:
             label = self.rng.choice([name for name in LABELS if name != true_label])
-            annotator = self.rng.choice(MALICIOUS)
             self.tally.malicious += 1
         else:
-            label, annotator = true_label, self.rng.choice(HONEST)
-        kind = "confirm" if label == predicted else "correct"
+            label = true_label
+        kind = "queue" if item_id is not None else "confirm" if label == predicted else "correct"
         result = self.store.record(
             text=text, user_label=label, annotator=annotator, kind=kind, predicted_label=predicted,
             probabilities={name: float(p) for name, p in zip(clf.labels, probs, strict=True)},
-            model_version=version,
+            model_version=version, item_id=item_id,
         )
         self.tally.labels += 1
-        self.tally.corrections += kind == "correct"
+        self.tally.corrections += label != predicted
         self.tally.suspicious += result.status == "suspicious"
+        self.tally.checks += digest in self.checks
 
     def review(self) -> int:
         """An oracle maintainer: accept suspicious answers that are right, reject the others."""
@@ -388,21 +418,34 @@ def label_round(
     labellers: Labellers, stream: Stream, clf: OnnxClassifier, version: str, *, order: str, budget: int,
     pool_size: int, round_no: int, scores: dict[str, np.ndarray],
 ) -> int:
-    """Let the labellers answer up to `budget` candidates in the given order; returns how many they answered.
+    """Let the labellers answer up to `budget` items in the given order; returns how many they answered.
 
     uncertainty: the real queue. New candidates go into the store's pool, `rescore` scores them with the
-    champion (margin uncertainty), and `next_item` hands out the most uncertain unanswered item each time.
-    random: a uniform sample of the same candidate pool.
+    champion (margin uncertainty), and `next_item` hands each annotator a due known-answer check or the
+    most uncertain unanswered item. random: a uniform sample of the same candidate pool, with the same
+    checks whenever one is due.
     """
     store = labellers.store
     added = stream.refill(pool_size)
     if order == "random":
         chosen = labellers.rng.sample(list(stream.pending.values()), min(budget, len(stream.pending)))
-        probs = clf.predict_proba(chosen) if chosen else np.zeros((0, len(LABELS)))
-        for text, row in zip(chosen, probs, strict=True):
-            labellers.answer(text, clf, row, version)
-            stream.pending.pop(text_hash(text), None)
-        return len(chosen)
+        probs = dict(zip(chosen, clf.predict_proba(chosen), strict=True)) if chosen else {}
+        queue = iter(chosen)
+        answered = 0
+        while answered < budget:
+            annotator = labellers.pick()
+            check = labellers.due_check(annotator)
+            if check is not None:
+                row = clf.predict_proba([check["text"]])[0]
+                labellers.answer(annotator, check["text"], clf, row, version, item_id=check["id"])
+            else:
+                text = next(queue, None)
+                if text is None:
+                    break
+                labellers.answer(annotator, text, clf, probs[text], version)
+                stream.pending.pop(text_hash(text), None)
+            answered += 1
+        return answered
 
     if added:
         store.add_to_pool(added, source=f"loop-round-{round_no}")
@@ -415,12 +458,14 @@ def label_round(
     store.rescore(scorer, version)
     answered = 0
     while answered < budget:
-        item = store.next_item(HONEST[0])  # every answered text leaves the queue (labels_required = 1)
+        annotator = labellers.pick()
+        # Every answered ordinary item leaves the queue (labels_required = 1); checks stay for others.
+        item = store.next_item(annotator, **labellers.check_policy)
         if item is None:
             break
         digest = text_hash(item["text"])
         probs = scores[digest] if digest in scores else scorer([item["text"]])[0]
-        labellers.answer(item["text"], clf, probs, version)
+        labellers.answer(annotator, item["text"], clf, probs, version, item_id=item["id"])
         stream.pending.pop(digest, None)
         answered += 1
     return answered
@@ -438,9 +483,12 @@ def run_order(
 
     registry = ModelRegistry(settings.models_dir)
     evaluator = Evaluator(plan.slice_test)
-    truth = {text_hash(ex.text): ex.label for ex in plan.stream}
+    truth = {text_hash(ex.text): ex.label for ex in (*plan.stream, *plan.checks)}
     store = FeedbackStore(settings.feedback_db, writes_per_minute=1_000_000_000, durable=False)
-    labellers = Labellers(store, truth, args.malicious, random.Random(f"{args.seed}-{order}"))
+    if plan.checks:
+        store.add_to_pool([ex.text for ex in plan.checks], source="loop-checks",
+                          labels=[LABELS[ex.label] for ex in plan.checks])
+    labellers = Labellers(store, truth, args.malicious, random.Random(f"{args.seed}-{order}"), settings)
     stream = Stream(list(plan.stream))
     factory = tiny_factory(args.seed) if args.tiny else None
     scores: dict[str, dict[str, np.ndarray]] = {}
@@ -465,18 +513,34 @@ def run_order(
             break
         if args.review == "oracle":
             labellers.review()
+        caught, poisoned = trust_outcome(settings, store, truth)
         row = retrain_and_measure(settings, registry, evaluator, champion, preset, factory)
         row.order, row.round = order, round_no
         tally = labellers.tally
-        row.labels, row.corrections, row.malicious, row.suspicious = (
-            tally.labels, tally.corrections, tally.malicious, tally.suspicious
+        row.labels, row.corrections, row.malicious, row.suspicious, row.checks = (
+            tally.labels, tally.corrections, tally.malicious, tally.suspicious, tally.checks
         )
+        row.caught, row.poisoned = caught, poisoned
         row.seconds = round(time.perf_counter() - started, 1)
         rows.append(row)
         print_row(row)
         champion = registry.champion() or champion
     store.close()
     return rows
+
+
+def trust_outcome(settings: Settings, store: FeedbackStore, truth: dict[str, int]) -> tuple[int, int]:
+    """Annotators the trust rules leave out, and trusted feedback rows whose label is wrong, as the retrain
+    about to run will see them (the same snapshot reader and rules)."""
+    from feedback.trust import excluded_annotators
+    from retrain.run import feedback_snapshot
+
+    excluded = excluded_annotators(
+        store.answers(), store.gold_labels(), min_checks=settings.min_checks,
+        min_check_accuracy=settings.min_check_accuracy,
+    )
+    train_part, holdout, _ = feedback_snapshot(settings, settings.feedback_db)
+    return len(excluded), sum(ex.label != truth[text_hash(ex.text)] for ex in (*train_part, *holdout))
 
 
 def retrain_and_measure(
@@ -517,10 +581,12 @@ def retrain_and_measure(
 
 def print_header(order: str) -> None:
     print(f"\n## order: {order}")
-    print(f"{'round':>5} {'labels':>6} {'corr':>5} {'susp':>5} {'fb':>4} {'slice':>6} {'base':>6} {'chall':>6} "
-          f"{'secs':>6}  decision")
-    print("(corr: corrections so far; susp: answers marked suspicious; fb: trusted feedback rows the retrain trained "
-          "on; slice/base: champion accuracy on slice-test / base validation; chall: challenger's slice accuracy)")
+    print(f"{'round':>5} {'labels':>6} {'corr':>5} {'susp':>5} {'chk':>4} {'bad':>4} {'out':>3} {'fb':>4} {'slice':>6} "
+          f"{'base':>6} {'chall':>6} {'secs':>6}  decision")
+    print("(corr: corrections so far; susp: answers marked suspicious; chk: answers on known-answer checks; bad: "
+          "trusted feedback rows with a wrong label; out: annotators not trained on; fb: trusted feedback rows the "
+          "retrain trained on; slice/base: champion accuracy on slice-test / base validation; chall: challenger's "
+          "slice accuracy)")
 
 
 def print_row(row: RoundRow) -> None:
@@ -528,7 +594,8 @@ def print_row(row: RoundRow) -> None:
     decision = row.decision + (f": {row.reason[:150]}" if row.reason else "")
     if row.worse_on_base:
         decision += " [promoted model worse on base]"
-    print(f"{row.round:>5} {row.labels:>6} {row.corrections:>5} {row.suspicious:>5} {row.feedback_train:>4} "
+    print(f"{row.round:>5} {row.labels:>6} {row.corrections:>5} {row.suspicious:>5} {row.checks:>4} "
+          f"{row.poisoned:>4} {row.caught:>3} {row.feedback_train:>4} "
           f"{row.slice_acc:>6.3f} "
           f"{row.base_acc:>6.3f} {chall:>6} {row.seconds:>6.0f}  {decision}", flush=True)
 
@@ -551,12 +618,15 @@ def print_results(results: dict[str, dict[str, Any]], comparison: dict[str, Any]
         print(f"{order}: slice error {1 - result['slice_acc_start']:.3f} -> {1 - result['slice_acc_end']:.3f} "
               f"(relative reduction {'n/a' if red is None else f'{red * 100:.1f}%'}) after {result['corrections']} "
               f"corrections / {result['labels']} labels; base validation {result['base_acc_start']:.4f} -> "
-              f"{result['base_acc_end']:.4f} (drop {result['base_drop_points']:+.2f} pt); promoted "
+              f"{result['base_acc_end']:.4f} (drop {result['base_drop_points']:+.2f} pt); troll answers "
+              f"{result['malicious']}, wrong labels trusted {result['wrong_labels_trusted']}; promoted "
               f"{result['promoted']}/{result['rounds']}; promoted model worse on base than its predecessor: "
               f"{result['worse_promotion_rounds'] or 'never'}")
     if comparison:
-        print(f"labels to reach the random order's final slice gain ({comparison['target_gain'] * 100:+.1f} pt): "
-              f"{comparison['labels_needed']}; uncertainty saves {comparison['labels_saved_by_uncertainty']}")
+        need = {order: "not reached" if n is None else n for order, n in comparison["labels_needed"].items()}
+        print(f"labels to reach the same slice gain ({comparison['target_gain'] * 100:+.1f} pt: the random order's "
+              f"final gain, at least a {TARGET_ERROR_REDUCTION:.0%} error reduction): {need}; uncertainty saves "
+              f"{saving_text(comparison)}")
 
 
 def labels_to_reach(rows: list[RoundRow], gain: float) -> int | None:
@@ -584,19 +654,45 @@ def outcome(rows: list[RoundRow], max_corrections: int) -> dict[str, Any]:
         "promoted": sum(r.decision == "promoted" for r in rows),
         "rounds": len(rows) - 1,
         "worse_promotion_rounds": [r.round for r in rows if r.worse_on_base],
+        "malicious": last.malicious,
+        "checks": last.checks,
+        "annotators_left_out": last.caught,
+        "wrong_labels_trusted": last.poisoned,
     }
 
 
+# The issue's target: the slice error falls by at least this share.
+TARGET_ERROR_REDUCTION = 0.3
+
+
 def compare(runs: dict[str, list[RoundRow]]) -> dict[str, Any] | None:
+    """Labels each order needed for the same slice gain: the random order's final gain, but at least the
+    gain of a 30% relative error reduction (when random gains nothing, "reach its gain" is trivially met).
+
+    When only the uncertainty order got there, the saving is a lower bound: random needs more labels
+    than it was given.
+    """
     if not set(ORDERS) <= runs.keys():
         return None
     random_rows = runs["random"]
-    gain = random_rows[-1].slice_acc - random_rows[0].slice_acc
+    floor = TARGET_ERROR_REDUCTION * (1.0 - random_rows[0].slice_acc)
+    gain = max(random_rows[-1].slice_acc - random_rows[0].slice_acc, floor)
     needed = {order: labels_to_reach(runs[order], gain) for order in ORDERS}
-    diff = None
-    if needed["random"] is not None and needed["uncertainty"] is not None:
-        diff = needed["random"] - needed["uncertainty"]
-    return {"target_gain": gain, "labels_needed": needed, "labels_saved_by_uncertainty": diff}
+    diff, at_least = None, False
+    if needed["uncertainty"] is not None:
+        if needed["random"] is not None:
+            diff = needed["random"] - needed["uncertainty"]
+        else:
+            diff, at_least = random_rows[-1].labels - needed["uncertainty"], True
+    return {"target_gain": gain, "labels_needed": needed, "labels_saved_by_uncertainty": diff,
+            "saving_is_lower_bound": at_least}
+
+
+def saving_text(comparison: dict[str, Any]) -> str:
+    saved = comparison["labels_saved_by_uncertainty"]
+    if saved is None:
+        return "n/a"
+    return f"more than {saved}" if comparison["saving_is_lower_bound"] else str(saved)
 
 
 def write_outputs(out_dir: Path, mode: str, report: dict[str, Any], runs: dict[str, list[RoundRow]]) -> list[Path]:
@@ -648,12 +744,18 @@ def summary_line(mode: str, plan: SlicePlan, primary: str, result: dict[str, Any
         "a promoted model worse on base: " + (f"yes (rounds {result['worse_promotion_rounds']})"
                                               if result["worse_promotion_rounds"] else "no") + ";",
     ]
+    if result["malicious"] or result["checks"]:
+        parts.append(
+            f"troll answers {result['malicious']}, check answers {result['checks']}, annotators left out "
+            f"{result['annotators_left_out']}, wrong labels trusted {result['wrong_labels_trusted']};"
+        )
     if comparison:
         need = comparison["labels_needed"]
         parts.append(
-            f"labels to reach random's gain {comparison['target_gain'] * 100:+.1f} pt: "
-            f"uncertainty {need['uncertainty']}, random {need['random']}, "
-            f"saved {comparison['labels_saved_by_uncertainty']};"
+            f"labels to reach the same slice gain {comparison['target_gain'] * 100:+.1f} pt: "
+            f"uncertainty {need['uncertainty'] if need['uncertainty'] is not None else 'not reached'}, "
+            f"random {need['random'] if need['random'] is not None else 'not reached'}, "
+            f"saved {saving_text(comparison)};"
         )
     parts.append(f"wall {wall_s / 60:.1f} min")
     return " ".join(parts)
@@ -680,6 +782,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--per-round", type=int, help="labels per round (K)")
     parser.add_argument("--pool-factor", type=int, default=3, help="candidate pool = factor x K")
     parser.add_argument("--malicious", type=float, default=0.0, help="share of answers that are wrong labels")
+    parser.add_argument("--checks", type=int, default=None,
+                        help="known-answer checks in the queue (default: 40 with --malicious, else 0)")
     parser.add_argument("--review", choices=("none", "oracle"), default="none",
                         help="oracle: a maintainer accepts right suspicious answers and rejects wrong ones")
     parser.add_argument("--champion-rows", type=int, help="bootstrap max_rows (0 = all)")
@@ -698,6 +802,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not 0.0 <= args.malicious < 1.0 or not 0.0 < args.slice_share <= 1.0 or args.pool_factor < 1:
         parser.error("--malicious must be in [0, 1), --slice-share in (0, 1], --pool-factor >= 1")
+    if args.checks is None:
+        args.checks = 40 if args.malicious > 0 else 0
+    if args.checks < 0:
+        parser.error("--checks must be >= 0")
     return args
 
 
@@ -741,7 +849,8 @@ def prepare(
     words = args.keywords.split(",") if args.keywords else (TINY_KEYWORDS if args.tiny else SLICE_KEYWORDS)
     sources = load_sources(data)
     plan = plan_slice(sources, keyword_pattern(words), test_fraction=args.test_fraction,
-                      other_share=1.0 - args.slice_share, val_fraction=val_fraction, seed=args.seed)
+                      other_share=1.0 - args.slice_share, val_fraction=val_fraction, seed=args.seed,
+                      checks=args.checks)
     return data, list(words), plan, write_training_folder(sources, plan.excluded, data_dir)
 
 
@@ -752,8 +861,8 @@ def simulate(args: argparse.Namespace, mode: str, preset: Preset, root: Path) ->
     data, words, plan, kept = prepare(args, data_dir, settings.val_fraction)
     print(f"# NewsLoop learning loop ({mode}): data {data}, work folder {root}")
     print_plan(plan, words, kept, check_size=not args.tiny)
-    print(f"preset: {asdict(preset)}; pool {args.pool_factor}x, malicious {args.malicious:.0%}, review {args.review}",
-          flush=True)
+    print(f"preset: {asdict(preset)}; pool {args.pool_factor}x, malicious {args.malicious:.0%}, "
+          f"known-answer checks {len(plan.checks)}, review {args.review}", flush=True)
 
     seconds = train_champion(settings, preset, args.tiny, args.seed)
     print(f"champion trained without the slice in {seconds:.0f} s", flush=True)

@@ -79,6 +79,13 @@ class Settings(BaseSettings):
     feedback_per_minute: int = Field(30, ge=1)
     labels_required: int = Field(default_factory=lambda: 2 if _on_public_host() else 1, ge=1, le=10)
     max_feedback_chars: int = Field(5_000, ge=100)
+    min_checks: int = Field(
+        3, ge=1, le=50, description="Known-answer checks each annotator answers first, and before being judged."
+    )
+    check_share: float = Field(0.1, ge=0.0, le=1.0, description="Share of later queue items that are checks.")
+    min_check_accuracy: float = Field(
+        0.6, ge=0.0, le=1.0, description="Annotators below this accuracy on checks are not trained on."
+    )
     # Label smoothing (0.1) keeps the model's top probability below about 0.93, so 0.8 is "very sure".
     suspicious_confidence: float = Field(
         0.8, gt=0.25, le=1.0, description="An answer is suspicious when the model was this sure of another label."

@@ -24,10 +24,16 @@ def _parser() -> argparse.ArgumentParser:
         help="add texts from a CSV or JSONL file to the labelling pool",
         description="Add texts to the labelling pool. CSV: a header with a 'text' column, or 'title' and "
         "'description'. JSONL: one object per line with 'text', or 'title' and 'description'. Any 'label' "
-        "is ignored. If any row is bad, nothing is imported and the bad lines are listed.",
+        "is ignored unless --checks. If any row is bad, nothing is imported and the bad lines are listed.",
     )
     importer.add_argument("file", type=Path, help="a .csv or .jsonl file (UTF-8)")
     importer.add_argument("--source", help="name recorded with the items (default: the file name)")
+    importer.add_argument(
+        "--checks",
+        action="store_true",
+        help="the rows are known-answer checks: each needs a 'label' (topic name or AG News number 1-4); the "
+        "queue mixes them in and annotators who fail them are not trained on",
+    )
     exporter = commands.add_parser(
         "export",
         help="write every answer as CSV or JSONL",
@@ -51,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             writes_per_minute=settings.feedback_per_minute,
         )
         if args.command == "import":
-            report = store.import_pool(args.file, source=args.source)
-            print(f"imported {report.added} new items from {args.file} ({report.duplicates} duplicates skipped)")
+            report = store.import_pool(args.file, source=args.source, checks=args.checks)
+            what = "known-answer checks" if args.checks else "items"
+            print(f"imported {report.added} new {what} from {args.file} ({report.duplicates} duplicates skipped)")
         elif args.command == "export":
             if args.out is None:
                 store.write_export(sys.stdout, args.fmt)

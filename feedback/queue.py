@@ -11,6 +11,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from core.labels import LABELS, UnknownLabelError, label_index
 from core.text import clean_text, join_title, text_hash
 from feedback.errors import FeedbackError, PoolImportError
 
@@ -26,6 +27,7 @@ class PoolRow:
     line: int
     text: str
     text_hash: str
+    label: str | None = None  # canonical topic name; only in a file of known-answer checks
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,12 @@ def text_problem(text: str, max_chars: int) -> str | None:
     return None
 
 
-def read_pool_file(path: Path, *, max_chars: int) -> list[PoolRow]:
+def read_pool_file(path: Path, *, max_chars: int, labelled: bool = False) -> list[PoolRow]:
     """Read and validate every row of a CSV or JSONL pool file.
 
     CSV needs a header with a `text` column, or `title` and `description` columns; JSONL needs one
-    object per line with `text`, or `title` and `description`. Other fields (such as `label`) are
+    object per line with `text`, or `title` and `description`. With `labelled` (known-answer checks)
+    every row also needs a `label`: a topic name, or an AG News class number 1-4; otherwise labels are
     ignored. Raises PoolImportError naming every bad line, or FeedbackError when the file cannot be
     read at all.
     """
@@ -78,7 +81,8 @@ def read_pool_file(path: Path, *, max_chars: int) -> list[PoolRow]:
     except OSError as exc:
         raise FeedbackError(f"cannot read {path}: {exc.strerror or exc}") from None
     text = _decode(data, path)
-    rows, problems = _parse_csv(text, max_chars) if fmt == "csv" else _parse_jsonl(text, max_chars)
+    parse = _parse_csv if fmt == "csv" else _parse_jsonl
+    rows, problems = parse(text, max_chars, labelled)
     if problems:
         _raise_problems(path, problems)
     if not rows:
@@ -110,15 +114,31 @@ def _raise_problems(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
     raise PoolImportError(f"{path.name}: {len(problems)} bad {noun}; nothing was imported\n{shown}{more}", problems)
 
 
-def _row(line: int, text: str, max_chars: int, rows: list[PoolRow], problems: list[tuple[int, str]]) -> None:
+def pool_label(value: object) -> str:
+    """A check's label as a topic name; numbers are AG News class numbers (1-4), as in its CSVs."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise UnknownLabelError(f"missing label; expected one of {', '.join(LABELS)} (or 1-4)")
+    return LABELS[label_index(value, one_based=True)]
+
+
+def _row(
+    line: int, text: str, label: object, max_chars: int, rows: list[PoolRow], problems: list[tuple[int, str]],
+    labelled: bool,
+) -> None:
     problem = text_problem(text, max_chars)
+    name = None
+    if problem is None and labelled:
+        try:
+            name = pool_label(label)
+        except UnknownLabelError as exc:
+            problem = str(exc)
     if problem:
         problems.append((line, problem))
     else:
-        rows.append(PoolRow(line=line, text=text.strip(), text_hash=text_hash(text)))
+        rows.append(PoolRow(line=line, text=text.strip(), text_hash=text_hash(text), label=name))
 
 
-def _parse_csv(text: str, max_chars: int) -> tuple[list[PoolRow], list[tuple[int, str]]]:
+def _parse_csv(text: str, max_chars: int, labelled: bool) -> tuple[list[PoolRow], list[tuple[int, str]]]:
     rows: list[PoolRow] = []
     problems: list[tuple[int, str]] = []
     # newline="" keeps quoted line breaks intact for the csv module.
@@ -134,6 +154,9 @@ def _parse_csv(text: str, max_chars: int) -> tuple[list[PoolRow], list[tuple[int
     else:
         found = ", ".join(repr(name) for name in header) or "none"
         raise FeedbackError(f"CSV needs a header with a 'text' column, or 'title' and 'description'; found {found}")
+    if labelled and "label" not in header:
+        raise FeedbackError("a file of known-answer checks needs a 'label' column")
+    label_column = header.index("label") if labelled else None
     while True:
         start = reader.line_num + 1
         try:
@@ -150,11 +173,12 @@ def _parse_csv(text: str, max_chars: int) -> tuple[list[PoolRow], list[tuple[int
             problems.append((start, f"expected {len(header)} fields, found {len(record)}"))
             continue
         value = record[columns[0]] if len(columns) == 1 else join_title(record[columns[0]], record[columns[1]])
-        _row(start, value, max_chars, rows, problems)
+        label = record[label_column] if label_column is not None else None
+        _row(start, value, label, max_chars, rows, problems, labelled)
     return rows, problems
 
 
-def _parse_jsonl(text: str, max_chars: int) -> tuple[list[PoolRow], list[tuple[int, str]]]:
+def _parse_jsonl(text: str, max_chars: int, labelled: bool) -> tuple[list[PoolRow], list[tuple[int, str]]]:
     rows: list[PoolRow] = []
     problems: list[tuple[int, str]] = []
     # split("\n") rather than splitlines(): JSON strings may legally hold U+2028 and friends.
@@ -177,5 +201,5 @@ def _parse_jsonl(text: str, max_chars: int) -> tuple[list[PoolRow], list[tuple[i
         else:
             problems.append((number, "needs a string 'text' field, or 'title' and 'description' fields"))
             continue
-        _row(number, value, max_chars, rows, problems)
+        _row(number, value, obj.get("label"), max_chars, rows, problems, labelled)
     return rows, problems

@@ -54,6 +54,12 @@ CREATE TABLE skips (
 """
 
 
+# Version 3 adds known-answer checks: pool items with a label a maintainer vouches for.
+_V3 = """
+ALTER TABLE pool ADD COLUMN gold_label TEXT;
+"""
+
+
 def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
     def apply(conn: sqlite3.Connection) -> None:
         # executescript() would COMMIT first, so run statement by statement inside our transaction.
@@ -65,7 +71,7 @@ def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
 
 
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _script(_V1), 2: _script(_V2)}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _script(_V1), 2: _script(_V2), 3: _script(_V3)}
 CURRENT_VERSION = max(MIGRATIONS)
 
 

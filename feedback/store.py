@@ -24,9 +24,9 @@ import sqlite_utils
 from core.labels import LABELS, UnknownLabelError, label_index
 from core.text import text_hash
 from feedback.errors import FeedbackError, PoolImportError, RateLimited
-from feedback.queue import ImportReport, PoolRow, margin_uncertainty, read_pool_file, text_problem
+from feedback.queue import ImportReport, PoolRow, margin_uncertainty, pool_label, read_pool_file, text_problem
 from feedback.schema import migrate
-from feedback.trust import contradiction_reason
+from feedback.trust import check_due, check_scores, contradiction_reason
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +128,8 @@ def _safe_cell(value: object) -> object:
 def _insert_pool_row(conn: sqlite3.Connection, row: PoolRow, source: str, added_at: str) -> bool:
     """Insert one pool item unless its text is already there; True when it was added."""
     cursor = conn.execute(
-        "INSERT OR IGNORE INTO pool (text, text_hash, source, added_at) VALUES (?, ?, ?, ?)",
-        (row.text, row.text_hash, source, added_at),
+        "INSERT OR IGNORE INTO pool (text, text_hash, source, added_at, gold_label) VALUES (?, ?, ?, ?, ?)",
+        (row.text, row.text_hash, source, added_at, row.label),
     )
     return cursor.rowcount == 1
 
@@ -401,7 +401,8 @@ class FeedbackStore:
             return int(db.execute(sql, [answer_id]).fetchone()[0])
 
     def stats(self) -> dict[str, Any]:
-        """Counts for a dashboard: by status (all answers); by label, kind, annotators (live answers); pool."""
+        """Counts for a dashboard: by status (all answers); by label, kind, annotators (live answers); pool;
+        and per annotator, known-answer checks answered right out of those answered."""
         with self._read() as db:
 
             def grouped(column: str, where: str = "") -> dict[str, int]:
@@ -413,15 +414,22 @@ class FeedbackStore:
             by_label = grouped("user_label", live)
             by_kind = grouped("kind", live)
             annotators = db.execute(f"SELECT COUNT(DISTINCT annotator) FROM answers {live}").fetchone()[0]
-            pool_items, pool_scored = db.execute("SELECT COUNT(*), COUNT(scored_by) FROM pool").fetchone()
+            pool_items, pool_scored, checks = db.execute(
+                "SELECT COUNT(*), COUNT(scored_by), COUNT(gold_label) FROM pool"
+            ).fetchone()
             skips = db.execute("SELECT COUNT(*) FROM skips").fetchone()[0]
+            check_rows = list(
+                db.query("SELECT a.* FROM answers a JOIN pool p ON p.text_hash = a.text_hash WHERE p.gold_label IS NOT NULL")
+            )
+        scores = check_scores(check_rows, self.gold_labels())
         return {
             "answers": sum(by_status.values()),
             "by_status": {status: by_status.get(status, 0) for status in STATUSES},
             "by_label": {label: by_label.get(label, 0) for label in LABELS},
             "by_kind": {kind: by_kind.get(kind, 0) for kind in KINDS},
             "annotators": int(annotators),
-            "pool": {"items": int(pool_items), "scored": int(pool_scored), "skips": int(skips)},
+            "pool": {"items": int(pool_items), "scored": int(pool_scored), "checks": int(checks), "skips": int(skips)},
+            "checks_right": {name: f"{score.right}/{score.answered}" for name, score in scores.items()},
         }
 
     def export(self, path: Path, fmt: str) -> int:
@@ -475,26 +483,41 @@ class FeedbackStore:
 
     # Labelling pool and queue ----------------------------------------------------------------------
 
-    def import_pool(self, path: Path, *, source: str | None = None) -> ImportReport:
+    def import_pool(self, path: Path, *, source: str | None = None, checks: bool = False) -> ImportReport:
         """Add the texts of a CSV/JSONL file to the labelling pool, all or nothing.
 
         Every row is validated first; any bad row raises PoolImportError naming its line and nothing is
-        written. Texts already in the pool (same text_hash) are skipped and counted as duplicates.
+        written. Texts already in the pool (same text_hash) are skipped and counted as duplicates. With
+        `checks`, every row needs a `label` and the rows become known-answer checks: the queue mixes
+        them in (see `next_item`) and the trust rules score annotators on them.
         """
         path = Path(path)
-        rows = read_pool_file(path, max_chars=self.max_text_chars)
+        rows = read_pool_file(path, max_chars=self.max_text_chars, labelled=checks)
         return self._add_rows(rows, source or path.name)
 
-    def add_to_pool(self, texts: Sequence[str], *, source: str) -> ImportReport:
-        """Add texts to the labelling pool, all or nothing (problems are numbered from 1 like lines)."""
+    def add_to_pool(
+        self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None
+    ) -> ImportReport:
+        """Add texts to the labelling pool, all or nothing (problems are numbered from 1 like lines).
+
+        With `labels` (one topic per text) the texts become known-answer checks, as in `import_pool`.
+        """
+        if labels is not None and len(labels) != len(texts):
+            raise FeedbackError(f"{len(labels)} labels for {len(texts)} texts")
         rows: list[PoolRow] = []
         problems: list[tuple[int, str]] = []
         for number, text in enumerate(texts, start=1):
             problem = text_problem(text, self.max_text_chars) if isinstance(text, str) else "not a string"
+            label = None
+            if problem is None and labels is not None:
+                try:
+                    label = pool_label(labels[number - 1])
+                except UnknownLabelError as exc:
+                    problem = str(exc)
             if problem:
                 problems.append((number, problem))
             else:
-                rows.append(PoolRow(line=number, text=text.strip(), text_hash=text_hash(text)))
+                rows.append(PoolRow(line=number, text=text.strip(), text_hash=text_hash(text), label=label))
         if problems:
             listed = "; ".join(f"item {number}: {problem}" for number, problem in problems[:20])
             raise PoolImportError(f"{len(problems)} bad texts; nothing was added: {listed}", problems)
@@ -542,23 +565,45 @@ class FeedbackStore:
         log.info("rescored %d pool items with model %s", len(pending), model_version)
         return len(pending)
 
-    def next_item(self, annotator: str, labels_required: int = 1) -> dict[str, Any] | None:
-        """The most uncertain pool item this annotator should label next, or None when none is left.
+    def gold_labels(self) -> dict[str, str]:
+        """The known-answer checks: text_hash -> the label a maintainer gave."""
+        with self._read() as db:
+            sql = "SELECT text_hash, gold_label FROM pool WHERE gold_label IS NOT NULL"
+            return {row["text_hash"]: row["gold_label"] for row in db.query(sql)}
 
-        Skips items the annotator answered (live answers) or skipped, and items that already have
-        `labels_required` live, unrejected answers agreeing on one label (from any tab, matched by
-        text_hash). Unscored items come after scored ones, oldest first.
+    def next_item(
+        self, annotator: str, labels_required: int = 1, *, min_checks: int = 3, check_share: float = 0.1
+    ) -> dict[str, Any] | None:
+        """The pool item this annotator should label next, or None when none is left.
+
+        A known-answer check when one is due (`feedback.trust.check_due`: the annotator's first
+        `min_checks` items, then about `check_share` of them) and one is left that they have not
+        answered or skipped. Otherwise the most uncertain ordinary item, skipping items the annotator
+        answered (live answers) or skipped, and items that already have `labels_required` live,
+        unrejected answers agreeing on one label (from any tab, matched by text_hash); unscored items
+        come after scored ones, oldest first. A returned check does not carry its label.
         """
         annotator = _check_annotator(annotator)
         if labels_required < 1:
             raise FeedbackError("labels_required must be at least 1")
-        sql = """
-            SELECT p.* FROM pool p
-            WHERE NOT EXISTS (
+        item = self.due_check(annotator, min_checks=min_checks, check_share=check_share)
+        if item is None:
+            with self._read() as db:
+                item = next(db.query(self._NEXT_ITEM_SQL, {"annotator": annotator, "required": labels_required}), None)
+            if item is not None:
+                item.pop("gold_label")
+        return item
+
+    _UNSEEN = """
+            NOT EXISTS (
                 SELECT 1 FROM answers a
                 WHERE a.text_hash = p.text_hash AND a.annotator = :annotator AND a.status != 'undone'
             )
             AND NOT EXISTS (SELECT 1 FROM skips s WHERE s.item_id = p.id AND s.annotator = :annotator)
+    """
+    _NEXT_ITEM_SQL = f"""
+            SELECT p.* FROM pool p
+            WHERE p.gold_label IS NULL AND {_UNSEEN}
             AND NOT EXISTS (
                 SELECT 1 FROM answers a
                 WHERE a.text_hash = p.text_hash AND a.status NOT IN ('undone', 'rejected')
@@ -566,9 +611,33 @@ class FeedbackStore:
             )
             ORDER BY p.uncertainty DESC NULLS LAST, p.id
             LIMIT 1
+    """
+    _CHECKS_SQL = f"SELECT p.* FROM pool p WHERE p.gold_label IS NOT NULL AND {_UNSEEN}"
+
+    def due_check(self, annotator: str, *, min_checks: int = 3, check_share: float = 0.1) -> dict[str, Any] | None:
+        """The known-answer check this annotator should answer now, or None when none is due or left.
+
+        Due by `feedback.trust.check_due`, counting the annotator's live answers of every kind (one-click
+        corrections too), so a share of everything they contribute is tested.
         """
+        annotator = _check_annotator(annotator)
         with self._read() as db:
-            return next(db.query(sql, {"annotator": annotator, "required": labels_required}), None)
+            counts = db.execute(
+                """
+                SELECT COUNT(p.gold_label), COUNT(*) FROM answers a LEFT JOIN pool p ON p.text_hash = a.text_hash
+                WHERE a.annotator = ? AND a.status != 'undone'
+                """,
+                [annotator],
+            ).fetchone()
+            checks, answered = int(counts[0]), int(counts[1])
+            if not check_due(checks, answered - checks, min_checks=min_checks, share=check_share):
+                return None
+            left = list(db.query(self._CHECKS_SQL, {"annotator": annotator}))
+        # A per-annotator order, so annotators comparing notes do not see the same sequence of checks.
+        item = min(left, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)
+        if item is not None:
+            item.pop("gold_label")  # what the screen shows must not give the answer away
+        return item
 
     def skip(self, annotator: str, item_id: int) -> None:
         """Remember that the annotator skipped a queue item, so it is not offered to them again."""

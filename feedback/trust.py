@@ -54,6 +54,29 @@ class AnnotatorAgreement:
         return self.agreed / self.compared if self.compared else 1.0
 
 
+@dataclass(frozen=True)
+class CheckScore:
+    """How an annotator did on known-answer checks (pool items whose label a maintainer gave)."""
+
+    annotator: str
+    answered: int
+    right: int
+
+    @property
+    def accuracy(self) -> float:
+        return self.right / self.answered if self.answered else 1.0
+
+
+def check_due(checks_answered: int, items_answered: int, *, min_checks: int, share: float) -> bool:
+    """Whether an annotator's next queue item should be a known-answer check.
+
+    The first `min_checks` items are checks, so nobody's labels count before they have been tested;
+    after that about `share` of the items are, so an annotator who behaves at first is still tested.
+    `items_answered` counts the annotator's other answers.
+    """
+    return checks_answered < min_checks or checks_answered < share * items_answered
+
+
 def contradiction_reason(
     predicted: str | None, probabilities: Mapping[str, float] | None, user_label: str, threshold: float
 ) -> str | None:
@@ -132,6 +155,19 @@ def annotator_agreement(rows: Iterable[Mapping[str, Any]]) -> dict[str, Annotato
     }
 
 
+def check_scores(rows: Iterable[Mapping[str, Any]], gold: Mapping[str, str]) -> dict[str, CheckScore]:
+    """Per annotator, counted answers on known-answer checks (`gold`: text_hash -> label) and how many
+    gave the known label."""
+    answered: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    for row in counted_answers(rows):
+        known = gold.get(row["text_hash"])
+        if known is not None:
+            answered[row["annotator"]] += 1
+            right[row["annotator"]] += row["user_label"] == known
+    return {name: CheckScore(name, answered[name], right[name]) for name in sorted(answered)}
+
+
 def flagged_annotators(
     agreements: Mapping[str, AnnotatorAgreement], *, min_annotator_agreement: float, min_answers_for_agreement: int
 ) -> set[str]:
@@ -143,14 +179,21 @@ def flagged_annotators(
     }
 
 
-def select_trusted(
+def failed_checks(scores: Mapping[str, CheckScore], *, min_checks: int, min_accuracy: float) -> set[str]:
+    """Annotators with at least `min_checks` answered checks and an accuracy on them below `min_accuracy`."""
+    return {name for name, score in scores.items() if score.answered >= min_checks and score.accuracy < min_accuracy}
+
+
+def excluded_annotators(
     rows: Iterable[Mapping[str, Any]],
+    gold: Mapping[str, str] | None = None,
     *,
-    labels_required: int = 1,
     min_annotator_agreement: float = 0.6,
     min_answers_for_agreement: int = 5,
-) -> list[TrustedExample]:
-    """The rules of `trusted_examples`, applied to answer rows; see there."""
+    min_checks: int = 3,
+    min_check_accuracy: float = 0.6,
+) -> set[str]:
+    """Annotators none of whose answers count: low agreement with the others, or failed known-answer checks."""
     rows = list(rows)
     flagged = flagged_annotators(
         annotator_agreement(rows),
@@ -159,8 +202,37 @@ def select_trusted(
     )
     if flagged:
         log.warning("not training on answers from low-agreement annotators: %s", ", ".join(sorted(flagged)))
+    failed = failed_checks(check_scores(rows, gold or {}), min_checks=min_checks, min_accuracy=min_check_accuracy)
+    if failed:
+        log.warning("not training on answers from annotators who failed known-answer checks: %s",
+                    ", ".join(sorted(failed)))
+    return flagged | failed
+
+
+def select_trusted(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    gold: Mapping[str, str] | None = None,
+    labels_required: int = 1,
+    min_annotator_agreement: float = 0.6,
+    min_answers_for_agreement: int = 5,
+    min_checks: int = 3,
+    min_check_accuracy: float = 0.6,
+) -> list[TrustedExample]:
+    """The rules of `trusted_examples`, applied to answer rows and known-answer checks; see there."""
+    rows = list(rows)
+    gold = gold or {}
+    excluded = excluded_annotators(
+        rows,
+        gold,
+        min_annotator_agreement=min_annotator_agreement,
+        min_answers_for_agreement=min_answers_for_agreement,
+        min_checks=min_checks,
+        min_check_accuracy=min_check_accuracy,
+    )
+    kept = (row for row in rows if row["annotator"] not in excluded and row["text_hash"] not in gold)
     trusted = []
-    for votes in aggregate(row for row in rows if row["annotator"] not in flagged).values():
+    for votes in aggregate(kept).values():
         if votes.majority is None or len(votes.majority_rows) < labels_required:
             continue
         if any(row["status"] == "suspicious" for row in votes.majority_rows):
@@ -184,6 +256,8 @@ def trusted_examples(
     labels_required: int = 1,
     min_annotator_agreement: float = 0.6,
     min_answers_for_agreement: int = 5,
+    min_checks: int = 3,
+    min_check_accuracy: float = 0.6,
 ) -> list[TrustedExample]:
     """The feedback texts to train on, one per text, with the label their annotators agree on.
 
@@ -194,7 +268,10 @@ def trusted_examples(
        of those texts where they gave the other annotators' majority label (texts where the others tie
        are not compared). An annotator compared on at least `min_answers_for_agreement` texts with an
        agreement below `min_annotator_agreement` is flagged, and none of their answers count.
-    3. Per text, the remaining answers vote; the text is trusted when its top label has at least
+    3. Known-answer checks (pool items imported with a label): an annotator who answered at least
+       `min_checks` of them with an accuracy below `min_check_accuracy` is flagged the same way. Answers
+       on checks never become training examples themselves.
+    4. Per text, the remaining answers vote; the text is trusted when its top label has at least
        `labels_required` votes, no other label has as many (no tie), and none of the votes for the top
        label is an unresolved 'suspicious' answer ('accepted' ones count; 'ok' ones count).
 
@@ -203,9 +280,12 @@ def trusted_examples(
     """
     examples = select_trusted(
         store.answers(),
+        gold=store.gold_labels(),
         labels_required=labels_required,
         min_annotator_agreement=min_annotator_agreement,
         min_answers_for_agreement=min_answers_for_agreement,
+        min_checks=min_checks,
+        min_check_accuracy=min_check_accuracy,
     )
     log.info("%d trusted feedback examples (labels_required=%d)", len(examples), labels_required)
     return examples

@@ -112,7 +112,12 @@ def feedback_snapshot(settings: Settings, snapshot_db: Path | None) -> tuple[lis
         return [], [], 0
     store = FeedbackStore(snapshot_db)
     try:
-        trusted = trusted_examples(store, labels_required=settings.labels_required)
+        trusted = trusted_examples(
+            store,
+            labels_required=settings.labels_required,
+            min_checks=settings.min_checks,
+            min_check_accuracy=settings.min_check_accuracy,
+        )
         last_id = max((row["id"] for row in store.answers(limit=1)), default=0)
     finally:
         store.close()

@@ -122,6 +122,21 @@ def test_queue_skip_moves_on_without_storing(served) -> None:  # type: ignore[no
     assert store.count() == before
 
 
+def test_each_new_annotator_gets_known_answer_checks_first(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    checks = {"Keeper saves two penalties in the cup final": "Sports", "Parliament passes the budget": "World",
+              "Chip maker unveils a faster processor": "Sci/Tech", "Retailer's profits beat forecasts": "Business"}
+    store.add_to_pool(list(checks), source="checks", labels=list(checks.values()))
+    c = client(url)  # a new session: a new pseudonymous annotator
+    served_texts = [c.predict(api_name="/queue_next")[0]]
+    for _ in range(3):
+        served_texts.append(c.predict("World", api_name="/queue_answer")[0])
+    assert all(text in checks for text in served_texts[:3])  # NEWSLOOP_MIN_CHECKS defaults to 3
+    assert served_texts[3] not in checks
+    right = sum(checks[text] == "World" for text in served_texts[:3])
+    assert list(store.stats()["checks_right"].values()) == [f"{right}/3"]
+
+
 class FakeRequest:
     def __init__(self, forwarded: str, host: str = "10.0.0.1") -> None:
         self.username = None

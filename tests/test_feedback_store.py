@@ -266,9 +266,11 @@ def test_v1_database_is_migrated_in_place_keeping_its_rows(tmp_path: Path) -> No
         ("old fix", "correct", "ok", None),
     ]
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION == 2
+        assert check.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION == 3
     assert answer(store, text="old fix", user_label="Sports").duplicate is True
     store.add_to_pool(["a new pool item"], source="test")  # the v2 tables exist
+    store.add_to_pool(["a known-answer check"], source="test", labels=["World"])  # and v3's column
+    assert store.gold_labels() == {text_hash("a known-answer check"): "World"}
     assert store.count() == 2
 
 
