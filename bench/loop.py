@@ -331,16 +331,9 @@ class Evaluator:
     def slice_accuracy(self, version: ModelVersion) -> float:
         if version.version not in self._slice:
             clf = self.classifier(version)
-            probs = clf.predict_proba([ex.text for ex in self.slice_test])
-            predicted = label_indices(clf, probs)
+            predicted = clf.proba_in_label_order([ex.text for ex in self.slice_test]).argmax(axis=1)
             self._slice[version.version] = float(np.mean(predicted == np.array([ex.label for ex in self.slice_test])))
         return self._slice[version.version]
-
-
-def label_indices(clf: OnnxClassifier, probs: np.ndarray) -> np.ndarray:
-    """Predicted label indices in core.labels order (the model's own label order may differ)."""
-    to_index = np.array([label_index(name) for name in clf.labels])
-    return to_index[probs.argmax(axis=1)]
 
 
 def base_accuracy(version: ModelVersion) -> float:

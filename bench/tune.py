@@ -97,7 +97,7 @@ def build_scenario(args: argparse.Namespace) -> Scenario:
     feedback = plan.stream[: args.feedback]  # honest labellers: every answer is the true label
 
     clf = OnnxClassifier(champion.path)
-    teacher = clf.predict_proba([e.text for e in base])[:, [clf.labels.index(n) for n in LABELS]]
+    teacher = clf.proba_in_label_order([e.text for e in base])
     model, tokenizer = load_checkpoint(champion.path / CHECKPOINT_DIR)
     val_pred = predict_logits(model, tokenizer, [e.text for e in corpus.validation], settings.max_length).argmax(1)
     slice_pred = predict_logits(model, tokenizer, [e.text for e in plan.slice_test], settings.max_length).argmax(1)

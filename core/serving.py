@@ -103,7 +103,14 @@ class OnnxClassifier:
         return out
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Probabilities, one column per label in the model's own order (`self.labels`)."""
         return softmax(self.logits(texts, batch_size))
+
+    def proba_in_label_order(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Probabilities with columns in `core.labels.LABELS` order, so that column i is label index i
+        whatever order the model was exported with."""
+        columns = [self.labels.index(name) for name in LABELS]
+        return self.predict_proba(texts, batch_size)[:, columns]
 
     def predict(self, texts: Sequence[str], batch_size: int = 32) -> list[Prediction]:
         encodings = self.encode(texts) if texts else []

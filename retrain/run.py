@@ -23,7 +23,7 @@ from transformers import PreTrainedTokenizerBase
 
 from core.config import Settings, ensure_home
 from core.data import Example, load_corpus_or_seed, split_by_hash
-from core.labels import LABELS, NUM_LABELS, label_index
+from core.labels import NUM_LABELS, label_index
 from core.registry import ModelRegistry, ModelVersion, write_json_atomic
 from core.serving import OnnxClassifier
 from core.text import text_hash
@@ -279,9 +279,7 @@ def replay_targets(
     rows keep their (smoothed) label, since changing the champion's answer there is the point."""
     teacher = None
     if settings.distill_weight > 0 and base:
-        clf = OnnxClassifier(champion.path)
-        probs = clf.predict_proba([e.text for e in base])
-        teacher = probs[:, [clf.labels.index(name) for name in LABELS]]  # columns in core.labels order
+        teacher = OnnxClassifier(champion.path).proba_in_label_order([e.text for e in base])
     base_targets = soft_targets(
         [e.label for e in base], NUM_LABELS, settings.label_smoothing, teacher, settings.distill_weight
     )

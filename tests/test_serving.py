@@ -52,6 +52,16 @@ def test_prediction_has_every_label_and_the_version(tiny_champion_home: Path) ->
     assert not pred.truncated
 
 
+def test_probabilities_in_label_order_follow_core_labels_whatever_the_models_order(tiny_champion_home: Path) -> None:
+    clf = champion_classifier(tiny_champion_home)
+    plain = clf.predict_proba(TEXTS)
+    assert clf.labels == LABELS and np.allclose(clf.proba_in_label_order(TEXTS), plain)
+    clf.labels = tuple(reversed(LABELS))  # as if exported with its labels in another order
+    reordered = clf.proba_in_label_order(TEXTS)
+    assert np.allclose(reordered, plain[:, ::-1])
+    assert [LABELS[i] for i in reordered.argmax(axis=1)] == [p.label for p in clf.predict(TEXTS)]
+
+
 def test_text_longer_than_the_model_reads_is_flagged(tiny_champion_home: Path) -> None:
     clf = champion_classifier(tiny_champion_home)
     [pred] = clf.predict(["word " * 500])
