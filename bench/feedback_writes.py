@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from core.labels import LABELS
+from core.policies import StoreLimits
 from feedback.store import FeedbackStore
 
 
 def write_many(db: Path, worker: int, writes: int, durable: bool) -> None:
-    store = FeedbackStore(db, writes_per_minute=1_000_000, durable=durable)
+    store = FeedbackStore(db, StoreLimits(writes_per_minute=1_000_000), durable=durable)
     for i in range(writes):
         store.record(
             text=f"worker {worker} article {i}: markets and matches", user_label=LABELS[i % 4],

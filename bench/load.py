@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -34,12 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(PROJECT_ROOT))
-
-from core.config import load_settings  # noqa: E402
-from core.labels import LABELS  # noqa: E402
-from core.registry import ModelRegistry  # noqa: E402
+from core.config import PROJECT_ROOT, load_settings
+from core.labels import LABELS
+from core.net import free_port
+from core.registry import ModelRegistry
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 MAX_CLIENTS = 256
@@ -69,12 +66,6 @@ class Tally:
     outcomes: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     saved: int = 0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _positive(limit: int):  # type: ignore[no-untyped-def]

@@ -25,7 +25,6 @@ import gc
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,9 +36,8 @@ from typing import Any
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere; project imports happen in functions
+from core.config import PROJECT_ROOT
+from core.net import free_port
 
 TORCH = "pytorch-fp32"
 ONNX_FP32 = "onnx-fp32"
@@ -203,17 +201,11 @@ def serving_rss(model_dir: Path, onnx_file: str, texts: Sequence[str], threads: 
     # (Linux keeps ru_maxrss across exec), so the child would report this process's memory, not its own.
     proc = subprocess.run(
         ["/bin/sh", "-c", '"$0" "$@"; exit $?', sys.executable, "-c", _RSS_CHILD],
-        input=payload, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+        input=payload, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=300,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"memory probe failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def app_cold_start(models_dir: Path, text: str, timeout_s: float) -> dict[str, Any]:
@@ -237,7 +229,7 @@ def app_cold_start(models_dir: Path, text: str, timeout_s: float) -> dict[str, A
         with log_path.open("w") as log_file:
             start = time.perf_counter()
             proc = subprocess.Popen(
-                [sys.executable, "app.py"], cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
+                [sys.executable, "app.py"], cwd=PROJECT_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
             )
             try:
                 connected_s, answer = None, None
@@ -381,8 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.common import CpuWatch, contention_note
     from core.config import load_settings
     from core.data import load_corpus
+    from core.paths import FP32_FILE, INT8_FILE
     from core.registry import ModelRegistry
-    from core.serving import FP32_FILE, INT8_FILE
 
     settings = load_settings()
     champion = ModelRegistry(settings.models_dir).champion()

@@ -31,20 +31,8 @@ from typing import Any
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere; project imports happen in functions
-
 TARGET_MINUTES = 10.0
 _EVALS_PER_RUN = 4  # `train` validates about every planned_steps // 4 steps
-
-
-def sample_rows(examples: list, rows: int, seed: int) -> list:
-    """A fixed random subset, as `retrain.pipeline.cap_rows` takes it."""
-    if not rows or len(examples) <= rows:
-        return examples
-    idx = np.random.default_rng(seed).permutation(len(examples))[:rows]
-    return [examples[i] for i in sorted(idx)]
 
 
 def steps_as_epochs(steps: int, n_rows: int, batch_size: int) -> float:
@@ -83,12 +71,12 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
                val_texts: list[str]) -> dict[str, Any]:
     from bench.common import CpuWatch
     from retrain.model import load_base
-    from retrain.train import TrainConfig, train
+    from retrain.train import train
 
     start = time.perf_counter()
     model, tokenizer = load_base(settings.base_model, settings.dropout)
     load_s = time.perf_counter() - start
-    base = TrainConfig.from_settings(settings, batch_size=args.batch_size, threads=args.threads, max_minutes=0)
+    base = settings.train_config(batch_size=args.batch_size, threads=args.threads, max_minutes=0)
     tokenize_s = timed_tokenize(tokenizer, texts, base.max_length)
     lengths = np.array([len(x) for x in tokenizer(texts, truncation=True, max_length=base.max_length)["input_ids"]])
 
@@ -122,13 +110,13 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
 def run_full(args: argparse.Namespace, settings: Any, texts: list[str], labels: list[int],
              val_texts: list[str], val_labels: list[int]) -> dict[str, Any]:
     from retrain.model import load_base
-    from retrain.train import TrainConfig, train
+    from retrain.train import train
 
     start = time.perf_counter()
     model, tokenizer = load_base(settings.base_model, settings.dropout)
     load_s = time.perf_counter() - start
-    config = TrainConfig.from_settings(
-        settings, epochs=1.0, batch_size=args.batch_size, threads=args.threads, max_minutes=0, bucket_by_length=True
+    config = settings.train_config(
+        epochs=1.0, batch_size=args.batch_size, threads=args.threads, max_minutes=0, bucket_by_length=True
     )
     start = time.perf_counter()
     result = train(model, tokenizer, texts, labels, config, val_texts=val_texts, val_labels=val_labels)
@@ -165,12 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.common import CpuWatch, contention_note, share_cell
     from core.config import load_settings
     from core.data import load_corpus
+    from retrain.targets import cap_rows
 
     settings = load_settings()
     args.batch_size = args.batch_size or settings.batch_size
     args.threads = args.threads or settings.torch_threads
     corpus = load_corpus(settings.data, settings.val_fraction, settings.use_extra_data)
-    rows = sample_rows(corpus.train, args.rows, settings.seed)
+    rows = cap_rows(corpus.train, args.rows, settings.seed)
     texts, labels = [e.text for e in rows], [e.label for e in rows]
     val_texts, val_labels = [e.text for e in corpus.validation], [e.label for e in corpus.validation]
     threads = args.threads or os.cpu_count() or 1

@@ -1,9 +1,10 @@
 """Tune the retrain recipe with Optuna on the learning loop's shifted-slice scenario.
 
 The champion is trained without a slice of the data (Business articles about oil and energy prices, as in
-`bench/loop.py`); honest labellers then label the first articles of the stream. Each trial fine-tunes a
-challenger from those labels plus replayed base rows under one recipe (warm start or fresh encoder,
-epochs, learning rates, feedback weight, distillation weight) and is scored in PyTorch, without export:
+`bench/loop.py`; the scenario's pieces come from `bench/sim/`); honest labellers then label the first
+articles of the stream. Each trial fine-tunes a challenger from those labels plus replayed base rows under
+one recipe (warm start or fresh encoder, epochs, learning rates, feedback weight, distillation weight) and
+is scored in PyTorch, without export:
 
 - objective: base-validation accuracy (every recipe that learns at all learns this slice: the first
   study found slice accuracy 0.99-1.00 for all nine trials, so what separates recipes is what they break);
@@ -22,32 +23,29 @@ import argparse
 import json
 import logging
 import os
-import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))  # run as a script from anywhere
-
-from bench.loop import (  # noqa: E402
-    DEFAULT_DATA,
-    PRESETS,
+from bench.sim.champion import PRESETS, champion_setup, sim_settings, train_champion
+from bench.sim.data import (
     SLICE_KEYWORDS,
+    data_location,
     keyword_pattern,
     load_sources,
     plan_slice,
-    sim_settings,
-    train_champion,
     write_training_folder,
 )
-from core.data import Example, load_corpus  # noqa: E402
-from core.labels import LABELS, NUM_LABELS  # noqa: E402
+from core.config import PROJECT_ROOT
+from core.data import Example, load_corpus
+from core.labels import LABELS, NUM_LABELS
+from core.paths import CHECKPOINT_DIR
+from core.policies import TrainConfig
+from retrain.tracking import TrackingTarget
 
 log = logging.getLogger("bench.tune")
 EXPERIMENT = "newsloop-recipe-study"
@@ -58,7 +56,11 @@ MIN_SLICE_ERROR_REDUCTION = 0.5  # relative: the feedback must really have been 
 class Scenario:
     """Everything a trial needs, computed once: data, feedback, the champion's own scores and outputs."""
 
-    settings: Any
+    recipe: TrainConfig  # the bootstrap's recipe; each trial overrides its epochs, budget and learning rates
+    base_model: str
+    dropout: float
+    tracking: TrackingTarget
+    recall_tolerance: float  # the gate's largest allowed per-label recall drop
     champion_dir: Path
     base: list[Example]
     feedback: list[Example]
@@ -76,21 +78,22 @@ def recalls(y: np.ndarray, pred: np.ndarray) -> np.ndarray:
 def build_scenario(args: argparse.Namespace) -> Scenario:
     from core.registry import ModelRegistry
     from core.serving import OnnxClassifier
-    from retrain.model import CHECKPOINT_DIR, load_checkpoint
-    from retrain.pipeline import cap_rows
+    from retrain.model import load_checkpoint
+    from retrain.setup import tracking_target
+    from retrain.targets import cap_rows
     from retrain.train import predict_logits
 
     home = args.home.resolve()
     champion_home, data_dir = home / "champion", home / "data"
     settings = sim_settings(champion_home, data_dir, tiny=False)
-    sources = load_sources(args.data or os.environ.get("NEWSLOOP_DATA") or str(DEFAULT_DATA))
+    sources = load_sources(data_location(args.data))
     plan = plan_slice(sources, keyword_pattern(SLICE_KEYWORDS), test_fraction=0.3, other_share=0.5,
                       val_fraction=settings.val_fraction, seed=args.seed)
-    registry = ModelRegistry(settings.models_dir)
+    registry = ModelRegistry(settings.paths.models_dir)
     if registry.champion() is None:
         write_training_folder(sources, plan.excluded, data_dir)
         print("training the champion without the slice (the loop's quick preset) ...", flush=True)
-        train_champion(settings, PRESETS["quick"], tiny=False, seed=args.seed)
+        train_champion(champion_setup(settings, PRESETS["quick"]))
     champion = registry.champion()
     corpus = load_corpus(str(data_dir), settings.val_fraction, use_extra=True)
     base = cap_rows(corpus.train, args.base_rows, settings.seed)
@@ -105,7 +108,9 @@ def build_scenario(args: argparse.Namespace) -> Scenario:
     print(f"champion {champion.version}: base validation {np.mean(val_pred == labels_of(corpus.validation)):.4f}, "
           f"slice {slice_acc:.4f}; {len(base)} base rows, {len(feedback)} feedback rows "
           f"({sum(e in plan.slice_stream for e in feedback)} from the slice)", flush=True)
-    return Scenario(settings, champion.path, base, feedback, corpus.validation, plan.slice_test, teacher, val_pred, slice_acc)
+    return Scenario(settings.train_config(), settings.base_model, settings.dropout, tracking_target(settings),
+                    settings.gate_config().recall_tolerance, champion.path, base, feedback, corpus.validation,
+                    plan.slice_test, teacher, val_pred, slice_acc)
 
 
 def labels_of(examples: Sequence[Example]) -> np.ndarray:
@@ -114,28 +119,28 @@ def labels_of(examples: Sequence[Example]) -> np.ndarray:
 
 def run_trial(scenario: Scenario, params: dict[str, Any], minutes: float) -> dict[str, float]:
     """Fine-tune one challenger under `params`; its scores against the champion's."""
-    from retrain.model import CHECKPOINT_DIR, load_base, load_checkpoint
-    from retrain.train import TrainConfig, predict_logits, soft_targets, train
+    from retrain.model import load_base, load_checkpoint
+    from retrain.train import predict_logits, soft_targets, train
 
-    settings = scenario.settings
+    recipe = scenario.recipe
     if params["warm_start"]:
         model, tokenizer = load_checkpoint(scenario.champion_dir / CHECKPOINT_DIR)
     else:
-        model, tokenizer = load_base(settings.base_model, settings.dropout)
+        model, tokenizer = load_base(scenario.base_model, scenario.dropout)
     base, feedback = scenario.base, scenario.feedback
     targets = np.concatenate([
-        soft_targets(labels_of(base), NUM_LABELS, settings.label_smoothing, scenario.teacher, params["distill_weight"]),
-        soft_targets(labels_of(feedback), NUM_LABELS, settings.label_smoothing),
+        soft_targets(labels_of(base), NUM_LABELS, recipe.label_smoothing, scenario.teacher, params["distill_weight"]),
+        soft_targets(labels_of(feedback), NUM_LABELS, recipe.label_smoothing),
     ])
-    config = TrainConfig.from_settings(settings, epochs=params["epochs"], max_minutes=minutes,
-                                       lr_encoder=params["lr_encoder"], lr_head=params["lr_head"])
+    config = replace(recipe, epochs=params["epochs"], max_minutes=minutes, lr_encoder=params["lr_encoder"],
+                     lr_head=params["lr_head"])
     started = time.perf_counter()
     train(model, tokenizer, [e.text for e in base + feedback], list(labels_of(base + feedback)), config,
           weights=[1.0] * len(base) + [params["feedback_weight"]] * len(feedback), targets=targets)
     seconds = time.perf_counter() - started
     y_val = labels_of(scenario.validation)
-    val_pred = predict_logits(model, tokenizer, [e.text for e in scenario.validation], settings.max_length).argmax(1)
-    slice_pred = predict_logits(model, tokenizer, [e.text for e in scenario.slice_test], settings.max_length).argmax(1)
+    val_pred = predict_logits(model, tokenizer, [e.text for e in scenario.validation], recipe.max_length).argmax(1)
+    slice_pred = predict_logits(model, tokenizer, [e.text for e in scenario.slice_test], recipe.max_length).argmax(1)
     drops = recalls(y_val, scenario.champion_val_pred) - recalls(y_val, val_pred)
     return {
         "slice_accuracy": float((slice_pred == labels_of(scenario.slice_test)).mean()),
@@ -182,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--feedback", type=int, default=300, help="labelled stream articles")
     parser.add_argument("--base-rows", type=int, default=1500, help="replayed base rows")
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "out")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "bench" / "out")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("TQDM_DISABLE", "1")
@@ -192,7 +197,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from retrain.tracking import Tracker
 
     scenario = build_scenario(args)
-    settings = scenario.settings
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=args.seed,
                                                                                           n_startup_trials=4))
     for params in SEEDED:
@@ -204,10 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         slice_error = 1.0 - scenario.champion_slice_acc
         reduction = (slice_error - (1.0 - scores["slice_accuracy"])) / slice_error if slice_error else 1.0
         trial.set_constraint("slice_error_reduction", MIN_SLICE_ERROR_REDUCTION - reduction)
-        trial.set_constraint("recall_drop", scores["max_recall_drop"] - settings.gate_recall_tolerance)
+        trial.set_constraint("recall_drop", scores["max_recall_drop"] - scenario.recall_tolerance)
         for key, value in scores.items():
             trial.set_user_attr(key, value)
-        with Tracker(settings, EXPERIMENT, f"trial-{trial.number}") as tracker:
+        with Tracker(scenario.tracking, EXPERIMENT, f"trial-{trial.number}") as tracker:
             tracker.log_params(params)
             tracker.log_metrics(scores)
         print(f"trial {trial.number:>2}: {json.dumps(params)} -> slice {scores['slice_accuracy']:.4f}, base "
@@ -228,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "recipe_study.json").write_text(json.dumps(report, indent=2))
-    with Tracker(settings, EXPERIMENT, "chosen-recipe") as tracker:
+    with Tracker(scenario.tracking, EXPERIMENT, "chosen-recipe") as tracker:
         tracker.log_params(best.params | {"trial": best.number, "feasible": best in feasible})
         tracker.log_metrics(dict(best.user_attrs))
         tracker.log_dict(report, "recipe_study.json")

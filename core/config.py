@@ -12,6 +12,22 @@ from pathlib import Path
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core.paths import HomePaths
+from core.policies import (
+    DataSource,
+    ExportConfig,
+    GateConfig,
+    QueuePolicy,
+    RetrainPolicy,
+    StoreLimits,
+    TrainConfig,
+    TrustPolicy,
+)
+
+# Shorthands for the policies' defaults, so each number is written once (in core.policies).
+_T, _G, _Q, _S, _R = TrainConfig, GateConfig, QueuePolicy, StoreLimits, RetrainPolicy
+_TR, _D, _E = TrustPolicy, DataSource, ExportConfig
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SEED_CSV = PROJECT_ROOT / "core" / "seed_news.csv"
 # Hugging Face Spaces mounts persistent storage here when the host enables it.
@@ -23,9 +39,14 @@ class ConfigError(ValueError):
 
 
 def _default_home() -> Path:
+    # Always local disk: live SQLite files and locks need a file system that locks (a bucket mount does not).
+    return PROJECT_ROOT / "newsloop_home"
+
+
+def _default_durable_dir() -> Path | None:
     if SPACES_PERSISTENT_DIR.is_dir() and os.access(SPACES_PERSISTENT_DIR, os.W_OK):
         return SPACES_PERSISTENT_DIR / "newsloop"
-    return PROJECT_ROOT / "newsloop_home"
+    return None
 
 
 def _on_public_host() -> bool:
@@ -38,27 +59,32 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NEWSLOOP_", extra="ignore", frozen=True)
 
     # State and sources.
-    home: Path = Field(default_factory=_default_home, description="Directory holding all state.")
-    data: str = Field("ag_news", description="Hugging Face dataset id, or a folder/CSV file in AG News format.")
+    home: Path = Field(default_factory=_default_home, description="Local directory holding all live state.")
+    durable_dir: Path | None = Field(
+        default_factory=_default_durable_dir,
+        description="Durable storage that receives snapshots of the state (may not lock or rename); unset = none.",
+    )
+    snapshot_minutes: float = Field(10.0, gt=0.0, description="Minutes between snapshots to durable_dir.")
+    data: str = Field(_D.source, description="Hugging Face dataset id, or a folder/CSV file in AG News format.")
     base_model: str = Field("", description="Hugging Face model id or path; empty = packaged all-MiniLM-L6-v2.")
-    use_extra_data: bool = Field(True, description="Also train on extra CSVs (train_*.csv) in a data folder.")
+    use_extra_data: bool = Field(_D.use_extra, description="Also train on extra CSVs (train_*.csv) in a data folder.")
 
     # Model and training recipe.
-    max_length: int = Field(192, ge=16, le=512)
-    seed: int = 13
-    val_fraction: float = Field(0.1, gt=0.0, lt=0.5)
-    epochs: float = Field(1.0, gt=0.0, le=20.0)
-    batch_size: int = Field(32, ge=1, le=1024)
-    lr_encoder: float = Field(8e-5, gt=0.0, lt=1.0)
-    lr_head: float = Field(1e-3, gt=0.0, lt=1.0)
-    warmup_ratio: float = Field(0.06, ge=0.0, lt=1.0)
-    weight_decay: float = Field(0.01, ge=0.0, lt=1.0)
-    label_smoothing: float = Field(0.1, ge=0.0, lt=1.0)
+    max_length: int = Field(_T.max_length, ge=16, le=512)
+    seed: int = _T.seed
+    val_fraction: float = Field(_D.val_fraction, gt=0.0, lt=0.5)
+    epochs: float = Field(_T.epochs, gt=0.0, le=20.0)
+    batch_size: int = Field(_T.batch_size, ge=1, le=1024)
+    lr_encoder: float = Field(_T.lr_encoder, gt=0.0, lt=1.0)
+    lr_head: float = Field(_T.lr_head, gt=0.0, lt=1.0)
+    warmup_ratio: float = Field(_T.warmup_ratio, ge=0.0, lt=1.0)
+    weight_decay: float = Field(_T.weight_decay, ge=0.0, lt=1.0)
+    label_smoothing: float = Field(_T.label_smoothing, ge=0.0, lt=1.0)
     dropout: float = Field(0.3, ge=0.0, lt=1.0)
     bootstrap_max_rows: int = Field(0, ge=0, description="Cap on training rows for bootstrap; 0 = no cap.")
     bootstrap_max_minutes: float = Field(17.0, ge=0.0, description="Training time cap; 0 = no cap.")
     torch_threads: int = Field(0, ge=0, description="Threads for training; 0 = all cores.")
-    int8_tolerance: float = Field(0.5, ge=0.0, description="Serve int8 only within this many accuracy points of fp32.")
+    int8_tolerance: float = Field(_E.int8_tolerance, ge=0.0, description="Serve int8 only within this many accuracy points of fp32.")
 
     # Serving.
     onnx_threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads; 0 = all cores.")
@@ -76,38 +102,37 @@ class Settings(BaseSettings):
         description="Proxies in front of the app whose X-Forwarded-For entries are believed.",
     )
     classify_per_minute: int = Field(60, ge=1)
-    feedback_per_minute: int = Field(30, ge=1)
+    feedback_per_minute: int = Field(_S.writes_per_minute, ge=1)
     labels_required: int = Field(default_factory=lambda: 2 if _on_public_host() else 1, ge=1, le=10)
-    max_feedback_chars: int = Field(5_000, ge=100)
+    max_feedback_chars: int = Field(_S.max_text_chars, ge=100)
     min_checks: int = Field(
-        3, ge=1, le=50, description="Known-answer checks each annotator answers first, and before being judged."
+        _Q.min_checks, ge=1, le=50, description="Known-answer checks each annotator answers first, and before being judged."
     )
-    check_share: float = Field(0.1, ge=0.0, le=1.0, description="Share of later queue items that are checks.")
+    check_share: float = Field(_Q.check_share, ge=0.0, le=1.0, description="Share of later queue items that are checks.")
     min_check_accuracy: float = Field(
-        0.6, ge=0.0, le=1.0, description="Annotators below this accuracy on checks are not trained on."
+        _TR.min_check_accuracy, ge=0.0, le=1.0, description="Annotators below this accuracy on checks are not trained on."
     )
-    # Label smoothing (0.1) keeps the model's top probability below about 0.93, so 0.8 is "very sure".
     suspicious_confidence: float = Field(
-        0.8, gt=0.25, le=1.0, description="An answer is suspicious when the model was this sure of another label."
+        _S.suspicious_confidence, gt=0.25, le=1.0, description="An answer is suspicious when the model was this sure of another label."
     )
 
     # Retrain gate and schedule.
-    gate_margin: float = Field(0.002, ge=0.0, lt=1.0, description="Macro-F1 the challenger must gain.")
-    gate_alpha: float = Field(0.05, gt=0.0, lt=1.0, description="McNemar p-value the challenger must beat.")
-    gate_recall_tolerance: float = Field(0.01, ge=0.0, lt=1.0, description="Largest per-label recall drop.")
-    gate_base_tolerance: float = Field(0.0, ge=0.0, lt=1.0, description="Largest base-validation accuracy drop.")
-    feedback_weight: float = Field(2.0, gt=0.0, le=100.0, description="Loss weight of a feedback row vs a base row.")
+    gate_margin: float = Field(_G.margin, ge=0.0, lt=1.0, description="Macro-F1 the challenger must gain.")
+    gate_alpha: float = Field(_G.alpha, gt=0.0, lt=1.0, description="McNemar p-value the challenger must beat.")
+    gate_recall_tolerance: float = Field(_G.recall_tolerance, ge=0.0, lt=1.0, description="Largest per-label recall drop.")
+    gate_base_tolerance: float = Field(_G.base_tolerance, ge=0.0, lt=1.0, description="Largest base-validation accuracy drop.")
+    feedback_weight: float = Field(_R.feedback_weight, gt=0.0, le=100.0, description="Loss weight of a feedback row vs a base row.")
     retrain_lr_encoder: float = Field(3e-5, gt=0.0, lt=1.0, description="Encoder learning rate of a retrain.")
     retrain_lr_head: float = Field(3e-4, gt=0.0, lt=1.0, description="Head learning rate of a retrain.")
     # Chosen by bench/tune.py (the recipe study): the low learning rates matter, distillation did not help.
     distill_weight: float = Field(
-        0.0, ge=0.0, le=1.0, description="Share of the champion's own predictions in replayed base rows' targets."
+        _R.distill_weight, ge=0.0, le=1.0, description="Share of the champion's own predictions in replayed base rows' targets."
     )
-    retrain_base_rows: int = Field(3000, ge=0, description="Base rows replayed in a retrain; 0 = all.")
-    retrain_epochs: float = Field(1.0, gt=0.0, le=20.0)
+    retrain_base_rows: int = Field(_R.base_rows, ge=0, description="Base rows replayed in a retrain; 0 = all.")
+    retrain_epochs: float = Field(_T.epochs, gt=0.0, le=20.0)
     retrain_max_minutes: float = Field(8.0, ge=0.0, description="Training time budget of a retrain; 0 = none.")
-    warm_start: bool = True
-    retrain_min_feedback: int = Field(50, ge=1)
+    warm_start: bool = _R.warm_start
+    retrain_min_feedback: int = Field(_R.min_feedback, ge=1)
     retrain_interval_min: float = Field(0.0, ge=0.0, description="In-app retrain schedule; 0 = off.")
 
     mlflow_tracking_uri: str = Field("", description="Overrides MLFLOW_TRACKING_URI; empty = SQLite in home.")
@@ -116,6 +141,11 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_home(cls, value: object) -> object:
         return Path(str(value)).expanduser() if value not in (None, "") else _default_home()
+
+    @field_validator("durable_dir", mode="before")
+    @classmethod
+    def _expand_durable(cls, value: object) -> object:
+        return Path(str(value)).expanduser() if value not in (None, "") else None
 
     @field_validator("host")
     @classmethod
@@ -127,30 +157,108 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _absolute_home(self) -> Settings:
         object.__setattr__(self, "home", self.home.resolve())
+        if self.durable_dir is not None:
+            durable = self.durable_dir.resolve()
+            if durable == self.home or self.home in durable.parents or durable in self.home.parents:
+                raise ValueError(f"durable_dir ({durable}) and home ({self.home}) must not contain each other")
+            object.__setattr__(self, "durable_dir", durable)
         return self
 
-    # Derived paths: one place names each file under `home`.
+    # Derived paths and policies: built here, at the edge, and handed down as small typed objects.
+    @property
+    def paths(self) -> HomePaths:
+        return HomePaths(self.home)
+
     @property
     def models_dir(self) -> Path:
-        return self.home / "models"
+        return self.paths.models_dir
 
     @property
     def feedback_db(self) -> Path:
-        return self.home / "feedback.db"
+        return self.paths.feedback_db
 
     @property
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:
             return self.mlflow_tracking_uri
-        return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{self.home / 'mlflow.db'}"
+        return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{self.paths.mlflow_db}"
 
     @property
     def mlflow_artifacts_dir(self) -> Path:
-        return self.home / "mlartifacts"
+        return self.paths.mlflow_artifacts_dir
 
     @property
     def admin_enabled(self) -> bool:
         return self.admin_password is not None and bool(self.admin_password.get_secret_value())
+
+
+    def train_config(self, **overrides: object) -> TrainConfig:
+        """The bootstrap's training recipe."""
+        values = {
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "lr_encoder": self.lr_encoder,
+            "lr_head": self.lr_head,
+            "warmup_ratio": self.warmup_ratio,
+            "weight_decay": self.weight_decay,
+            "label_smoothing": self.label_smoothing,
+            "max_length": self.max_length,
+            "seed": self.seed,
+            "threads": self.torch_threads,
+            "max_minutes": self.bootstrap_max_minutes,
+        }
+        return TrainConfig(**(values | overrides))  # type: ignore[arg-type]
+
+    def retrain_train_config(self, **overrides: object) -> TrainConfig:
+        """A retrain's training recipe: the bootstrap's, at the retrain's epochs, budget and learning rates."""
+        values = {
+            "epochs": self.retrain_epochs,
+            "max_minutes": self.retrain_max_minutes,
+            "lr_encoder": self.retrain_lr_encoder,
+            "lr_head": self.retrain_lr_head,
+        }
+        return self.train_config(**(values | overrides))
+
+    def gate_config(self) -> GateConfig:
+        return GateConfig(
+            margin=self.gate_margin,
+            alpha=self.gate_alpha,
+            recall_tolerance=self.gate_recall_tolerance,
+            base_tolerance=self.gate_base_tolerance,
+        )
+
+    def trust_policy(self) -> TrustPolicy:
+        return TrustPolicy(
+            labels_required=self.labels_required,
+            min_checks=self.min_checks,
+            min_check_accuracy=self.min_check_accuracy,
+        )
+
+    def queue_policy(self) -> QueuePolicy:
+        return QueuePolicy(labels_required=self.labels_required, min_checks=self.min_checks, check_share=self.check_share)
+
+    def store_limits(self) -> StoreLimits:
+        return StoreLimits(
+            max_text_chars=self.max_feedback_chars,
+            writes_per_minute=self.feedback_per_minute,
+            suspicious_confidence=self.suspicious_confidence,
+        )
+
+    def data_source(self) -> DataSource:
+        return DataSource(source=self.data, val_fraction=self.val_fraction, use_extra=self.use_extra_data)
+
+    def export_config(self) -> ExportConfig:
+        return ExportConfig(max_length=self.max_length, int8_tolerance=self.int8_tolerance)
+
+    def retrain_policy(self, **overrides: object) -> RetrainPolicy:
+        values = {
+            "base_rows": self.retrain_base_rows,
+            "feedback_weight": self.feedback_weight,
+            "distill_weight": self.distill_weight,
+            "warm_start": self.warm_start,
+            "min_feedback": self.retrain_min_feedback,
+        }
+        return RetrainPolicy(**(values | overrides))  # type: ignore[arg-type]
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -167,6 +275,6 @@ def load_settings(**overrides: object) -> Settings:
 
 def ensure_home(settings: Settings) -> Path:
     """Create the state directory tree; called by code that is about to write state."""
-    for path in (settings.home, settings.models_dir):
+    for path in (settings.home, settings.paths.models_dir):
         path.mkdir(parents=True, exist_ok=True)
     return settings.home

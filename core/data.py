@@ -133,7 +133,8 @@ def _from_folder(folder: Path, val_fraction: float, use_extra: bool) -> Corpus:
     test = read_csv(test_csv) if test_csv.is_file() else []
     if test:
         parts.append(f"test.csv ({len(test)} rows)")
-    return _finish(train, validation, test, f"{folder}: " + ", ".join(parts))
+    # The folder's name, never its path: descriptions reach the page, which must not show server paths.
+    return _finish(train, validation, test, f"{folder.name}: " + ", ".join(parts))
 
 
 def _finish(train: list[Example], validation: list[Example], test: list[Example], description: str) -> Corpus:
@@ -188,7 +189,7 @@ def load_corpus(source: str, val_fraction: float = 0.1, use_extra: bool = True) 
         if not path.is_file():
             raise DataSourceError(f"{path} does not exist")
         train, validation = split_by_hash(read_csv(path), val_fraction)
-        return _finish(train, validation, [], f"{path} ({len(train) + len(validation)} rows)")
+        return _finish(train, validation, [], f"{path.name} ({len(train) + len(validation)} rows)")
     if source.startswith((".", "/", "~")):
         raise DataSourceError(f"{source} does not exist")
     return _from_hub(source, val_fraction)

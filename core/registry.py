@@ -15,19 +15,19 @@ staging directory, and `registry.json` changes by one `os.replace` of a fully wr
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-META_FILE = "meta.json"
+from core.locks import file_lock
+from core.paths import META_FILE
+
 _VERSION_PREFIX = "v"
 
 
@@ -116,16 +116,8 @@ class ModelRegistry:
         }
 
     # Writing.
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self.lock_path.open("a") as handle:
-            # flock is released by the kernel if the holder dies, so a crash never leaves it stuck.
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.lock_path)
 
     def new_staging(self) -> Path:
         """A fresh directory for an export in progress."""

@@ -16,14 +16,12 @@ from tokenizers import Tokenizer
 
 from core.batching import MicroBatcher
 from core.labels import LABELS
+from core.paths import FP32_FILE, TOKENIZER_FILE
 from core.registry import ModelRegistry, ModelVersion, RegistryError
 from core.text import clean_text
 
 log = logging.getLogger(__name__)
 
-TOKENIZER_FILE = "tokenizer.json"
-FP32_FILE = "model.onnx"
-INT8_FILE = "model.int8.onnx"
 
 
 class NoChampionError(RuntimeError):
@@ -225,6 +223,10 @@ class ChampionService:
 
     def _predict_now(self, texts: Sequence[str]) -> list[Prediction]:
         return self.model.predict(texts)
+
+    def proba_in_label_order(self, texts: Sequence[str]) -> np.ndarray:
+        """The champion's probabilities, columns in `core.labels.LABELS` order (for batch scoring)."""
+        return self.model.proba_in_label_order(texts)
 
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         if self._batcher is not None and len(texts) == 1:

@@ -1,17 +1,20 @@
 """User feedback: the SQLite answer store, the labelling queue, and the rules for trusted examples."""
 
 from feedback.errors import FeedbackError, PoolImportError, RateLimited
-from feedback.queue import ImportReport
+from feedback.pool import ImportReport
+from feedback.snapshot import FeedbackSplit, read_trusted
 from feedback.store import FeedbackStore, RecordResult
-from feedback.trust import TrustedExample, trusted_examples
+from feedback.trust import TrustedExample, select_trusted
 
 __all__ = [
     "FeedbackError",
+    "FeedbackSplit",
     "FeedbackStore",
     "ImportReport",
     "PoolImportError",
     "RateLimited",
     "RecordResult",
     "TrustedExample",
-    "trusted_examples",
+    "read_trusted",
+    "select_trusted",
 ]

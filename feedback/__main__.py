@@ -10,7 +10,8 @@ from pathlib import Path
 
 from core.config import ConfigError, load_settings
 from feedback.errors import FeedbackError
-from feedback.store import EXPORT_FORMATS, FeedbackStore
+from feedback.store import FeedbackStore
+from feedback.validate import EXPORT_FORMATS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,12 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     try:
         settings = load_settings()
-        settings.feedback_db.parent.mkdir(parents=True, exist_ok=True)
-        store = FeedbackStore(
-            settings.feedback_db,
-            max_text_chars=settings.max_feedback_chars,
-            writes_per_minute=settings.feedback_per_minute,
-        )
+        settings.paths.feedback_db.parent.mkdir(parents=True, exist_ok=True)
+        store = FeedbackStore.from_settings(settings)
         if args.command == "import":
             report = store.import_pool(args.file, source=args.source, checks=args.checks)
             what = "known-answer checks" if args.checks else "items"

@@ -1,4 +1,4 @@
-"""Which answers are trusted enough to train on: pure rules over answer rows, and one entry point."""
+"""Which answers are trusted enough to train on: pure rules over the answer rows they are given."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from feedback.store import FeedbackStore
+from core.policies import TrustPolicy
 
 log = logging.getLogger(__name__)
 
@@ -185,24 +184,20 @@ def failed_checks(scores: Mapping[str, CheckScore], *, min_checks: int, min_accu
 
 
 def excluded_annotators(
-    rows: Iterable[Mapping[str, Any]],
-    gold: Mapping[str, str] | None = None,
-    *,
-    min_annotator_agreement: float = 0.6,
-    min_answers_for_agreement: int = 5,
-    min_checks: int = 3,
-    min_check_accuracy: float = 0.6,
+    rows: Iterable[Mapping[str, Any]], gold: Mapping[str, str] | None, policy: TrustPolicy
 ) -> set[str]:
     """Annotators none of whose answers count: low agreement with the others, or failed known-answer checks."""
     rows = list(rows)
     flagged = flagged_annotators(
         annotator_agreement(rows),
-        min_annotator_agreement=min_annotator_agreement,
-        min_answers_for_agreement=min_answers_for_agreement,
+        min_annotator_agreement=policy.min_annotator_agreement,
+        min_answers_for_agreement=policy.min_answers_for_agreement,
     )
     if flagged:
         log.warning("not training on answers from low-agreement annotators: %s", ", ".join(sorted(flagged)))
-    failed = failed_checks(check_scores(rows, gold or {}), min_checks=min_checks, min_accuracy=min_check_accuracy)
+    failed = failed_checks(
+        check_scores(rows, gold or {}), min_checks=policy.min_checks, min_accuracy=policy.min_check_accuracy
+    )
     if failed:
         log.warning("not training on answers from annotators who failed known-answer checks: %s",
                     ", ".join(sorted(failed)))
@@ -210,30 +205,35 @@ def excluded_annotators(
 
 
 def select_trusted(
-    rows: Iterable[Mapping[str, Any]],
-    *,
-    gold: Mapping[str, str] | None = None,
-    labels_required: int = 1,
-    min_annotator_agreement: float = 0.6,
-    min_answers_for_agreement: int = 5,
-    min_checks: int = 3,
-    min_check_accuracy: float = 0.6,
+    rows: Iterable[Mapping[str, Any]], gold: Mapping[str, str] | None, policy: TrustPolicy
 ) -> list[TrustedExample]:
-    """The rules of `trusted_examples`, applied to answer rows and known-answer checks; see there."""
+    """The feedback texts to train on, one per text, with the label their annotators agree on.
+
+    `rows` are answer rows (as `FeedbackStore.answers` returns them), `gold` the known-answer checks
+    (text_hash -> label). Rules, in order:
+    1. Undone and rejected answers are ignored. Of the rest, only each annotator's latest answer on a
+       text counts (texts are identified by `core.text.text_hash`).
+    2. Each annotator's agreement is measured on texts that other annotators also answered: the share
+       of those texts where they gave the other annotators' majority label (texts where the others tie
+       are not compared). An annotator compared on at least `policy.min_answers_for_agreement` texts with
+       an agreement below `policy.min_annotator_agreement` is flagged, and none of their answers count.
+    3. Known-answer checks: an annotator who answered at least `policy.min_checks` of them with an
+       accuracy below `policy.min_check_accuracy` is flagged the same way. Answers on checks never become
+       training examples themselves.
+    4. Per text, the remaining answers vote; the text is trusted when its top label has at least
+       `policy.labels_required` votes, no other label has as many (no tie), and none of the votes for the
+       top label is an unresolved 'suspicious' answer ('accepted' ones count; 'ok' ones count).
+
+    Each example carries the majority label's votes, agreement (votes / all counted answers on the
+    text) and the annotators who gave it, in the order of each text's earliest counted answer.
+    """
     rows = list(rows)
     gold = gold or {}
-    excluded = excluded_annotators(
-        rows,
-        gold,
-        min_annotator_agreement=min_annotator_agreement,
-        min_answers_for_agreement=min_answers_for_agreement,
-        min_checks=min_checks,
-        min_check_accuracy=min_check_accuracy,
-    )
+    excluded = excluded_annotators(rows, gold, policy)
     kept = (row for row in rows if row["annotator"] not in excluded and row["text_hash"] not in gold)
     trusted = []
     for votes in aggregate(kept).values():
-        if votes.majority is None or len(votes.majority_rows) < labels_required:
+        if votes.majority is None or len(votes.majority_rows) < policy.labels_required:
             continue
         if any(row["status"] == "suspicious" for row in votes.majority_rows):
             continue
@@ -248,44 +248,3 @@ def select_trusted(
             )
         )
     return trusted
-
-
-def trusted_examples(
-    store: FeedbackStore,
-    *,
-    labels_required: int = 1,
-    min_annotator_agreement: float = 0.6,
-    min_answers_for_agreement: int = 5,
-    min_checks: int = 3,
-    min_check_accuracy: float = 0.6,
-) -> list[TrustedExample]:
-    """The feedback texts to train on, one per text, with the label their annotators agree on.
-
-    Rules, in order:
-    1. Undone and rejected answers are ignored. Of the rest, only each annotator's latest answer on a
-       text counts (texts are identified by `core.text.text_hash`).
-    2. Each annotator's agreement is measured on texts that other annotators also answered: the share
-       of those texts where they gave the other annotators' majority label (texts where the others tie
-       are not compared). An annotator compared on at least `min_answers_for_agreement` texts with an
-       agreement below `min_annotator_agreement` is flagged, and none of their answers count.
-    3. Known-answer checks (pool items imported with a label): an annotator who answered at least
-       `min_checks` of them with an accuracy below `min_check_accuracy` is flagged the same way. Answers
-       on checks never become training examples themselves.
-    4. Per text, the remaining answers vote; the text is trusted when its top label has at least
-       `labels_required` votes, no other label has as many (no tie), and none of the votes for the top
-       label is an unresolved 'suspicious' answer ('accepted' ones count; 'ok' ones count).
-
-    Each example carries the majority label's votes, agreement (votes / all counted answers on the
-    text) and the annotators who gave it, in the order of each text's earliest counted answer.
-    """
-    examples = select_trusted(
-        store.answers(),
-        gold=store.gold_labels(),
-        labels_required=labels_required,
-        min_annotator_agreement=min_annotator_agreement,
-        min_answers_for_agreement=min_answers_for_agreement,
-        min_checks=min_checks,
-        min_check_accuracy=min_check_accuracy,
-    )
-    log.info("%d trusted feedback examples (labels_required=%d)", len(examples), labels_required)
-    return examples

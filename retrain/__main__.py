@@ -1,4 +1,4 @@
-"""Command line: `python -m retrain {bootstrap,run,rollback,watch,evaluate,status,baseline}`."""
+"""Command line: `python -m retrain {bootstrap,run,rollback,watch,evaluate,status,baseline,starter}`."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ def _print(payload: object) -> None:
 
 
 def cmd_bootstrap(args: argparse.Namespace) -> int:
-    from retrain.pipeline import bootstrap
+    from retrain.bootstrap import bootstrap
+    from retrain.setup import BootstrapSetup
 
-    settings = load_settings()
-    result = bootstrap(settings, max_rows=args.max_rows, max_minutes=args.max_minutes)
+    result = bootstrap(BootstrapSetup.from_settings(load_settings(), max_rows=args.max_rows, max_minutes=args.max_minutes))
     v = result.exported.version
     _print(
         {
@@ -42,11 +42,13 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from retrain.run import RetrainBusy, retrain
+    from retrain.run import retrain
+    from retrain.setup import RetrainSetup
+    from retrain.state import RetrainBusy
 
-    settings = load_settings()
+    setup = RetrainSetup.from_settings(load_settings(), max_minutes=args.max_minutes, base_rows=args.base_rows)
     try:
-        result = retrain(settings, max_minutes=args.max_minutes, base_rows=args.base_rows)
+        result = retrain(setup)
     except RetrainBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BUSY
@@ -66,7 +68,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     try:
-        sync_aliases(settings, registry)
+        sync_aliases(settings.tracking_uri, registry)
     except Exception as exc:
         print(f"warning: MLflow aliases not updated: {exc}", file=sys.stderr)
     _print({"champion": restored.version, "status": registry.status()["previous"]})
@@ -74,23 +76,30 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    import contextlib
     import time
 
     from feedback.store import FeedbackStore
-    from retrain.run import RetrainBusy, read_state, retrain
+    from retrain.run import retrain
+    from retrain.setup import RetrainSetup
+    from retrain.state import RetrainBusy, read_state
 
     settings = load_settings()
+    setup = RetrainSetup.from_settings(settings)
     interval = args.interval or 60.0
-    min_new = args.min_new or settings.retrain_min_feedback
+    min_new = args.min_new or setup.policy.min_feedback
     log = logging.getLogger("retrain.watch")
     log.info("watching: a retrain runs when %d new answers have arrived (checked every %.0f s)", min_new, interval)
     while True:
-        last_id = read_state(settings).get("last_run", {}).get("last_answer_id", 0)
-        new = FeedbackStore(settings.feedback_db).count_since(last_id) if settings.feedback_db.is_file() else 0
+        last_id = read_state(setup.paths).get("last_run", {}).get("last_answer_id", 0)
+        new = 0
+        if setup.paths.feedback_db.is_file():
+            with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+                new = store.count_since(last_id)
         if new >= min_new:
             log.info("%d new answers since the last run: retraining", new)
             try:
-                result = retrain(settings)
+                result = retrain(setup)
                 log.info("retrain %s: %s", result.decision, "; ".join(result.reasons) or "ok")
             except RetrainBusy:
                 log.info("a retrain is already running")
@@ -106,15 +115,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from core.metrics import evaluate_probabilities
     from core.registry import ModelRegistry
     from core.serving import OnnxClassifier
+    from core.starter import install_starter
 
     settings = load_settings()
-    champion = ModelRegistry(settings.models_dir).champion()
+    registry = ModelRegistry(settings.paths.models_dir)
+    champion = registry.champion() or install_starter(registry)  # a fresh clone scores the shipped starter
     if champion is None:
-        print("no champion yet: run `python -m retrain bootstrap` first", file=sys.stderr)
+        print("no champion and no starter for these labels: run `python -m retrain bootstrap` first", file=sys.stderr)
         return EXIT_FAILED
     examples = read_csv(Path(args.csv))
     classifier = OnnxClassifier(champion.path, onnx_file=args.onnx_file, threads=settings.onnx_threads)
-    probs = classifier.predict_proba([e.text for e in examples])
+    probs = classifier.proba_in_label_order([e.text for e in examples])
     report = evaluate_probabilities([e.label for e in examples], probs)
     _print(report | {"model_version": champion.version, "onnx_file": classifier.onnx_file, "csv": args.csv})
     return EXIT_OK
@@ -130,8 +141,32 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     from retrain.baseline import tfidf_svm_baseline
+    from retrain.setup import BootstrapSetup
 
-    _print(tfidf_svm_baseline(load_settings(), test_csv=Path(args.csv) if args.csv else None))
+    setup = BootstrapSetup.from_settings(load_settings())
+    _print(tfidf_svm_baseline(setup.data, setup.max_rows, setup.train.seed, Path(args.csv) if args.csv else None))
+    return EXIT_OK
+
+
+def cmd_starter(args: argparse.Namespace) -> int:
+    from core.data import load_corpus
+    from core.registry import ModelRegistry
+    from core.starter import STARTER_DIR
+    from retrain.starter import data_files, package_starter
+
+    settings = load_settings()
+    registry = ModelRegistry(settings.paths.models_dir)
+    version = registry.get(args.version) if args.version else registry.champion()
+    if version is None:
+        print("error: no champion to pack; train one with `python -m retrain bootstrap`", file=sys.stderr)
+        return EXIT_FAILED
+    data = settings.data_source()
+    corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
+    meta = package_starter(
+        version, Path(args.out) if args.out else STARTER_DIR, corpus.validation,
+        description=corpus.description, data=data_files(data.source), command=args.command,
+    )
+    _print({"source_version": version.version, "validation": meta["validation"], "file_bytes": meta["file_bytes"]})
     return EXIT_OK
 
 
@@ -164,6 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("baseline", help="TF-IDF + linear SVM on the same rows, for comparison")
     p.add_argument("--csv", default=None, help="also score on this AG-News-format CSV")
     p.set_defaults(func=cmd_baseline)
+    p = sub.add_parser("starter", help="pack the champion (or --version) as the starter model shipped with the project")
+    p.add_argument("--version", default=None, help="model version to pack (default: the champion)")
+    p.add_argument("--out", default=None, help="output folder (default: models/starter in the project)")
+    p.add_argument("--command", default="", help="the command that trained it, recorded in the model card")
+    p.set_defaults(func=cmd_starter)
     return parser
 
 

@@ -10,15 +10,16 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import make_pipeline
 from sklearn.svm import LinearSVC
 
-from core.config import Settings
 from core.data import load_corpus_or_seed, read_csv
 from core.metrics import classification_metrics
-from retrain.pipeline import cap_rows
+from core.policies import DataSource
+from retrain.targets import cap_rows
 
 
-def tfidf_svm_baseline(settings: Settings, test_csv: Path | None = None, max_rows: int | None = None) -> dict[str, Any]:
-    corpus = load_corpus_or_seed(settings.data, settings.val_fraction, settings.use_extra_data)
-    rows = cap_rows(corpus.train, settings.bootstrap_max_rows if max_rows is None else max_rows, settings.seed)
+def tfidf_svm_baseline(data: DataSource, max_rows: int, seed: int, test_csv: Path | None = None) -> dict[str, Any]:
+    """Fit on the bootstrap's rows (`max_rows` of them, 0 = all); score base validation and an optional CSV."""
+    corpus = load_corpus_or_seed(data.source, data.val_fraction, data.use_extra)
+    rows = cap_rows(corpus.train, max_rows, seed)
     start = time.perf_counter()
     model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2), LinearSVC(C=0.5))
     model.fit([e.text for e in rows], [e.label for e in rows])

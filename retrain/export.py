@@ -13,7 +13,8 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from core.labels import LABELS
-from core.serving import FP32_FILE, INT8_FILE, TOKENIZER_FILE, OnnxClassifier
+from core.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
+from core.serving import OnnxClassifier
 from retrain.model import NewsClassifier
 from retrain.train import predict_logits
 

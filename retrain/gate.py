@@ -10,6 +10,7 @@ from scipy.stats import binomtest
 
 from core.labels import LABELS, NUM_LABELS
 from core.metrics import classification_metrics
+from core.policies import GateConfig
 
 BASE_SET = "base_validation"
 HOLDOUT_SET = "feedback_holdout"
@@ -23,32 +24,6 @@ HOLDOUT_FULL_WEIGHT_ROWS = 200
 # Scores and recalls are differences of floats: a gain of exactly the margin, or a drop of exactly the
 # tolerance, must not flip the decision through rounding (0.92 - 0.91 > 0.01 in binary floating point).
 _EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    """Thresholds a challenger must clear; the defaults mirror core.config's gate_* settings."""
-
-    margin: float = 0.002  # macro-F1 the challenger must gain (absolute, 0..1)
-    alpha: float = 0.05  # exact McNemar p-value must be below this
-    recall_tolerance: float = 0.01  # largest allowed per-label recall drop on base validation (absolute)
-    base_tolerance: float = 0.0  # largest allowed accuracy drop on base validation (absolute)
-    holdout_weight: float = 0.5  # weight of the feedback holdout in the combined score, before small-set scaling
-    min_discordant: int = 1  # fewer discordant pairs than this cannot be significant, so refuse
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.margin < 1.0:
-            raise ValueError(f"margin must be in [0, 1), got {self.margin}")
-        if not 0.0 < self.alpha <= 1.0:
-            raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")
-        if not 0.0 <= self.recall_tolerance <= 1.0:
-            raise ValueError(f"recall_tolerance must be in [0, 1], got {self.recall_tolerance}")
-        if not 0.0 <= self.base_tolerance <= 1.0:
-            raise ValueError(f"base_tolerance must be in [0, 1], got {self.base_tolerance}")
-        if not 0.0 <= self.holdout_weight <= 1.0:
-            raise ValueError(f"holdout_weight must be in [0, 1], got {self.holdout_weight}")
-        if self.min_discordant < 0:
-            raise ValueError(f"min_discordant must be >= 0, got {self.min_discordant}")
 
 
 @dataclass(frozen=True)

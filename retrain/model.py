@@ -1,9 +1,10 @@
-"""The classifier: a BERT-family encoder, mean pooling, and a small MLP head."""
+"""The classifier (a BERT-family encoder, mean pooling, a small MLP head): build, save, load, and where training starts."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -11,11 +12,13 @@ from torch import nn
 from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
 from core.labels import LABELS
+from core.paths import CHECKPOINT_DIR
+from core.registry import ModelVersion
 
 log = logging.getLogger(__name__)
 
+ModelFactory = Callable[[ModelVersion | None], tuple["NewsClassifier", PreTrainedTokenizerBase]]
 HEAD_HIDDEN = 256
-CHECKPOINT_DIR = "checkpoint"  # inside a model version: PyTorch weights for warm starts
 _HEAD_FILE = "classifier.pt"
 _HEAD_CONFIG = "classifier.json"
 
@@ -74,10 +77,24 @@ def load_checkpoint(directory: Path) -> tuple[NewsClassifier, PreTrainedTokenize
     directory = Path(directory)
     head_config = json.loads((directory / _HEAD_CONFIG).read_text())
     tokenizer = AutoTokenizer.from_pretrained(directory)
-    encoder = AutoModel.from_pretrained(directory, attn_implementation="eager")
+    # fp32 whatever the file holds: the shipped starter stores fp16 weights to halve the repository's cost.
+    encoder = AutoModel.from_pretrained(directory, attn_implementation="eager", dtype=torch.float32)
     model = NewsClassifier(encoder, dropout=head_config["dropout"])
-    model.head.load_state_dict(torch.load(directory / _HEAD_FILE, weights_only=True))
+    model.head.load_state_dict(torch.load(directory / _HEAD_FILE, weights_only=True))  # copied into fp32 params
     return model, tokenizer
+
+
+def starting_point(base_model: str, dropout: float, warm_start: bool) -> ModelFactory:
+    """Where a retrain starts: the champion's checkpoint (warm start) if it has one, else the base encoder."""
+
+    def factory(champion: ModelVersion | None) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
+        checkpoint = champion.path / CHECKPOINT_DIR if champion else None
+        if warm_start and checkpoint is not None and checkpoint.is_dir():
+            log.info("warm start from champion %s", champion.version)  # type: ignore[union-attr]
+            return load_checkpoint(checkpoint)
+        return load_base(base_model, dropout)
+
+    return factory
 
 
 def tiny_model(vocab_size: int = 30522, seed: int = 0) -> NewsClassifier:

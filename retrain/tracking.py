@@ -1,4 +1,4 @@
-"""MLflow at the edge: one run per training or retrain, the registered model and its aliases.
+"""MLflow at the edge: one run per training or retrain, the parameters it logs, the registered model and its aliases.
 
 Tracking defaults to a SQLite store inside NEWSLOOP_HOME (artifacts beside it); MLFLOW_TRACKING_URI
 or NEWSLOOP_MLFLOW_TRACKING_URI override it.
@@ -10,10 +10,12 @@ import json
 import logging
 import math
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.config import Settings
+from core.paths import META_FILE, ONNX_FILES, TOKENIZER_FILE
+from core.policies import TrainConfig
 from core.registry import ModelRegistry
 
 log = logging.getLogger(__name__)
@@ -24,11 +26,39 @@ REGISTERED_MODEL = "newsloop-classifier"
 VERSION_TAG = "newsloop_version"
 
 
-def _mlflow(settings: Settings):  # type: ignore[no-untyped-def]
+@dataclass(frozen=True)
+class TrackingTarget:
+    """Where runs go. `artifacts_dir` is set only for the default SQLite store inside home, which would
+    otherwise put artifacts in ./mlruns under the current directory."""
+
+    uri: str
+    artifacts_dir: Path | None = None
+
+
+def _mlflow(tracking_uri: str):  # type: ignore[no-untyped-def]
     import mlflow
 
-    mlflow.set_tracking_uri(settings.tracking_uri)
+    mlflow.set_tracking_uri(tracking_uri)
     return mlflow
+
+
+def train_params(config: TrainConfig, base_model: str, dropout: float, **rows: int) -> dict[str, Any]:
+    """The parameters every training run logs."""
+    return {
+        "base_model": base_model,
+        "lr_encoder": config.lr_encoder,
+        "lr_head": config.lr_head,
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "max_length": config.max_length,
+        "label_smoothing": config.label_smoothing,
+        "dropout": dropout,
+        "warmup_ratio": config.warmup_ratio,
+        "weight_decay": config.weight_decay,
+        "seed": config.seed,
+        "max_minutes": config.max_minutes,
+        "bucket_by_length": config.bucket_by_length,
+    } | {f"rows_{k}": v for k, v in rows.items()}
 
 
 def flatten_metrics(metrics: dict[str, Any], prefix: str) -> dict[str, float]:
@@ -50,8 +80,8 @@ def flatten_metrics(metrics: dict[str, Any], prefix: str) -> dict[str, float]:
 class Tracker:
     """One MLflow run. Used as a context manager; `enabled=False` makes every call a no-op."""
 
-    def __init__(self, settings: Settings, experiment: str, run_name: str, *, enabled: bool = True) -> None:
-        self.settings = settings
+    def __init__(self, target: TrackingTarget, experiment: str, run_name: str, *, enabled: bool = True) -> None:
+        self.target = target
         self.experiment = experiment
         self.run_name = run_name
         self.enabled = enabled
@@ -61,14 +91,13 @@ class Tracker:
     def __enter__(self) -> Tracker:
         if not self.enabled:
             return self
-        mlflow = _mlflow(self.settings)
+        mlflow = _mlflow(self.target.uri)
         self._mlflow = mlflow
         if mlflow.get_experiment_by_name(self.experiment) is None:
             artifact_location = None
-            if not (self.settings.mlflow_tracking_uri or _env_uri()):
-                # The SQLite store would otherwise put artifacts in ./mlruns under the current directory.
-                self.settings.mlflow_artifacts_dir.mkdir(parents=True, exist_ok=True)
-                artifact_location = self.settings.mlflow_artifacts_dir.as_uri()
+            if self.target.artifacts_dir is not None:
+                self.target.artifacts_dir.mkdir(parents=True, exist_ok=True)
+                artifact_location = self.target.artifacts_dir.as_uri()
             mlflow.create_experiment(self.experiment, artifact_location=artifact_location)
         mlflow.set_experiment(self.experiment)
         self.run_id = mlflow.start_run(run_name=self.run_name).info.run_id
@@ -120,7 +149,7 @@ class Tracker:
         """Log a version's ONNX file(s) and tokenizer, register them, and optionally set an alias."""
         if not self._mlflow or self.run_id is None:
             return None
-        for name in ("model.onnx", "model.int8.onnx", "tokenizer.json", "meta.json"):
+        for name in (*ONNX_FILES, TOKENIZER_FILE, META_FILE):
             if (model_dir / name).is_file():
                 self.log_artifact(model_dir / name, "model")
         client = self._mlflow.MlflowClient()
@@ -132,12 +161,6 @@ class Tracker:
         return str(mv.version)
 
 
-def _env_uri() -> str:
-    import os
-
-    return os.environ.get("MLFLOW_TRACKING_URI", "")
-
-
 def _ensure_registered_model(client: Any) -> None:
     from mlflow.exceptions import MlflowException
 
@@ -147,9 +170,9 @@ def _ensure_registered_model(client: Any) -> None:
         client.create_registered_model(REGISTERED_MODEL, description="NewsLoop topic classifier (ONNX)")
 
 
-def sync_aliases(settings: Settings, registry: ModelRegistry, challenger: str | None = None) -> dict[str, str]:
+def sync_aliases(tracking_uri: str, registry: ModelRegistry, challenger: str | None = None) -> dict[str, str]:
     """Point the MLflow `champion` (and `challenger`) aliases at the versions the project registry names."""
-    mlflow = _mlflow(settings)
+    mlflow = _mlflow(tracking_uri)
     client = mlflow.MlflowClient()
     _ensure_registered_model(client)
     by_project_version = {

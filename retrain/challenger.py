@@ -1,0 +1,53 @@
+"""A challenger: fine-tune from the champion (or the base encoder) on a retrain's rows, with its MLflow params."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from transformers import PreTrainedTokenizerBase
+
+from core.data import Corpus
+from core.registry import ModelVersion
+from retrain.model import ModelFactory, NewsClassifier, resolve_base_model
+from retrain.setup import RetrainSetup
+from retrain.targets import TrainingRows, replay_targets
+from retrain.tracking import Tracker, train_params
+from retrain.train import train
+
+
+def train_challenger(
+    setup: RetrainSetup,
+    champion: ModelVersion,
+    corpus: Corpus,
+    rows: TrainingRows,
+    factory: ModelFactory,
+    tracker: Tracker,
+) -> tuple[NewsClassifier, PreTrainedTokenizerBase, dict[str, Any]]:
+    """Train on `rows` toward their replay targets and log the run; returns the model, its tokenizer and
+    the meta its version will carry."""
+    policy, config = setup.policy, setup.train
+    model, tokenizer = factory(champion)
+    targets = replay_targets(
+        champion, rows.base, rows.feedback, label_smoothing=config.label_smoothing, distill_weight=policy.distill_weight
+    )
+    base_name = champion.version if policy.warm_start else resolve_base_model(setup.base_model)
+    tracker.log_params(
+        train_params(config, base_name, setup.dropout, **rows.counts)
+        | {"warm_start": policy.warm_start, "feedback_weight": policy.feedback_weight,
+           "distill_weight": policy.distill_weight, "champion": champion.version}
+    )
+    train(
+        model, tokenizer, rows.texts, rows.labels, config, weights=rows.weights(policy.feedback_weight), targets=targets,
+        val_texts=[e.text for e in rows.validation], val_labels=[e.label for e in rows.validation],
+        on_metrics=tracker.log_step,
+    )
+    meta = {
+        "kind": "retrain",
+        "base_model": base_name,
+        "data": f"{corpus.description} + {len(rows.feedback)} feedback rows",
+        "rows": rows.counts,
+        "parent": champion.version,
+        "train_config": dataclasses.asdict(config),
+    }
+    return model, tokenizer, meta

@@ -1,0 +1,70 @@
+"""Scores models through the serving path (ONNX Runtime), reusing validation probabilities cached at export,
+and judges champion against challenger with the gate."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.data import Example
+from core.metrics import evaluate_probabilities
+from core.paths import VALIDATION_PROBS
+from core.policies import GateConfig
+from core.registry import ModelVersion
+from core.serving import OnnxClassifier
+from core.text import text_hash
+from retrain.gate import BASE_SET, HOLDOUT_SET, EvalSet, GateDecision, decide
+from retrain.tracking import Tracker
+
+
+def validation_key(examples: list[Example]) -> str:
+    """Identifies a validation set (texts and labels), so cached scores are reused only for the same set."""
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(f"{text_hash(ex.text)}:{ex.label}\n".encode())
+    return digest.hexdigest()
+
+
+def score_file(model_dir: Path, onnx_file: str | None, examples: list[Example]) -> tuple[dict[str, Any], np.ndarray]:
+    """Metrics and probabilities (columns in label order) of one ONNX file of a model directory; None = the
+    file the directory serves."""
+    probs = OnnxClassifier(model_dir, onnx_file=onnx_file).proba_in_label_order([ex.text for ex in examples])
+    return evaluate_probabilities([ex.label for ex in examples], probs), probs
+
+
+def served_probs(version: ModelVersion, examples: list[Example]) -> np.ndarray:
+    """The version's served probabilities on `examples`: cached at export when the set is the same, else scored."""
+    cached = version.path / VALIDATION_PROBS
+    if cached.is_file() and version.meta.get("validation", {}).get("key") == validation_key(examples):
+        probs = np.load(cached)
+        if probs.shape[0] == len(examples):
+            return probs
+    return OnnxClassifier(version.path).proba_in_label_order([ex.text for ex in examples])
+
+
+def judge(
+    champion: ModelVersion,
+    challenger: ModelVersion,
+    validation: list[Example],
+    holdout: list[Example],
+    config: GateConfig,
+    tracker: Tracker,
+) -> GateDecision:
+    """Score both models through the same serving path on the same sets, then apply the pure gate."""
+    sets = []
+    for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout)):
+        if not examples:
+            continue
+        champion_probs = served_probs(champion, examples)
+        challenger_probs = served_probs(challenger, examples)
+        y = np.array([e.label for e in examples])
+        sets.append(EvalSet(name, y, champion_probs.argmax(axis=1), challenger_probs.argmax(axis=1)))
+        if name == BASE_SET:
+            metrics = evaluate_probabilities(y, champion_probs)
+            tracker.log_evaluation("champion_validation", y.tolist(), champion_probs, metrics)
+    decision = decide(sets, config)
+    tracker.log_dict(decision.as_dict(), "gate.json")
+    return decision

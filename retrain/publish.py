@@ -1,0 +1,99 @@
+"""From a trained PyTorch classifier to a registered model version: staging -> ONNX export -> parity check ->
+int8 -> score both files -> commit (not yet champion); and its record in MLflow."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from transformers import PreTrainedTokenizerBase
+
+from core.data import Example
+from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, VALIDATION_PROBS
+from core.policies import ExportConfig
+from core.registry import ModelRegistry, ModelVersion
+from retrain.evaluate import score_file, validation_key
+from retrain.export import export_onnx, parity_check, quantize_int8
+from retrain.model import NewsClassifier, save_checkpoint
+from retrain.tracking import Tracker
+
+log = logging.getLogger(__name__)
+
+_PARITY_SAMPLE = 32
+
+
+@dataclass(frozen=True)
+class ExportedVersion:
+    version: ModelVersion
+    metrics_fp32: dict[str, Any]
+    metrics_int8: dict[str, Any] | None
+    served_probs: np.ndarray  # validation probabilities of the file that will be served
+
+
+def choose_serve_file(fp32: dict[str, Any], int8: dict[str, Any] | None, tolerance_points: float) -> str:
+    """Serve int8 only when it costs at most `tolerance_points` accuracy points against fp32."""
+    if int8 is not None and (fp32["accuracy"] - int8["accuracy"]) * 100 <= tolerance_points:
+        return INT8_FILE
+    return FP32_FILE
+
+
+def publish(
+    model: NewsClassifier,
+    tokenizer: PreTrainedTokenizerBase,
+    registry: ModelRegistry,
+    validation: list[Example],
+    config: ExportConfig,
+    meta: dict[str, Any],
+) -> ExportedVersion:
+    """Export, check parity, quantize, score both files, and commit a new (not yet champion) version.
+
+    Everything is written to a staging directory first; the version appears only when complete.
+    """
+    staging = registry.new_staging()
+    onnx_meta = {"base_model": meta.get("base_model", ""), "data": meta.get("data", "")}
+    export_onnx(model, tokenizer, staging, config.max_length, onnx_meta)
+    sample = [ex.text for ex in validation[:_PARITY_SAMPLE]]
+    diff = parity_check(model, tokenizer, staging, sample, config.max_length)
+    quantize_int8(staging / FP32_FILE)
+    fp32, fp32_probs = score_file(staging, FP32_FILE, validation)
+    int8, int8_probs = score_file(staging, INT8_FILE, validation)
+    serve_file = choose_serve_file(fp32, int8, config.int8_tolerance)
+    save_checkpoint(model, tokenizer, staging / CHECKPOINT_DIR)
+    full_meta = meta | {
+        "max_length": config.max_length,
+        "serve_file": serve_file,
+        "parity_max_abs_diff": diff,
+        "validation": {
+            "n": len(validation),
+            "fp32": {"accuracy": fp32["accuracy"], "macro_f1": fp32["macro_f1"]},
+            "int8": {"accuracy": int8["accuracy"], "macro_f1": int8["macro_f1"]},
+            "confusion_matrix": (int8 if serve_file == INT8_FILE else fp32)["confusion_matrix"],
+            "key": validation_key(validation),
+        },
+    }
+    served = int8_probs if serve_file == INT8_FILE else fp32_probs
+    np.save(staging / VALIDATION_PROBS, served)  # the gate reuses these rather than scoring the set again
+    version = registry.commit(staging, full_meta)
+    log.info(
+        "exported %s: fp32 accuracy %.4f, int8 accuracy %.4f, serving %s (parity %.1e)",
+        version.version, fp32["accuracy"], int8["accuracy"], serve_file, diff,
+    )
+    return ExportedVersion(version, fp32, int8, served)
+
+
+def log_exported(
+    tracker: Tracker, exported: ExportedVersion, validation: list[Example], alias: str | None, name: str = "validation"
+) -> None:
+    """Metrics, plots and the ONNX artifact of an exported version, registered in MLflow."""
+    v = exported.version
+    served = exported.metrics_int8 if v.meta["serve_file"] == INT8_FILE else exported.metrics_fp32
+    tracker.log_evaluation(name, [e.label for e in validation], exported.served_probs, served)
+    for precision, metrics in (("fp32", exported.metrics_fp32), ("int8", exported.metrics_int8)):
+        if metrics:
+            tracker.log_metrics(
+                {f"{name}_{precision}_accuracy": metrics["accuracy"], f"{name}_{precision}_macro_f1": metrics["macro_f1"]}
+            )
+    tracker.set_tags({"newsloop_version": v.version, "serve_file": v.meta["serve_file"]})
+    tracker.log_model_version(v.path, v.version, alias)

@@ -1,0 +1,84 @@
+"""The bootstrap's and the retrain's inputs, built once from Settings at the edge (the CLI and bench)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.config import Settings
+from core.paths import HomePaths
+from core.policies import DataSource, ExportConfig, GateConfig, RetrainPolicy, TrainConfig, TrustPolicy
+from retrain.tracking import TrackingTarget
+
+_SERVER_SCHEMES = ("http://", "https://", "databricks")
+
+
+def tracking_target(settings: Settings) -> TrackingTarget:
+    """MLflow's store. A tracking server keeps artifacts in its own store; any other store (the default SQLite
+    file in home, or one the host names) gets them under home, never in ./mlruns of the current directory."""
+    server = settings.tracking_uri.startswith(_SERVER_SCHEMES)
+    return TrackingTarget(settings.tracking_uri, None if server else settings.paths.mlflow_artifacts_dir)
+
+
+@dataclass(frozen=True)
+class BootstrapSetup:
+    """Everything a bootstrap reads: where state lives, the base data, the recipe, the export, MLflow."""
+
+    paths: HomePaths
+    data: DataSource
+    train: TrainConfig
+    export: ExportConfig
+    tracking: TrackingTarget
+    base_model: str = ""  # Hugging Face id or path; empty = the packaged all-MiniLM-L6-v2
+    dropout: float = 0.3
+    max_rows: int = 0  # cap on training rows; 0 = no cap
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, max_rows: int | None = None, max_minutes: float | None = None
+    ) -> BootstrapSetup:
+        minutes = settings.bootstrap_max_minutes if max_minutes is None else max_minutes
+        return cls(
+            paths=settings.paths,
+            data=settings.data_source(),
+            train=settings.train_config(max_minutes=minutes),
+            export=settings.export_config(),
+            tracking=tracking_target(settings),
+            base_model=settings.base_model,
+            dropout=settings.dropout,
+            max_rows=settings.bootstrap_max_rows if max_rows is None else max_rows,
+        )
+
+
+@dataclass(frozen=True)
+class RetrainSetup:
+    """Everything a retrain reads, besides the feedback snapshot and the champion it finds in home."""
+
+    paths: HomePaths
+    data: DataSource
+    train: TrainConfig
+    gate: GateConfig
+    trust: TrustPolicy
+    policy: RetrainPolicy
+    export: ExportConfig
+    tracking: TrackingTarget
+    base_model: str = ""
+    dropout: float = 0.3
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, max_minutes: float | None = None, base_rows: int | None = None
+    ) -> RetrainSetup:
+        train = settings.retrain_train_config(**({} if max_minutes is None else {"max_minutes": max_minutes}))
+        policy = settings.retrain_policy(**({} if base_rows is None else {"base_rows": base_rows}))
+        return cls(
+            paths=settings.paths,
+            data=settings.data_source(),
+            train=train,
+            gate=settings.gate_config(),
+            trust=settings.trust_policy(),
+            policy=policy,
+            export=settings.export_config(),
+            tracking=tracking_target(settings),
+            base_model=settings.base_model,
+            dropout=settings.dropout,
+        )

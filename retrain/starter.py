@@ -1,0 +1,142 @@
+"""Packing a trained model version as the starter shipped in the repository, with its model card."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.data import Example
+from core.labels import LABELS
+from core.metrics import evaluate_probabilities
+from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
+from core.registry import ModelVersion
+from core.serving import OnnxClassifier
+from core.starter import MODEL_CARD
+from retrain.model import load_checkpoint, save_checkpoint
+
+
+def data_files(source: str) -> dict[str, dict[str, Any]]:
+    """Each CSV of a data folder (or the one CSV) with its size and sha256, so the card names exact data."""
+    path = Path(source).expanduser()
+    files = sorted(path.glob("*.csv")) if path.is_dir() else ([path] if path.is_file() else [])
+    return {f.name: {"bytes": f.stat().st_size, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()} for f in files}
+
+
+def _metrics(model_dir: Path, onnx_file: str, validation: list[Example]) -> dict[str, Any]:
+    probs = OnnxClassifier(model_dir, onnx_file=onnx_file).proba_in_label_order([e.text for e in validation])
+    return evaluate_probabilities([e.label for e in validation], probs)
+
+
+def package_starter(
+    version: ModelVersion,
+    out_dir: Path,
+    validation: list[Example],
+    *,
+    description: str,
+    data: dict[str, Any],
+    command: str,
+) -> dict[str, Any]:
+    """Write `out_dir` (replacing it) with the served int8 ONNX file, fp16 warm-start weights and a model card.
+
+    fp16 weights halve the repository's cost of warm starts; `retrain.model.load_checkpoint` loads them
+    back in fp32, and the fp32/int8 ONNX figures on the card are measured here on `validation`.
+    """
+    out_dir = Path(out_dir)
+    fp32 = _metrics(version.path, FP32_FILE, validation)
+    int8 = _metrics(version.path, INT8_FILE, validation)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}-"))
+    for name in (INT8_FILE, TOKENIZER_FILE, VALIDATION_PROBS):
+        if (version.path / name).is_file():
+            shutil.copy2(version.path / name, staging / name)
+    model, tokenizer = load_checkpoint(version.path / CHECKPOINT_DIR)
+    save_checkpoint(model.half(), tokenizer, staging / CHECKPOINT_DIR)
+    sizes = {
+        str(p.relative_to(staging)): p.stat().st_size for p in sorted(staging.rglob("*")) if p.is_file()
+    }
+    meta = {key: value for key, value in version.meta.items() if key not in ("version", "committed_at")}
+    meta |= {
+        "labels": list(LABELS),
+        "data": description,  # names the data set, never a path: the page shows it
+        "serve_file": INT8_FILE,
+        "source_version": version.version,
+        "trained_at": version.meta.get("committed_at"),
+        "data_files": data,
+        "command": command,
+        "file_bytes": sizes,
+        "validation_report": {"n": len(validation), "fp32": fp32, "int8": int8},
+    }
+    meta["validation"] = {**meta.get("validation", {}), "fp32": _headline(fp32), "int8": _headline(int8)}
+    (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
+    (staging / MODEL_CARD).write_text(model_card(meta), encoding="utf-8")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    os.rename(staging, out_dir)
+    return meta
+
+
+def _headline(metrics: dict[str, Any]) -> dict[str, float]:
+    return {"accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"]}
+
+
+def model_card(meta: dict[str, Any]) -> str:
+    """The model card: data and its hash, recipe, seed, the reproducing command, validation metrics, sizes."""
+    report = meta["validation_report"]
+    config = meta.get("train_config", {})
+    lines = [
+        "# NewsLoop starter model",
+        "",
+        f"A {meta.get('base_model', 'BERT-family')} encoder with a small MLP head, fine-tuned on AG News topics "
+        f"({', '.join(LABELS)}). Served as dynamically quantized int8 ONNX; `checkpoint/` holds fp16 weights "
+        "that retrains warm-start from (loaded back in fp32).",
+        "",
+        "## Data",
+        "",
+        f"- {meta.get('data', 'unknown')}",
+        f"- rows: {json.dumps(meta.get('rows', {}), sort_keys=True)}",
+        "- validation: a fixed 10% of `train.csv` chosen by a hash of each cleaned text (`core.data.split_by_hash`)",
+        "",
+        "| file | bytes | sha256 |",
+        "|---|---:|---|",
+        *[f"| `{name}` | {f['bytes']} | `{f['sha256']}` |" for name, f in meta.get("data_files", {}).items()],
+        "",
+        "## Recipe",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        *[f"| {key} | {value} |" for key, value in sorted(config.items())],
+        f"| training seconds | {meta.get('train_seconds', 'n/a')} |",
+        "",
+        "Reproduce (2 CPU cores; see the README's 'Starter model' section):",
+        "",
+        "```bash",
+        meta.get("command", ""),
+        "```",
+        "",
+        f"## Validation ({report['n']} rows)",
+        "",
+        "| file | accuracy | macro-F1 | macro AUROC | macro AUPRC |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in ("fp32", "int8"):
+        m = report[name]
+        lines.append(
+            f"| {name} | {m['accuracy']:.4f} | {m['macro_f1']:.4f} | {m['macro_auroc']:.4f} | {m['macro_auprc']:.4f} |"
+        )
+    lines += ["", "Per label (served int8 file):", "", "| label | precision | recall | F1 | AUROC | AUPRC | support |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    int8 = report["int8"]
+    for label in LABELS:
+        p = int8["per_label"][label]
+        lines.append(
+            f"| {label} | {p['precision']:.4f} | {p['recall']:.4f} | {p['f1']:.4f} | "
+            f"{int8['auroc'].get(label, float('nan')):.4f} | {int8['auprc'].get(label, float('nan')):.4f} | {p['support']} |"
+        )
+    lines += ["", "## Files", "", "| file | bytes |", "|---|---:|",
+              *[f"| `{name}` | {size} |" for name, size in meta["file_bytes"].items()], ""]
+    return "\n".join(lines)

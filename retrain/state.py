@@ -1,0 +1,47 @@
+"""The retrain's files under home: the one-run-at-a-time lock, the progress file and the last run's state."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from core.locks import LockBusy, file_lock
+from core.paths import HomePaths
+from core.registry import write_json_atomic
+
+
+class RetrainBusy(RuntimeError):
+    """Another retrain holds the lock."""
+
+
+@contextlib.contextmanager
+def retrain_lock(paths: HomePaths) -> Iterator[None]:
+    """Hold the one-retrain-at-a-time lock. The kernel drops it if this process dies, so it never sticks."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(file_lock(paths.retrain_lock, blocking=False))
+        except LockBusy:
+            raise RetrainBusy("another retrain is running") from None
+        yield
+
+
+def write_progress(paths: HomePaths, stage: str) -> None:
+    """Where the current run is, for the admin view and for tests that interrupt a run."""
+    write_json_atomic(paths.retrain_progress, {"stage": stage, "pid": os.getpid(), "at": time.time()})
+
+
+def record_run(paths: HomePaths, last_run: dict[str, Any]) -> None:
+    """Remember the last run (its decision, and the newest feedback it saw, for `watch`)."""
+    finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    write_json_atomic(paths.retrain_state, {"last_run": last_run, "finished_at": finished})
+
+
+def read_state(paths: HomePaths) -> dict[str, Any]:
+    try:
+        return json.loads(paths.retrain_state.read_text())
+    except FileNotFoundError:
+        return {}

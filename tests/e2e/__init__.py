@@ -1,0 +1,1 @@
+"""End-to-end tests: a launched app driven over HTTP or in a browser, retrains run as processes."""

@@ -1,0 +1,167 @@
+"""The real app, launched on a local port with a tiny champion, driven through gradio_client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+
+from core.labels import LABELS
+from core.policies import StoreLimits
+from core.registry import ModelRegistry
+from core.serving import ChampionService
+from feedback.store import FeedbackStore
+from tests.helpers import launched_app, tiny_settings
+
+
+@pytest.fixture(scope="module")
+def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FeedbackStore]]:
+    settings = tiny_settings(tiny_champion_home, max_input_chars=5_000, classify_per_minute=1_000)
+    store = FeedbackStore(tmp_path_factory.mktemp("app_db") / "feedback.db", StoreLimits(writes_per_minute=1_000))
+    with launched_app(settings, store) as (url, _):
+        yield url, store
+
+
+def client(url: str) -> Client:
+    return Client(url, verbose=False, download_files=False, analytics_enabled=False)
+
+
+def test_classify_returns_a_confidence_for_every_label(served) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    label, info = client(url).predict("Stocks rallied after the earnings report.", api_name="/classify")
+    confidences = {c["label"]: c["confidence"] for c in label["confidences"]}
+    assert set(confidences) == set(LABELS)
+    assert abs(sum(confidences.values()) - 1.0) < 1e-4
+    assert label["label"] == max(confidences, key=confidences.get)
+    assert "v0001" in info and "ms" in info
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "\x00\x01\x02"])
+def test_empty_text_gets_a_friendly_message(served, text: str) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    label, info = client(url).predict(text, api_name="/classify")
+    assert "Paste a news headline" in info
+    assert not label or not label.get("confidences")
+
+
+def test_oversized_text_is_refused_with_the_limit(served) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    _, info = client(url).predict("word " * 2_000, api_name="/classify")
+    assert "limit is 5,000" in info
+
+
+def test_text_longer_than_the_model_reads_is_classified_with_a_note(served) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    label, info = client(url).predict("markets " * 300, api_name="/classify")
+    assert label["label"] in LABELS
+    assert "only its first part was read" in info
+
+
+def test_correction_stores_exactly_one_complete_row(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    c = client(url)
+    text = "The striker signed a new three-year contract with the club on Monday."
+    label, _ = c.predict(text, api_name="/classify")
+    predicted = label["label"]
+    correction = next(name for name in LABELS if name != predicted)
+    ack = c.predict(correction, api_name="/feedback")
+    assert "saved" in ack.lower()
+    rows = [r for r in store.answers() if r["text"] == text]
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["predicted_label"] == predicted and row["user_label"] == correction
+    assert row["kind"] == "correct" and row["model_version"] == "v0001"
+    assert row["annotator"].startswith("session:")
+    probabilities = row["probabilities"]
+    assert set(probabilities) == set(LABELS)
+
+
+def test_feedback_before_any_classification_is_explained(served) -> None:  # type: ignore[no-untyped-def]
+    url, _ = served
+    assert "Classify a text first" in client(url).predict("Sports", api_name="/feedback")
+
+
+def test_queue_serves_a_1000_row_pool_in_order_of_uncertainty(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    url, store = served
+    pool = tmp_path / "pool.csv"
+    topics = ["election", "match", "shares", "software", "summit", "league", "profits", "satellite"]
+    lines = ["text"] + [f"Report {i}: news about the {topics[i % 8]} number {i} and its {topics[(i * 3) % 8]}" for i in range(1000)]
+    pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert store.import_pool(pool).added == 1000
+
+    c = client(url)
+    first_text, progress = c.predict(api_name="/queue_next")
+    assert first_text.startswith("Report ") and "labelled **0**" in progress
+    answered = [first_text]
+    for i in range(9):
+        text, progress, ack = c.predict(LABELS[i % 4], api_name="/queue_answer")
+        assert "Saved as" in ack
+        answered.append(text)
+    _, progress, _ = c.predict("World", api_name="/queue_answer")
+    assert "labelled **10**" in progress
+
+    with sqlite3.connect(store.path) as conn:
+        uncertainty = dict(conn.execute("SELECT text, uncertainty FROM pool"))
+        stored = [row[0] for row in conn.execute("SELECT text FROM answers WHERE kind = 'queue' ORDER BY id")]
+    assert stored == answered
+    scores = [uncertainty[t] for t in stored]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] == max(uncertainty.values())
+
+
+def test_queue_skip_moves_on_without_storing(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    c = client(url)
+    before = store.count()
+    first, _ = c.predict(api_name="/queue_next")
+    second, _, ack = c.predict(api_name="/queue_skip")
+    assert ack == "Skipped." and second != first
+    assert store.count() == before
+
+
+def test_each_new_annotator_gets_known_answer_checks_first(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    checks = {"Keeper saves two penalties in the cup final": "Sports", "Parliament passes the budget": "World",
+              "Chip maker unveils a faster processor": "Sci/Tech", "Retailer's profits beat forecasts": "Business"}
+    store.add_to_pool(list(checks), source="checks", labels=list(checks.values()))
+    c = client(url)  # a new session: a new pseudonymous annotator
+    served_texts = [c.predict(api_name="/queue_next")[0]]
+    for _ in range(3):
+        served_texts.append(c.predict("World", api_name="/queue_answer")[0])
+    assert all(text in checks for text in served_texts[:3])  # NEWSLOOP_MIN_CHECKS defaults to 3
+    assert served_texts[3] not in checks
+    right = sum(checks[text] == "World" for text in served_texts[:3])
+    assert list(store.stats()["checks_right"].values()) == [f"{right}/3"]
+
+
+class FakeRequest:
+    def __init__(self, forwarded: str, host: str = "10.0.0.1") -> None:
+        self.username = None
+        self.headers = {"x-forwarded-for": forwarded} if forwarded else {}
+        self.client = type("Client", (), {"host": host})()
+
+
+def test_client_cannot_choose_its_rate_limit_identity_with_a_forged_header() -> None:
+    from web.identity import client_address
+
+    # No trusted proxy: the header is ignored, the socket address counts.
+    assert client_address(FakeRequest("1.1.1.1")) == client_address(FakeRequest("2.2.2.2"))
+    # One trusted proxy appends the real address last; what the client wrote before it does not matter.
+    forged_a, forged_b = FakeRequest("1.1.1.1, 9.9.9.9"), FakeRequest("2.2.2.2, 9.9.9.9")
+    assert client_address(forged_a, 1) == client_address(forged_b, 1)
+    assert client_address(FakeRequest("9.9.9.9"), 1) != client_address(FakeRequest("8.8.8.8"), 1)
+
+
+def test_rate_limit_refuses_a_client_past_its_budget(tiny_champion_home: Path) -> None:
+    from app import page_limits
+    from web.actions import NewsLoopActions
+
+    settings = tiny_settings(tiny_champion_home, classify_per_minute=2)
+    service = ChampionService(ModelRegistry(settings.paths.models_dir))
+    actions = NewsLoopActions(service, None, limits=page_limits(settings), queue=settings.queue_policy())
+    answers = [actions.classify("Stocks rose.", FakeRequest(f"{i}.0.0.1, 9.9.9.9"))[1] for i in range(3)]
+    assert "Too many requests" not in answers[1] and "Too many requests" in answers[2]

@@ -1,0 +1,50 @@
+"""Helpers the tests share: settings for a tiny model, a tiny trained champion, and a launched app."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from core.config import PROJECT_ROOT, Settings, load_settings
+from core.net import free_port
+
+SHARED_AG_NEWS = Path(os.environ.get("NEWSLOOP_TEST_AG_NEWS", PROJECT_ROOT.parent / "shared" / "data" / "ag_news"))
+
+
+def tiny_settings(home: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"home": home, "data": "seed", "max_length": 64, "bootstrap_max_minutes": 0.0}
+    return load_settings(**(values | overrides))
+
+
+def build_tiny_champion(home: Path, seed: int = 0, track: bool = False, **overrides: object) -> Settings:
+    """Train a 2-layer random BERT on the seed set for a few steps and make it champion (seconds)."""
+    from transformers import AutoTokenizer
+
+    from retrain.bootstrap import bootstrap
+    from retrain.model import resolve_base_model, tiny_model
+    from retrain.setup import BootstrapSetup
+
+    settings = tiny_settings(home, **overrides)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
+    bootstrap(BootstrapSetup.from_settings(settings), model_and_tokenizer=(tiny_model(seed=seed), tokenizer), track=track)
+    return settings
+
+
+@contextlib.contextmanager
+def launched_app(settings: Settings, store: object = None, service: object = None) -> Iterator[tuple[str, object]]:
+    """The real app on a free loopback port, for tests that drive it like a user; yields (url, service)."""
+    from app import build_app
+    from core.registry import ModelRegistry
+    from core.serving import ChampionService
+
+    service = service or ChampionService(ModelRegistry(settings.paths.models_dir))
+    demo = build_app(service, settings, store)  # type: ignore[arg-type]
+    demo.queue(default_concurrency_limit=4)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", service
+    finally:
+        demo.close()

@@ -1,0 +1,1 @@
+"""Behavioural tests of the real champion (marked `quality`): quality, invariance, poisoning."""

@@ -1,0 +1,89 @@
+"""ONNX export of a tiny random BERT classifier: parity, dynamic axes, metadata, int8."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from transformers import AutoTokenizer
+
+from core.labels import LABELS
+from core.paths import FP32_FILE, INT8_FILE
+from core.serving import OnnxClassifier
+from retrain.export import PARITY_TOLERANCE, ExportError, export_onnx, parity_check, quantize_int8
+from retrain.model import load_checkpoint, resolve_base_model, save_checkpoint, tiny_model
+from retrain.train import predict_logits
+
+TEXTS = [
+    "Stocks fell sharply after the central bank raised rates.",
+    "The striker scored twice as the visitors won 3-1.",
+    "Rebels and the government signed a ceasefire.",
+    "A new phone chip doubles battery life, its maker says, in a very long sentence " * 3,
+    "Short",
+]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, object, Path]:
+    out = tmp_path_factory.mktemp("export")
+    model = tiny_model(seed=1)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
+    export_onnx(model, tokenizer, out, max_length=64, extra_meta={"base_model": "tiny"})
+    return model, tokenizer, out
+
+
+def test_export_has_named_inputs_outputs_and_dynamic_axes(exported) -> None:  # type: ignore[no-untyped-def]
+    _, _, out = exported
+    proto = onnx.load(str(out / FP32_FILE))
+    onnx.checker.check_model(proto)
+    inputs = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in proto.graph.input}
+    assert inputs == {"input_ids": ["batch", "sequence"], "attention_mask": ["batch", "sequence"]}
+    assert [o.name for o in proto.graph.output] == ["logits"]
+
+
+def test_metadata_describes_the_model(exported) -> None:  # type: ignore[no-untyped-def]
+    _, _, out = exported
+    meta = ort.InferenceSession(str(out / FP32_FILE)).get_modelmeta().custom_metadata_map
+    assert meta["labels"].split("|") == list(LABELS)
+    assert meta["max_length"] == "64"
+    assert meta["base_model"] == "tiny"
+    assert (out / meta["tokenizer"]).is_file()
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])
+def test_onnx_matches_pytorch_for_any_batch_and_length(exported, batch: int) -> None:  # type: ignore[no-untyped-def]
+    model, tokenizer, out = exported
+    texts = TEXTS[:batch]
+    expected = predict_logits(model, tokenizer, texts, 64)
+    actual = OnnxClassifier(out, onnx_file=FP32_FILE).logits(texts)
+    assert actual.shape == (batch, len(LABELS))
+    assert np.abs(expected - actual).max() <= PARITY_TOLERANCE
+
+
+def test_parity_check_reports_and_refuses_a_different_model(exported) -> None:  # type: ignore[no-untyped-def]
+    model, tokenizer, out = exported
+    assert parity_check(model, tokenizer, out, TEXTS, 64) <= PARITY_TOLERANCE
+    with pytest.raises(ExportError, match="differ"):
+        parity_check(tiny_model(seed=2), tokenizer, out, TEXTS, 64)
+
+
+def test_int8_variant_keeps_metadata_and_agrees_roughly(exported) -> None:  # type: ignore[no-untyped-def]
+    _, _, out = exported
+    quantize_int8(out / FP32_FILE)
+    fp32 = OnnxClassifier(out, onnx_file=FP32_FILE).predict_proba(TEXTS)
+    int8 = OnnxClassifier(out, onnx_file=INT8_FILE)
+    assert int8.labels == LABELS and int8.max_length == 64
+    assert np.abs(int8.predict_proba(TEXTS) - fp32).max() < 0.1
+    assert (out / INT8_FILE).stat().st_size < (out / FP32_FILE).stat().st_size
+
+
+def test_checkpoint_round_trip_restores_the_same_logits(exported, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model, tokenizer, _ = exported
+    save_checkpoint(model, tokenizer, tmp_path / "ckpt")
+    restored, restored_tok = load_checkpoint(tmp_path / "ckpt")
+    a = predict_logits(model, tokenizer, TEXTS, 64)
+    b = predict_logits(restored, restored_tok, TEXTS, 64)
+    assert np.allclose(a, b, atol=1e-6)

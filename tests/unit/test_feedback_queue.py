@@ -1,0 +1,282 @@
+"""Tests of the labelling pool and queue: file import (all or nothing), rescoring, queue order, agreement."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import feedback
+import feedback.pool
+from core.policies import QueuePolicy
+from feedback.errors import FeedbackError, PoolImportError
+from feedback.pool import margin_uncertainty
+from feedback.store import FeedbackStore
+
+REPO_ROOT = Path(feedback.__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> FeedbackStore:
+    return FeedbackStore(tmp_path / "feedback.db")
+
+
+def write_csv(path: Path, header: str, rows: list[str]) -> Path:
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def pool_texts(store: FeedbackStore) -> list[str]:
+    with sqlite3.connect(store.path) as conn:
+        return [row[0] for row in conn.execute("SELECT text FROM pool ORDER BY id")]
+
+
+def scorer_from(uncertain_words: dict[str, float]):
+    """A fake model: the second-best probability is the score listed for a word in the text."""
+
+    def score(texts: list[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            second = next((p for word, p in uncertain_words.items() if word in text), 0.0)
+            rows.append([1.0 - second, second, 0.0, 0.0])
+        return np.array(rows)
+
+    return score
+
+
+# Import ---------------------------------------------------------------------------------------------
+
+
+def test_import_of_a_1000_row_csv_pool(store: FeedbackStore, tmp_path: Path) -> None:
+    rows = [f'"Story number {i}, with a comma",World' for i in range(1000)]
+    report = store.import_pool(write_csv(tmp_path / "pool.csv", "text,label", rows))
+    assert (report.rows, report.added, report.duplicates) == (1000, 1000, 0)
+    assert store.stats()["pool"]["items"] == 1000
+    assert pool_texts(store)[0] == "Story number 0, with a comma"
+
+
+def test_import_joins_title_and_description(store: FeedbackStore, tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "ag.csv", "Label,Title,Description", ['3,"Oil prices","Crude rose 3% on Monday."'])
+    store.import_pool(path)
+    assert pool_texts(store) == ["Oil prices Crude rose 3% on Monday."]
+
+
+def test_import_jsonl_with_text_or_title_and_description(store: FeedbackStore, tmp_path: Path) -> None:
+    lines = [{"text": "First story"}, {"title": "Second", "description": "story", "label": 2}, {"text": "Third"}]
+    path = tmp_path / "pool.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n", encoding="utf-8")
+    assert store.import_pool(path).added == 3
+    assert pool_texts(store) == ["First story", "Second story", "Third"]
+
+
+def test_duplicate_texts_are_skipped_and_counted(store: FeedbackStore, tmp_path: Path) -> None:
+    store.import_pool(write_csv(tmp_path / "a.csv", "text", ["Alpha", "Beta"]))
+    report = store.import_pool(write_csv(tmp_path / "b.csv", "text", ["alpha ", "Gamma", "Gamma", "Beta"]))
+    assert (report.rows, report.added, report.duplicates) == (4, 1, 3)
+    assert pool_texts(store) == ["Alpha", "Beta", "Gamma"]
+
+
+def test_import_with_a_bad_row_writes_nothing_and_names_the_line(store: FeedbackStore, tmp_path: Path) -> None:
+    store.add_to_pool(["Already there"], source="seed")
+    rows = ["Good one", "Good two", '""', "Good three", "x" * 6000, "Good four"]
+    with pytest.raises(PoolImportError) as refused:
+        store.import_pool(write_csv(tmp_path / "pool.csv", "text", rows))
+    message = str(refused.value)
+    assert "2 bad rows; nothing was imported" in message
+    assert "line 4: empty text" in message and "line 6: text is 6,000 characters; at most 5,000" in message
+    assert refused.value.problems == [(4, "empty text"), (6, "text is 6,000 characters; at most 5,000 are allowed")]
+    assert pool_texts(store) == ["Already there"]
+
+
+def test_malformed_json_and_csv_rows_are_reported_by_line(store: FeedbackStore, tmp_path: Path) -> None:
+    jsonl = tmp_path / "pool.jsonl"
+    jsonl.write_text('{"text": "ok"}\n{"text": "broken\n[1, 2]\n{"headline": "x"}\n', encoding="utf-8")
+    with pytest.raises(PoolImportError, match="line 2: malformed JSON") as refused:
+        store.import_pool(jsonl)
+    assert [line for line, _ in refused.value.problems] == [2, 3, 4]
+    csv_path = write_csv(tmp_path / "pool.csv", "text,source", ["fine,a", "too,many,fields"])
+    with pytest.raises(PoolImportError, match="line 3: expected 2 fields, found 3"):
+        store.import_pool(csv_path)
+    assert pool_texts(store) == []
+
+
+def test_invalid_utf8_file_is_a_clear_error_naming_the_line(store: FeedbackStore, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("text\nfine\nCaf\u00e9 news\n".encode("latin-1"))
+    with pytest.raises(PoolImportError, match=r"line 3: invalid UTF-8 .*save the file as UTF-8"):
+        store.import_pool(path)
+    assert pool_texts(store) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("pool.xlsx", "text\nx\n", "unsupported pool file type '.xlsx'"),
+        (
+            "pool.csv",
+            "headline,body\nx,y\n",
+            "needs a header with a 'text' column, or 'title' and 'description'; found 'headline', 'body'",
+        ),
+        ("pool.csv", "text\n", "has no rows to import"),
+    ],
+)
+def test_unusable_files_are_refused_clearly(
+    store: FeedbackStore, tmp_path: Path, name: str, content: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(FeedbackError, match=message):
+        store.import_pool(path)
+
+
+def test_missing_file_is_a_clear_error(store: FeedbackStore, tmp_path: Path) -> None:
+    with pytest.raises(FeedbackError, match="cannot read .*nope.csv"):
+        store.import_pool(tmp_path / "nope.csv")
+
+
+def test_exception_midway_through_import_leaves_pool_as_before(
+    store: FeedbackStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add_to_pool(["Already there"], source="seed")
+    real_insert = feedback.pool._insert_pool_row
+    calls = []
+
+    def failing_insert(*args: object) -> bool:
+        calls.append(1)
+        if len(calls) == 500:
+            raise OSError("disk full")
+        return real_insert(*args)
+
+    monkeypatch.setattr(feedback.pool, "_insert_pool_row", failing_insert)
+    with pytest.raises(OSError, match="disk full"):
+        store.import_pool(write_csv(tmp_path / "pool.csv", "text", [f"story {i}" for i in range(1000)]))
+    assert pool_texts(store) == ["Already there"]
+    monkeypatch.setattr(feedback.pool, "_insert_pool_row", real_insert)
+    assert store.import_pool(tmp_path / "pool.csv").added == 1000  # the store is still usable
+
+
+def test_process_killed_midway_through_import_leaves_pool_as_before(store: FeedbackStore, tmp_path: Path) -> None:
+    store.add_to_pool(["Already there"], source="seed")
+    pool = write_csv(tmp_path / "pool.csv", "text", [f"story {i}" for i in range(1000)])
+    script = textwrap.dedent(
+        """
+        import os, signal, sys
+        from pathlib import Path
+        import feedback.pool
+        import feedback.store
+
+        real_insert = feedback.pool._insert_pool_row
+        calls = []
+
+        def dying_insert(*args):
+            calls.append(1)
+            if len(calls) == 500:
+                os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no rollback: a real crash
+            return real_insert(*args)
+
+        feedback.pool._insert_pool_row = dying_insert
+        feedback.store.FeedbackStore(Path(sys.argv[1])).import_pool(Path(sys.argv[2]))
+        """
+    )
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
+    child = subprocess.run([sys.executable, "-c", script, str(store.path), str(pool)], env=env, timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert pool_texts(store) == ["Already there"]
+    assert store.import_pool(pool).added == 1000
+
+
+# Scoring and queue order ----------------------------------------------------------------------------
+
+
+def test_margin_uncertainty_is_one_minus_top_two_gap() -> None:
+    scores = margin_uncertainty(np.array([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0], [0.5, 0.3, 0.2, 0.0]]))
+    assert scores == pytest.approx([1.0, 0.0, 0.8])
+    with pytest.raises(FeedbackError, match="shape"):
+        margin_uncertainty(np.array([0.5, 0.5]))
+
+
+def test_queue_offers_most_uncertain_items_first(store: FeedbackStore) -> None:
+    store.add_to_pool(["sure thing", "coin flip", "fairly unsure", "unscored later"], source="test")
+    store.rescore(scorer_from({"coin": 0.5, "fairly": 0.3}), "v1")
+    store.add_to_pool(["added after scoring"], source="test")
+    order = []
+    while (item := store.next_item("anna", QueuePolicy())) is not None:
+        order.append(item["text"])
+        store.skip("anna", item["id"])
+    assert order == ["coin flip", "fairly unsure", "sure thing", "unscored later", "added after scoring"]
+
+
+def test_rescore_only_scores_items_not_scored_by_this_model(store: FeedbackStore) -> None:
+    store.add_to_pool(["alpha", "beta"], source="test")
+    seen: list[str] = []
+
+    def counting(texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return scorer_from({"beta": 0.4})(texts)
+
+    assert store.rescore(counting, "v1") == 2
+    assert store.rescore(counting, "v1") == 0
+    store.add_to_pool(["gamma"], source="test")
+    assert store.rescore(counting, "v1") == 1
+    assert store.next_item("anna", QueuePolicy())["text"] == "beta"
+    assert store.rescore(scorer_from({"alpha": 0.5}), "v2") == 3  # a new model rescores everything
+    item = store.next_item("anna", QueuePolicy())
+    assert (item["text"], item["scored_by"], item["uncertainty"]) == ("alpha", "v2", pytest.approx(1.0))
+    assert seen == ["alpha", "beta", "gamma"]
+
+
+def test_scorer_with_wrong_shape_is_refused(store: FeedbackStore) -> None:
+    store.add_to_pool(["alpha", "beta"], source="test")
+    with pytest.raises(FeedbackError, match="scorer returned shape"):
+        store.rescore(lambda texts: np.zeros((1, 4)), "v1")
+
+
+def test_answered_and_skipped_items_are_not_offered_again(store: FeedbackStore) -> None:
+    store.add_to_pool(["first", "second", "third"], source="test")
+    item = store.next_item("anna", QueuePolicy())
+    store.record(text=item["text"], user_label="World", annotator="anna", kind="queue", item_id=item["id"])
+    store.skip("anna", store.next_item("anna", QueuePolicy())["id"])
+    assert store.next_item("anna", QueuePolicy())["text"] == "third"
+    assert store.next_item("ben", QueuePolicy())["text"] == "second"  # one label is enough by default
+    assert store.next_item("ben", QueuePolicy(labels_required=2))["text"] == "first"
+    assert store.progress("anna") == 1 and store.progress("ben") == 0
+    store.undo_last("anna")  # an undone answer puts the item back in the annotator's queue
+    assert store.next_item("anna", QueuePolicy())["text"] == "first"
+    assert store.progress("anna") == 0
+
+
+def test_labels_required_two_keeps_item_until_two_agreeing_labels(tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path / "f.db")
+    store.add_to_pool(["contested story"], source="test")
+    item_id = store.next_item("a", QueuePolicy(labels_required=2))["id"]
+
+    def label(annotator: str, topic: str) -> None:
+        store.record(text="contested story", user_label=topic, annotator=annotator, kind="queue", item_id=item_id)
+
+    label("a", "World")
+    assert store.next_item("b", QueuePolicy(labels_required=2))["id"] == item_id
+    assert store.next_item("b", QueuePolicy(labels_required=1)) is None
+    label("b", "Sports")  # disagreement: still one vote per label
+    assert store.next_item("c", QueuePolicy(labels_required=2))["id"] == item_id
+    label("c", "World")
+    assert store.next_item("d", QueuePolicy(labels_required=2)) is None
+
+
+def test_queue_answers_must_name_a_matching_item(store: FeedbackStore) -> None:
+    store.add_to_pool(["pool story"], source="test")
+    item_id = store.next_item("anna", QueuePolicy())["id"]
+    with pytest.raises(FeedbackError, match="needs the item_id"):
+        store.record(text="pool story", user_label="World", annotator="anna", kind="queue")
+    with pytest.raises(FeedbackError, match="does not match queue item"):
+        store.record(text="other story", user_label="World", annotator="anna", kind="queue", item_id=item_id)
+    with pytest.raises(FeedbackError, match="unknown queue item 99"):
+        store.skip("anna", 99)
+    assert store.count() == 0

@@ -1,0 +1,81 @@
+"""The shipped starter: installed into an empty registry as a served champion, never over an existing one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from core.labels import LABELS
+from core.paths import META_FILE
+from core.registry import ModelRegistry
+from core.serving import OnnxClassifier
+from core.starter import STARTER_DIR, install_starter, starter_fits, starter_meta
+
+
+def _fake_starter(tiny_champion_home: Path, dest: Path, labels: list[str]) -> Path:
+    champion = ModelRegistry(tiny_champion_home / "models").champion()
+    assert champion is not None
+    shutil.copytree(champion.path, dest)
+    meta = json.loads((dest / META_FILE).read_text()) | {"labels": labels, "source_version": champion.version}
+    (dest / META_FILE).write_text(json.dumps(meta))
+    return dest
+
+
+def test_starter_becomes_the_champion_of_an_empty_registry_and_serves(tiny_champion_home: Path, tmp_path: Path) -> None:
+    starter = _fake_starter(tiny_champion_home, tmp_path / "starter", list(LABELS))
+    registry = ModelRegistry(tmp_path / "home" / "models")
+    installed = install_starter(registry, starter)
+    assert installed is not None and registry.champion().version == installed.version
+    assert installed.meta["kind"] == "starter"
+    probs = OnnxClassifier(installed.path).predict_proba(["Stocks fell as oil prices rose."])
+    assert probs.shape == (1, len(LABELS))
+    # A second start does not install it again over the champion it already has.
+    assert install_starter(registry, starter) is None
+    assert registry.versions() == [installed.version]
+
+
+def test_a_starter_for_other_labels_is_not_installed(tiny_champion_home: Path, tmp_path: Path) -> None:
+    starter = _fake_starter(tiny_champion_home, tmp_path / "starter", ["Politics", "Sports", "Business", "Sci/Tech"])
+    registry = ModelRegistry(tmp_path / "home" / "models")
+    assert install_starter(registry, starter) is None
+    assert registry.champion() is None
+
+
+def test_the_shipped_starter_fits_the_labels_and_carries_its_card() -> None:
+    meta = starter_meta(STARTER_DIR)
+    assert starter_fits(meta), f"no usable starter in {STARTER_DIR}"
+    assert (STARTER_DIR / meta["serve_file"]).is_file()
+    assert (STARTER_DIR / "MODEL_CARD.md").is_file()
+    assert sum(p.stat().st_size for p in STARTER_DIR.rglob("*") if p.is_file()) < 100 * 2**20
+
+
+def test_packed_starter_has_int8_onnx_fp16_weights_a_card_and_warm_starts_in_fp32(
+    tiny_champion_home: Path, tmp_path: Path
+) -> None:
+    import torch
+
+    from core.data import load_seed
+    from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE
+    from core.starter import MODEL_CARD
+    from retrain.model import load_checkpoint
+    from retrain.starter import package_starter
+
+    champion = ModelRegistry(tiny_champion_home / "models").champion()
+    out = tmp_path / "starter"
+    package_starter(
+        champion, out, load_seed().validation, description="seed: seed_news.csv (260 rows)", data={},
+        command="python -m retrain bootstrap",
+    )
+    assert starter_fits(starter_meta(out)) and (out / INT8_FILE).is_file() and not (out / FP32_FILE).exists()
+    card = (out / MODEL_CARD).read_text()
+    assert "macro AUROC" in card and "python -m retrain bootstrap" in card and "Sci/Tech" in card
+    weights = next((out / CHECKPOINT_DIR).glob("*.safetensors"))
+    original = next((champion.path / CHECKPOINT_DIR).glob("*.safetensors"))
+    assert weights.stat().st_size < 0.6 * original.stat().st_size  # fp16 halves the encoder's weights
+    model, _tokenizer = load_checkpoint(out / CHECKPOINT_DIR)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+    installed = install_starter(ModelRegistry(tmp_path / "home" / "models"), out)
+    assert installed is not None and installed.meta["data"] == "seed: seed_news.csv (260 rows)"
+    assert OnnxClassifier(installed.path).predict_proba(["A new chip doubles battery life."]).shape == (1, len(LABELS))

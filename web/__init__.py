@@ -1,0 +1,1 @@
+"""The page: client identity, user and admin actions, and the Gradio layout. Imports core and feedback only."""
