@@ -1,7 +1,7 @@
 """Poisoning: a coordinated burst of flipped labels must not move the real champion; honest fixes must.
 
 Needs a home with a real trained champion and the shared AG News data:
-`NEWSLOOP_QUALITY_HOME=<home> python -m pytest -m quality tests/test_poisoning.py`. Each test retrains
+`NEWSLOOP_QUALITY_HOME=<home> python -m pytest -m quality tests/model/test_poisoning.py`. Each test retrains
 (a few minutes on 2 cores). The honest test needs a champion that never saw the loop's slice: `.ci/run`
 bootstraps it on `python bench/loop.py --write-data DIR`.
 """

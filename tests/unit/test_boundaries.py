@@ -51,3 +51,64 @@ def test_app_imports_neither_retrain_nor_torch() -> None:
 def test_product_never_imports_bench(name: str) -> None:
     offenders = [str(path.relative_to(PROJECT_ROOT)) for path in _product_files(name) if "bench" in imported_roots(path)]
     assert offenders == []
+
+
+MAX_PRODUCT_LINES = 300
+
+
+def test_no_product_file_is_over_300_lines() -> None:
+    sizes = {
+        str(path.relative_to(PROJECT_ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for name in PRODUCT
+        for path in _product_files(name)
+    }
+    assert {name: n for name, n in sizes.items() if n > MAX_PRODUCT_LINES} == {}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path, known: set[str]) -> set[str]:
+    """Project modules `path` imports, at any depth of the file (imports inside functions count too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        found |= {name for name in names if name in known}
+    return found
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle a depth-first walk meets, each as the modules around it."""
+    circles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> None:
+        if module in trail:
+            circles.append([*trail[trail.index(module) :], module])
+            return
+        if module in done:
+            return
+        for target in sorted(graph.get(module, ())):
+            visit(target, [*trail, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    return circles
+
+
+def test_import_circles_are_found() -> None:
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert import_circles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_circle_between_product_modules() -> None:
+    files = {_module_name(path): path for name in PRODUCT for path in _product_files(name)}
+    graph = {module: _imported_modules(path, set(files)) - {module} for module, path in files.items()}
+    assert import_circles(graph) == []
