@@ -6,7 +6,6 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -37,17 +36,16 @@ class SnapshotSchedule:
         self._registry = ModelRegistry(paths.models_dir)
         self._lock = threading.Lock()  # one snapshot at a time: the timer, a promotion and SIGTERM may coincide
         self._stop = threading.Event()
-        self.last: SnapshotReport | None = None
 
     def snapshot(self, reason: str) -> SnapshotReport | None:
         with self._lock:
             try:
-                self.last = take_snapshot(self.paths, self.durable, keep=self.keep)
-                log.info("snapshot (%s) written to %s", reason, self.last.path)
+                report = take_snapshot(self.paths, self.durable, keep=self.keep)
             except Exception:
                 log.exception("snapshot (%s) failed; the local state is untouched", reason)
                 return None
-            return self.last
+            log.info("snapshot (%s) written to %s", reason, report.path)
+            return report
 
     def _run(self) -> None:
         marker = self._registry.marker()
@@ -71,15 +69,13 @@ class SnapshotSchedule:
     def stop(self) -> None:
         self._stop.set()
 
-    def snapshot_on_sigterm(self, then: Callable[[], None] | None = None) -> None:
+    def snapshot_on_sigterm(self) -> None:
         """Take a last snapshot when the host stops the process (SIGTERM), then exit."""
         previous = signal.getsignal(signal.SIGTERM)
 
         def handler(signum: int, frame: FrameType | None) -> None:
             self.stop()
             self.snapshot("SIGTERM")
-            if then:
-                then()
             if callable(previous) and previous not in (signal.SIG_DFL, signal.SIG_IGN):
                 previous(signum, frame)
             sys.exit(0)
