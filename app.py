@@ -8,22 +8,29 @@ when there is none.
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import subprocess
 import sys
 import threading
 import time
 
-import gradio as gr
+from fastapi import APIRouter, FastAPI
 
-from core.config import Settings, ensure_home, load_settings
+from core.config import ConfigError, Settings, ensure_home, load_settings
+from core.mlflow_champion import champion_source
 from core.registry import ModelRegistry
 from core.snapshot_schedule import SnapshotSchedule, restore_if_fresh
 from core.starter import install_starter
+from feedback.shared_state import share_web_state
 from feedback.store import FeedbackStore
 from web.actions import Classifier, NewsLoopActions, PageLimits
 from web.admin import AdminActions
+from web.api import build_api
+from web.identity import Gatekeeper, ProxyPolicy
 from web.jobs import RetrainJobs
 from web.page import build_page
+from web.server import ServerOptions, build_server, serve
 
 log = logging.getLogger("newsloop.app")
 
@@ -33,13 +40,46 @@ def page_limits(settings: Settings) -> PageLimits:
     return PageLimits(
         max_input_chars=settings.max_input_chars,
         classify_per_minute=settings.classify_per_minute,
-        trusted_proxy_hops=settings.trusted_proxy_hops,
+        queue_per_minute=settings.queue_per_minute,
+        session_capacity=settings.session_capacity,
     )
 
 
-def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore | None = None) -> gr.Blocks:
-    """The page around `classifier` and `store`, with the small policies it needs cut from `settings` here."""
-    actions = NewsLoopActions(classifier, store, limits=page_limits(settings), queue=settings.queue_policy())
+def identity_secret(settings: Settings) -> bytes:
+    """The key that signs browser ids: the setting, else a random one kept (0600) in home."""
+    if settings.secret_key is not None and settings.secret_key.get_secret_value():
+        return settings.secret_key.get_secret_value().encode()
+    path = settings.paths.secret_key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+    except FileExistsError:
+        pass
+    return path.read_text().strip().encode()
+
+
+def gatekeeper(settings: Settings) -> Gatekeeper:
+    proxy = ProxyPolicy(hops=settings.trusted_proxy_hops, addresses=settings.proxy_address_list)
+    return Gatekeeper(identity_secret(settings), proxy, secure_cookie=settings.on_space)
+
+
+def _users(settings: Settings) -> list[tuple[str, str]] | None:
+    if settings.users is None or not settings.users.get_secret_value().strip():
+        return None
+    pairs = [entry.split(":", 1) for entry in settings.users.get_secret_value().split(",") if entry.strip()]
+    if any(len(pair) != 2 or not pair[0].strip() or not pair[1] for pair in pairs):
+        raise ConfigError("NEWSLOOP_USERS must be 'name:password' entries separated by commas")
+    return [(name.strip(), password) for name, password in pairs]
+
+
+def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore | None = None) -> FastAPI:
+    """The server around `classifier` and `store`: page, REST API, identities and limits cut from `settings`."""
+    gate = gatekeeper(settings)
+    actions = NewsLoopActions(
+        classifier, store, limits=page_limits(settings), queue=settings.queue_policy(), gate=gate
+    )
     admin = None
     if settings.admin_enabled:
         admin = AdminActions(
@@ -47,9 +87,35 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             password=settings.admin_password,
             registry=ModelRegistry(settings.paths.models_dir),
             jobs=RetrainJobs(settings.paths),
-            trusted_proxy_hops=settings.trusted_proxy_hops,
+            gate=gate,
+            admins=settings.admin_list,
+            session_minutes=settings.admin_session_minutes,
+            trust=settings.trust_policy(),
+            retrain=settings.retrain_policy(),
+            hub_dataset=settings.hub_dataset,
+            hub_token=settings.hub_token,
         )
-    return build_page(actions, admin)
+    if settings.database_url and store is not None:
+        # Replicas share rate limits, queue items and admin sessions through the database (before the REST
+        # API is built below: it shares the page's classify limiter).
+        share_web_state(store, actions, admin)
+    demo = build_page(actions, admin, hf_sign_in=settings.hf_sign_in)
+    # api_open=False: every event goes through the queue (its concurrency and size limits); no direct POST.
+    demo.queue(api_open=False, default_concurrency_limit=8, max_size=256)
+    options = ServerOptions(
+        max_upload_bytes=int(settings.max_upload_mb * 1024 * 1024),
+        # State (database, models, MLflow store, the identity key) must never be downloadable.
+        blocked_paths=(str(settings.home),),
+        auth=_users(settings),
+        session_capacity=settings.session_capacity,
+        routers=api_routers(classifier, actions, gate, settings.max_batch_texts),
+    )
+    return build_server(demo, gate, options, is_admin=admin.is_admin if admin else lambda _: False)
+
+
+def api_routers(classifier: Classifier, actions: NewsLoopActions, gate: Gatekeeper, max_texts: int) -> list[APIRouter]:
+    """The REST API beside the page (web.api), sharing the page's limits, rate limiter and identity rules."""
+    return [build_api(classifier, actions.limits, actions.classify_limit, gate.address_of, max_texts=max_texts)]
 
 
 def ensure_champion(settings: Settings) -> None:
@@ -100,7 +166,7 @@ def main() -> None:
     from core.serving import ChampionService  # here, so `import app` (tests, tools) does not load ONNX Runtime
 
     service = ChampionService(
-        ModelRegistry(settings.paths.models_dir),
+        champion_source(settings.tracking_uri, settings.paths.models_dir),
         threads=settings.onnx_threads,
         check_interval_s=settings.reload_interval_s,
         max_batch=settings.max_batch,
@@ -110,10 +176,7 @@ def main() -> None:
     service.start_watching()
     store = FeedbackStore.from_settings(settings)
     start_schedule(settings)
-    demo = build_app(service, settings, store)
-    demo.queue(default_concurrency_limit=8, max_size=256)
-    # State (database, models, MLflow store) must never be downloadable, whatever Gradio allows by default.
-    demo.launch(server_name=settings.host, server_port=settings.port, blocked_paths=[str(settings.home)])
+    serve(build_app(service, settings, store), settings.host, settings.port)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--per-round", type=int, help="labels per round (K)")
     parser.add_argument("--pool-factor", type=int, default=3, help="candidate pool = factor x K")
     parser.add_argument("--malicious", type=float, default=0.0, help="share of answers that are wrong labels")
+    parser.add_argument("--sybil", type=float, default=0.0,
+                        help="share of answers from an attacker with many cheap identities from one address")
     parser.add_argument("--checks", type=int, default=None,
                         help="known-answer checks in the queue (default: 40 with --malicious, else 0)")
     parser.add_argument("--review", choices=("none", "oracle"), default="none",
@@ -84,10 +86,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--progress", action="store_true", help="show training progress bars")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     args = parser.parse_args(argv)
+    if not 0.0 <= args.sybil < 1.0:
+        parser.error("--sybil must be in [0, 1)")
     if not 0.0 <= args.malicious < 1.0 or not 0.0 < args.slice_share <= 1.0 or args.pool_factor < 1:
         parser.error("--malicious must be in [0, 1), --slice-share in (0, 1], --pool-factor >= 1")
     if args.checks is None:
-        args.checks = 40 if args.malicious > 0 else 0
+        args.checks = 40 if args.malicious > 0 or args.sybil > 0 else 0
     if args.checks < 0:
         parser.error("--checks must be >= 0")
     return args
@@ -143,18 +147,20 @@ def simulate(args: argparse.Namespace, mode: str, preset: Preset, root: Path) ->
     """Train the champion without the slice, run each order's rounds from it, write the report; the SUMMARY."""
     started = time.perf_counter()
     champion_home, data_dir = root / "champion", root / "data"
-    settings = sim_settings(champion_home, data_dir, args.tiny)
+    policy = {"checks": args.checks > 0, "sybil": args.sybil > 0}
+    settings = sim_settings(champion_home, data_dir, args.tiny, **policy)
     data, words, plan, kept = prepare(args, data_dir, settings.val_fraction)
     print(f"# NewsLoop learning loop ({mode}): data {data}, work folder {root}")
     print_plan(plan, words, kept, check_size=not args.tiny)
     print(f"preset: {asdict(preset)}; pool {args.pool_factor}x, malicious {args.malicious:.0%}, "
-          f"known-answer checks {len(plan.checks)}, review {args.review}", flush=True)
+          f"known-answer checks {len(plan.checks)}, review {args.review}, sybil {args.sybil:.0%}", flush=True)
 
     factory = tiny_factory(args.seed) if args.tiny else None
     seconds = train_champion(champion_setup(settings, preset), factory)
     print(f"champion trained without the slice in {seconds:.0f} s", flush=True)
 
-    options = LoopOptions(malicious=args.malicious, pool_factor=args.pool_factor, review=args.review, seed=args.seed)
+    options = LoopOptions(malicious=args.malicious, pool_factor=args.pool_factor, review=args.review, seed=args.seed,
+                          sybil=args.sybil)
     orders = list(ORDERS) if preset.compare_orders else [args.order]
     runs: dict[str, list[RoundRow]] = {}
     for order in orders:
@@ -162,7 +168,7 @@ def simulate(args: argparse.Namespace, mode: str, preset: Preset, root: Path) ->
         if len(orders) > 1:  # each order starts from its own copy of the same champion
             home = root / f"home-{order}"
             shutil.copytree(champion_home, home)
-        runs[order] = run_order(sim_home(sim_settings(home, data_dir, args.tiny), preset), plan, preset, options,
+        runs[order] = run_order(sim_home(sim_settings(home, data_dir, args.tiny, **policy), preset), plan, preset, options,
                                 order, factory)
 
     primary = "uncertainty" if "uncertainty" in runs else orders[0]

@@ -26,33 +26,45 @@ class MicroBatcher(Generic[T]):
         self._predict = predict
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s
-        self._pending: list[tuple[str, Future[T]]] = []
+        self._pending: list[tuple[str, Future[T], int]] = []  # text, its answer, the call it came from
+        self._calls = 0
         self._cond = threading.Condition()
+        self._concurrent = False  # whether the last pass served several calls or had texts queued behind it
         self._worker = threading.Thread(target=self._run, name="micro-batcher", daemon=True)
         self._worker.start()
         self.batches = 0  # forward passes run, for tests and benchmarks
 
     def predict_one(self, text: str) -> T:
-        future: Future[T] = Future()
+        return self.predict_many([text])[0]
+
+    def predict_many(self, texts: Sequence[str]) -> list[T]:
+        """One caller's texts, answered in order. They join the queue like single texts, so concurrent lists
+        share passes too, and the model runs one pass at a time instead of many competing for the cores."""
+        futures: list[Future[T]] = [Future() for _ in texts]
         with self._cond:
-            self._pending.append((text, future))
+            self._calls += 1
+            self._pending.extend((text, future, self._calls) for text, future in zip(texts, futures, strict=True))
             self._cond.notify()
-        return future.result()
+        return [future.result() for future in futures]
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._pending:
                     self._cond.wait()
-                # The first caller waits at most max_wait_s for company; a full batch goes at once.
-                self._cond.wait_for(lambda: len(self._pending) >= self.max_batch, timeout=self.max_wait_s)
+                # Under concurrent load (the last pass was shared) the first caller waits at most max_wait_s for
+                # company, and a full batch goes at once. A lone caller goes at once: waiting for company that
+                # is not coming would add the whole wait to every request of a single client.
+                if self._concurrent:
+                    self._cond.wait_for(lambda: len(self._pending) >= self.max_batch, timeout=self.max_wait_s)
                 batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+                self._concurrent = len({call for _, _, call in batch}) > 1 or bool(self._pending)
             try:
-                results = self._predict([text for text, _ in batch])
+                results = self._predict([text for text, _, _ in batch])
             except BaseException as exc:
-                for _, future in batch:
+                for _, future, _ in batch:
                     future.set_exception(exc)
                 continue
             self.batches += 1
-            for (_, future), result in zip(batch, results, strict=True):
+            for (_, future, _), result in zip(batch, results, strict=True):
                 future.set_result(result)

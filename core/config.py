@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core.hosting import HostingSettings, on_public_host
 from core.paths import HomePaths
 from core.policies import (
     DataSource,
@@ -49,14 +49,9 @@ def _default_durable_dir() -> Path | None:
     return None
 
 
-def _on_public_host() -> bool:
-    return bool(os.environ.get("SPACE_ID"))
-
-
-class Settings(BaseSettings):
+class Settings(HostingSettings):
     """Every setting of NewsLoop. Environment variable = `NEWSLOOP_` + upper-case field name."""
 
-    model_config = SettingsConfigDict(env_prefix="NEWSLOOP_", extra="ignore", frozen=True)
 
     # State and sources.
     home: Path = Field(default_factory=_default_home, description="Local directory holding all live state.")
@@ -92,18 +87,19 @@ class Settings(BaseSettings):
     reload_interval_s: float = Field(2.0, gt=0.0, description="How often the app checks for a new champion.")
     batch_wait_ms: float = Field(3.0, ge=0.0, le=100.0, description="Wait for concurrent requests to batch; 0 = off.")
     max_batch: int = Field(16, ge=1, le=256, description="Largest shared forward pass.")
+    max_batch_texts: int = Field(32, ge=1, le=256, description="Most texts one POST /api/v1/classify may send.")
     host: str = Field("127.0.0.1", description="Address the app listens on.")
     port: int = Field(7860, ge=1, le=65535)
 
-    # Feedback and hosting.
-    admin_password: SecretStr | None = None
-    trusted_proxy_hops: int = Field(
-        default_factory=lambda: 1 if _on_public_host() else 0, ge=0, le=5,
-        description="Proxies in front of the app whose X-Forwarded-For entries are believed.",
-    )
+    # Feedback and hosting: see core.hosting.HostingSettings for identity, admin and proxy settings.
     classify_per_minute: int = Field(60, ge=1)
+    queue_per_minute: int = Field(120, ge=1, description="Queue requests (next, answer, skip) per client address.")
     feedback_per_minute: int = Field(_S.writes_per_minute, ge=1)
-    labels_required: int = Field(default_factory=lambda: 2 if _on_public_host() else 1, ge=1, le=10)
+    address_feedback_per_minute: int = Field(_S.address_writes_per_minute, ge=1, description="Answers per client address a minute.")
+    max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
+    max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
+    session_capacity: int = Field(10_000, ge=10, description="Sessions whose memory is kept (least recent dropped).")
+    labels_required: int = Field(default_factory=lambda: 2 if on_public_host() else 1, ge=1, le=10)
     max_feedback_chars: int = Field(_S.max_text_chars, ge=100)
     min_checks: int = Field(
         _Q.min_checks, ge=1, le=50, description="Known-answer checks each annotator answers first, and before being judged."
@@ -136,6 +132,9 @@ class Settings(BaseSettings):
     retrain_interval_min: float = Field(0.0, ge=0.0, description="In-app retrain schedule; 0 = off.")
 
     mlflow_tracking_uri: str = Field("", description="Overrides MLFLOW_TRACKING_URI; empty = SQLite in home.")
+    database_url: str = Field("", description="postgresql:// URL of a shared feedback database; empty = SQLite in home.")
+    hub_dataset: str = Field("", description="Hub dataset repo id the admin view pushes feedback to; empty = no push.")
+    hub_token: SecretStr | None = Field(None, description="Hugging Face token with write access to hub_dataset.")
 
     @field_validator("home", mode="before")
     @classmethod
@@ -187,11 +186,6 @@ class Settings(BaseSettings):
     def mlflow_artifacts_dir(self) -> Path:
         return self.paths.mlflow_artifacts_dir
 
-    @property
-    def admin_enabled(self) -> bool:
-        return self.admin_password is not None and bool(self.admin_password.get_secret_value())
-
-
     def train_config(self, **overrides: object) -> TrainConfig:
         """The bootstrap's training recipe."""
         values = {
@@ -232,15 +226,22 @@ class Settings(BaseSettings):
             labels_required=self.labels_required,
             min_checks=self.min_checks,
             min_check_accuracy=self.min_check_accuracy,
+            train_on=self.train_on,
         )
 
     def queue_policy(self) -> QueuePolicy:
-        return QueuePolicy(labels_required=self.labels_required, min_checks=self.min_checks, check_share=self.check_share)
+        return QueuePolicy(
+            labels_required=self.labels_required,
+            min_checks=self.min_checks,
+            check_share=self.check_share,
+            max_skips=self.max_skips,
+        )
 
     def store_limits(self) -> StoreLimits:
         return StoreLimits(
             max_text_chars=self.max_feedback_chars,
             writes_per_minute=self.feedback_per_minute,
+            address_writes_per_minute=self.address_feedback_per_minute,
             suspicious_confidence=self.suspicious_confidence,
         )
 

@@ -28,7 +28,8 @@ def label_index(value: object, *, one_based: bool = False) -> int:
         index = value - 1 if one_based else value
     else:
         text = str(value).strip()
-        if text.lstrip("-").isdigit():
+        # isdecimal, not isdigit: "²" is a digit that int() refuses; the length bound refuses absurd numbers.
+        if len(text) <= 4 and text.lstrip("-").isdecimal() and text.lstrip("-").isascii():
             index = int(text) - 1 if one_based else int(text)
         elif text.lower() in _ALIASES:
             return _ALIASES[text.lower()]

@@ -46,6 +46,10 @@ class HomePaths:
         return self.home / "retrain_progress.json"
 
     @property
+    def secret_key(self) -> Path:
+        return self.home / "secret_key"  # signs browser ids (web.identity); never served, never snapshotted
+
+    @property
     def logs_dir(self) -> Path:
         return self.home / "logs"  # logs of jobs the admin view starts
 

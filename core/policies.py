@@ -63,6 +63,11 @@ class GateConfig:
             raise ValueError(f"min_discordant must be >= 0, got {self.min_discordant}")
 
 
+# Whose answers may train a model: accounts the host signed in; identities that passed known-answer
+# checks; or every identity (only where every visitor is trusted, e.g. a team's own machine).
+TRAIN_ON = ("signed_in", "checked", "anyone")
+
+
 @dataclass(frozen=True)
 class TrustPolicy:
     """Which feedback answers may train a model (see `feedback.trust`)."""
@@ -72,8 +77,11 @@ class TrustPolicy:
     min_answers_for_agreement: int = 5  # shared texts before agreement is judged
     min_checks: int = 3  # known-answer checks answered before an annotator's check score counts
     min_check_accuracy: float = 0.6  # below this accuracy on checks, an annotator is not trained on
+    train_on: str = "anyone"  # whose answers may train: "signed_in" | "checked" | "anyone" (see TRAIN_ON)
 
     def __post_init__(self) -> None:
+        if self.train_on not in TRAIN_ON:
+            raise ValueError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {self.train_on!r}")
         if self.labels_required < 1 or self.min_checks < 1 or self.min_answers_for_agreement < 1:
             raise ValueError("labels_required, min_checks and min_answers_for_agreement must be >= 1")
         if not (0.0 <= self.min_annotator_agreement <= 1.0 and 0.0 <= self.min_check_accuracy <= 1.0):
@@ -87,10 +95,12 @@ class QueuePolicy:
     labels_required: int = 1  # agreeing labels after which an item leaves the queue
     min_checks: int = 3  # known-answer checks each annotator answers first
     check_share: float = 0.1  # share of later items that are checks
+    max_skips: int = 200  # skips one annotator may make; beyond it, the queue asks for an answer
+    spread: int = 16  # each annotator's next item is drawn from this many of the most uncertain ones
 
     def __post_init__(self) -> None:
-        if self.labels_required < 1 or self.min_checks < 0:
-            raise ValueError("labels_required must be >= 1 and min_checks >= 0")
+        if self.labels_required < 1 or self.min_checks < 0 or self.max_skips < 0 or self.spread < 1:
+            raise ValueError("labels_required and spread must be >= 1; min_checks and max_skips >= 0")
         if not 0.0 <= self.check_share <= 1.0:
             raise ValueError(f"check_share must lie in [0, 1], got {self.check_share}")
 
@@ -101,11 +111,12 @@ class StoreLimits:
 
     max_text_chars: int = 5000  # longest text stored with an answer or a pool item
     writes_per_minute: int = 30  # answers per annotator per minute
+    address_writes_per_minute: int = 90  # answers per client address per minute (a newsroom may share one)
     # Label smoothing (0.1) keeps the model's top probability below about 0.93, so 0.8 is "very sure".
     suspicious_confidence: float = 0.8  # an answer is suspicious when the model was this sure of another label
 
     def __post_init__(self) -> None:
-        if self.max_text_chars < 1 or self.writes_per_minute < 1:
+        if self.max_text_chars < 1 or self.writes_per_minute < 1 or self.address_writes_per_minute < 1:
             raise ValueError("max_text_chars and writes_per_minute must be positive")
         if not 0.0 < self.suspicious_confidence <= 1.0:
             raise ValueError("suspicious_confidence must be in (0, 1]")

@@ -35,6 +35,14 @@ class RegistryError(RuntimeError):
     """The registry cannot do what was asked (no champion, nothing to roll back to, bad version)."""
 
 
+class ChampionChanged(RegistryError):
+    """A compare-and-swap promotion or rollback found another champion than the one it was decided against."""
+
+
+# "Whatever the champion is": the default of `expected_champion`, so plain calls keep working.
+ANY = object()
+
+
 @dataclass(frozen=True)
 class ModelVersion:
     version: str
@@ -139,11 +147,45 @@ class ModelRegistry:
             os.rename(staging, self.versions_dir / version)
         return self.get(version)
 
-    def promote(self, version: str, reason: str = "") -> ModelVersion:
-        """Make `version` the champion; the old champion goes on the history stack."""
+    def install(self, version: str, source: Path) -> ModelVersion:
+        """Add a finished version directory made elsewhere (mirrored from a tracking server) under its own name."""
+        source = Path(source)
+        if source.parent.parent.resolve() != self.staging_dir.resolve():
+            raise RegistryError(f"{source} is not inside a staging directory of this registry")
+        with self._locked():
+            if not (self.versions_dir / version / META_FILE).is_file():
+                self.versions_dir.mkdir(parents=True, exist_ok=True)
+                os.rename(source, self.versions_dir / version)
+        shutil.rmtree(source.parent, ignore_errors=True)
+        return self.get(version)
+
+    def set_aside(self, version: str) -> str:
+        """Rename a version that is not the one of that name elsewhere (a tracking server's); returns the new name."""
+        aside = f"{version}-local-{uuid.uuid4().hex[:8]}"  # not numbered, so never taken for a version
+        with self._locked():
+            os.rename(self.versions_dir / version, self.versions_dir / aside)
+        return aside
+
+    def adopt(self, champion: str, history: list[str], reason: str) -> None:
+        """Take the champion and its history from another record (a tracking server's), as one replacement."""
+        with self._locked():
+            for version in (*history, champion):
+                self.get(version)  # every one must be here before the record names it
+            record = self.read_record()
+            record["champion"], record["history"] = champion, list(history)
+            record["events"].append({"at": _now(), "action": "adopt", "version": champion, "reason": reason})
+            write_json_atomic(self.record_path, record)
+
+    def promote(self, version: str, reason: str = "", *, expected_champion: str | None | object = ANY) -> ModelVersion:
+        """Make `version` the champion; the old champion goes on the history stack.
+
+        With `expected_champion` (compare-and-swap) the promotion happens only if the champion is still
+        the one the decision was made against; otherwise ChampionChanged is raised and nothing changes.
+        """
         with self._locked():
             promoted = self.get(version)
             record = self.read_record()
+            _expect(record, expected_champion, f"promote {version}")
             if record["champion"] == version:
                 return promoted
             if record["champion"]:
@@ -163,10 +205,14 @@ class ModelRegistry:
             record["events"].append({"at": _now(), "action": action, "version": version, "reasons": reasons})
             write_json_atomic(self.record_path, record)
 
-    def rollback(self, reason: str = "") -> ModelVersion:
-        """Restore the previous champion. The replaced one is kept on disk but leaves the history."""
+    def rollback(self, reason: str = "", *, expected_champion: str | None | object = ANY) -> ModelVersion:
+        """Restore the previous champion. The replaced one is kept on disk but leaves the history.
+
+        With `expected_champion`, only if the champion is still that version (see `promote`).
+        """
         with self._locked():
             record = self.read_record()
+            _expect(record, expected_champion, "roll back")
             if not record["history"]:
                 raise RegistryError("no previous champion to roll back to")
             replaced = record["champion"]
@@ -190,6 +236,13 @@ class ModelRegistry:
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)
         return removed
+
+
+def _expect(record: dict[str, Any], expected: str | None | object, action: str) -> None:
+    if expected is not ANY and record["champion"] != expected:
+        raise ChampionChanged(
+            f"refused to {action}: the champion is now {record['champion']}, not {expected} as when this was decided"
+        )
 
 
 def _now() -> str:

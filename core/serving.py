@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 
 from core.batching import MicroBatcher
 from core.labels import LABELS
+from core.mlflow_champion import ChampionSource
 from core.paths import FP32_FILE, TOKENIZER_FILE
 from core.registry import ModelRegistry, ModelVersion, RegistryError
 from core.text import clean_text
@@ -42,11 +43,14 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return exp / exp.sum(axis=-1, keepdims=True)
 
 
-def session_options(threads: int = 0) -> ort.SessionOptions:
+def session_options(threads: int = 0, spinning: bool = True) -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads or (os.cpu_count() or 1)
     options.inter_op_num_threads = 1
+    # Spinning workers answer a single text sooner but keep burning a core after each call, which the
+    # HTTP layer of the same process could use; bench/serving.py --tune and bench/http_speed.py measure both.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     return options
 
 
@@ -54,7 +58,8 @@ class OnnxClassifier:
     """One exported model directory: tokenizer + ONNX session. Safe to call from many threads."""
 
     def __init__(
-        self, model_dir: Path, *, onnx_file: str | None = None, threads: int = 0, version: str = ""
+        self, model_dir: Path, *, onnx_file: str | None = None, threads: int = 0, version: str = "",
+        spinning: bool = True,
     ) -> None:
         self.model_dir = Path(model_dir)
         meta_path = self.model_dir / "meta.json"
@@ -62,7 +67,7 @@ class OnnxClassifier:
         self.version = version or self.meta.get("version", self.model_dir.name)
         self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
         self.session = ort.InferenceSession(
-            str(self.model_dir / self.onnx_file), session_options(threads), providers=["CPUExecutionProvider"]
+            str(self.model_dir / self.onnx_file), session_options(threads, spinning), providers=["CPUExecutionProvider"]
         )
         custom = self.session.get_modelmeta().custom_metadata_map
         self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
@@ -73,9 +78,14 @@ class OnnxClassifier:
         self._input_names = {i.name for i in self.session.get_inputs()}
 
     def encode(self, texts: Sequence[str]) -> list:
+        if len(texts) == 1:  # encode_batch's parallel machinery costs more than one short text (~0.2 ms)
+            return [self.tokenizer.encode(clean_text(texts[0]))]
         return self.tokenizer.encode_batch([clean_text(t) for t in texts])
 
     def _run(self, encodings: list) -> np.ndarray:
+        if len(encodings) == 1:  # the common single-text request: no padding to build
+            ids = np.asarray([encodings[0].ids], dtype=np.int64)
+            return self._session_run(ids, np.ones_like(ids))
         # Dynamic padding: pad to the longest text of this batch, not to max_length.
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
@@ -83,6 +93,9 @@ class OnnxClassifier:
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1
+        return self._session_run(ids, mask)
+
+    def _session_run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feeds = {"input_ids": ids, "attention_mask": mask}
         return self.session.run(["logits"], {k: v for k, v in feeds.items() if k in self._input_names})[0]
 
@@ -93,6 +106,8 @@ class OnnxClassifier:
     def _logits(self, encodings: list, batch_size: int) -> np.ndarray:
         if not encodings:
             return np.zeros((0, len(self.labels)), dtype=np.float32)
+        if len(encodings) == 1:
+            return self._run(encodings)
         order = np.argsort([len(e.ids) for e in encodings], kind="stable")
         out = np.zeros((len(encodings), len(self.labels)), dtype=np.float32)
         for start in range(0, len(order), batch_size):
@@ -126,8 +141,8 @@ class OnnxClassifier:
         return out
 
 
-def load_version(model: ModelVersion, threads: int = 0) -> OnnxClassifier:
-    return OnnxClassifier(model.path, threads=threads, version=model.version)
+def load_version(model: ModelVersion, threads: int = 0, spinning: bool = True) -> OnnxClassifier:
+    return OnnxClassifier(model.path, threads=threads, version=model.version, spinning=spinning)
 
 
 class ChampionService:
@@ -139,9 +154,12 @@ class ChampionService:
 
     def __init__(
         self,
-        registry: ModelRegistry,
+        registry: ModelRegistry | ChampionSource,  # the file registry, or @champion on a tracking server
         *,
         threads: int = 0,
+        # Off in the server: spinning ONNX Runtime workers keep a core busy after each call, and on 2 cores the
+        # HTTP layer needs it (bench/http_speed.py: REST p50 8.9 ms without spinning, 10.9 ms with).
+        spinning: bool = False,
         check_interval_s: float = 2.0,
         max_batch: int = 16,
         batch_wait_ms: float = 0.0,
@@ -154,6 +172,7 @@ class ChampionService:
             else None
         )
         self.threads = threads
+        self.spinning = spinning
         self.check_interval_s = check_interval_s
         self._model: OnnxClassifier | None = None
         self._marker: tuple[int, int] | None = None
@@ -192,7 +211,7 @@ class ChampionService:
             if champion is None or (self._model and self._model.version == champion.version):
                 return False
             try:
-                loaded = load_version(champion, self.threads)
+                loaded = load_version(champion, self.threads, self.spinning)
             except Exception as exc:
                 self.last_error = f"failed to load {champion.version}: {exc}"
                 log.exception("failed to load champion %s; keeping %s", champion.version, self.version)
@@ -229,7 +248,7 @@ class ChampionService:
         return self.model.proba_in_label_order(texts)
 
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
-        if self._batcher is not None and len(texts) == 1:
+        if self._batcher is not None and texts:
             self.model  # noqa: B018 - raises NoChampionError here, in the caller's thread
-            return [self._batcher.predict_one(texts[0])]
+            return self._batcher.predict_many(texts)
         return self._predict_now(texts)

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import math
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 import sqlite_utils
@@ -27,10 +23,11 @@ from feedback.validate import (
     KINDS,
     STATUSES,
     canonical_label,
+    check_address,
     check_annotator,
-    check_export_format,
     check_kind,
     check_review_status,
+    check_row_id,
     check_status,
     normalise_probabilities,
     text_problem,
@@ -38,15 +35,7 @@ from feedback.validate import (
 
 log = logging.getLogger(__name__)
 
-EXPORT_COLUMNS = (
-    "id", "created_at", "annotator", "kind", "text", "text_hash", "predicted_label", "probabilities",
-    "model_version", "user_label", "item_id", "status", "suspicious_reason",
-)
 RATE_WINDOW_S = 60.0
-# Spreadsheets run a cell starting with one of these as a formula (CSV injection).
-_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-
 @dataclass(frozen=True)
 class RecordResult:
     """Outcome of `FeedbackStore.record`: the answer's id, whether it was already stored, its status."""
@@ -56,18 +45,10 @@ class RecordResult:
     status: str
 
 
-def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+def decoded(row: dict[str, Any]) -> dict[str, Any]:
     if row.get("probabilities"):
         row["probabilities"] = json.loads(row["probabilities"])
     return row
-
-
-def _safe_cell(value: object) -> object:
-    if value is None:
-        return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_PREFIXES):
-        return "'" + value
-    return value
 
 
 class Answers:
@@ -89,6 +70,8 @@ class Answers:
         probabilities: Mapping[str, float] | Sequence[float] | np.ndarray | None = None,
         model_version: str | None = None,
         item_id: int | None = None,
+        verified: bool = False,
+        address: str | None = None,
     ) -> RecordResult:
         """Store one answer unless the annotator already gave it; see `FeedbackStore.record`."""
         if not isinstance(text, str):
@@ -98,7 +81,12 @@ class Answers:
             raise FeedbackError(f"cannot store this answer: {problem}")
         label = canonical_label(user_label, "label")
         annotator = check_annotator(annotator)
+        address = check_address(address)
         kind = check_kind(kind)
+        if item_id is not None:
+            item_id = check_row_id(item_id, "queue item")
+        if model_version is not None and (not isinstance(model_version, str) or len(model_version) > 200):
+            raise FeedbackError("model_version must be text of at most 200 characters")
         probs = normalise_probabilities(probabilities) if probabilities is not None else None
         if predicted_label is not None:
             predicted: str | None = canonical_label(predicted_label, "predicted_label")
@@ -125,6 +113,8 @@ class Answers:
             "created_at": iso_time(now),
             "status": status,
             "suspicious_reason": reason,
+            "verified": int(bool(verified)),
+            "address": address,
         }
         with self._db.write() as db:
             existing = next(
@@ -139,19 +129,21 @@ class Answers:
                 return RecordResult(id=existing["id"], duplicate=True, status=existing["status"])
             if item_id is not None:
                 check_item(db, item_id, digest)
-            self._check_rate(db, annotator, now)
+            self._check_rate(db, "annotator", annotator, self._limits.writes_per_minute, now)
+            if address is not None:
+                self._check_rate(db, "address", address, self._limits.address_writes_per_minute, now)
             answer_id = db["answers"].insert(row).last_pk
         if reason:
             log.warning("answer %s from %s marked suspicious: %s", answer_id, annotator, reason)
         return RecordResult(id=int(answer_id), duplicate=False, status=status)
 
-    def _check_rate(self, db: sqlite_utils.Database, annotator: str, now: float) -> None:
-        limit = self._limits.writes_per_minute
+    def _check_rate(self, db: sqlite_utils.Database, column: str, key: str, limit: int, now: float) -> None:
+        """Refuse a write when `key` (an annotator or a client address) wrote `limit` answers in the window."""
         recent = [
             row["created_at"]
             for row in db.query(
-                "SELECT created_at FROM answers WHERE annotator = ? AND created_at > ? ORDER BY created_at",
-                [annotator, iso_time(now - RATE_WINDOW_S)],
+                f"SELECT created_at FROM answers WHERE {column} = ? AND created_at > ? ORDER BY created_at",
+                [key, iso_time(now - RATE_WINDOW_S)],
             )
         ]
         if len(recent) < limit:
@@ -159,16 +151,20 @@ class Answers:
         # One more write is allowed once enough of the oldest answers have left the window.
         frees_at = parse_iso_time(recent[len(recent) - limit]) + RATE_WINDOW_S
         wait_s = max(1, math.ceil(frees_at - now))
-        raise RateLimited(f"too many answers: at most {limit} a minute; try again in {wait_s} s", wait_s)
+        who = " from this address" if column == "address" else ""
+        raise RateLimited(f"too many answers{who}: at most {limit} a minute; try again in {wait_s} s", wait_s)
 
-    def undo_last(self, annotator: str) -> dict[str, Any] | None:
-        """Mark the annotator's most recent live answer 'undone' (kept for audit) and return it."""
+    def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
+        """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it."""
         annotator = check_annotator(annotator)
+        kinds = [check_kind(kind) for kind in kinds]
+        marks = ", ".join("?" for _ in kinds)
         with self._db.write() as db:
             row = next(
                 db.query(
-                    "SELECT * FROM answers WHERE annotator = ? AND status != 'undone' ORDER BY id DESC LIMIT 1",
-                    [annotator],
+                    f"SELECT * FROM answers WHERE annotator = ? AND status != 'undone' AND kind IN ({marks})"
+                    " ORDER BY id DESC LIMIT 1",
+                    [annotator, *kinds],
                 ),
                 None,
             )
@@ -176,11 +172,12 @@ class Answers:
                 return None
             db.execute("UPDATE answers SET status = 'undone' WHERE id = ?", [row["id"]])
         row["status"] = "undone"
-        return _decoded(row)
+        return decoded(row)
 
     def set_status(self, answer_id: int, status: str) -> dict[str, Any]:
         """Record a maintainer's review of an answer: 'accepted' (counts for training) or 'rejected'."""
         status = check_review_status(status)
+        answer_id = check_row_id(answer_id, "answer id")
         with self._db.write() as db:
             row = next(db.query("SELECT * FROM answers WHERE id = ?", [answer_id]), None)
             if row is None:
@@ -190,13 +187,14 @@ class Answers:
             db.execute("UPDATE answers SET status = ? WHERE id = ?", [status, answer_id])
         log.info("answer %s %s (was %s)", answer_id, status, row["status"])
         row["status"] = status
-        return _decoded(row)
+        return decoded(row)
 
     def get(self, answer_id: int) -> dict[str, Any] | None:
         """One answer by id, or None."""
+        answer_id = check_row_id(answer_id, "answer id")
         with self._db.read() as db:
             row = next(db.query("SELECT * FROM answers WHERE id = ?", [answer_id]), None)
-        return _decoded(row) if row else None
+        return decoded(row) if row else None
 
     def rows(self, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Answers newest first, optionally only those with `status`; probabilities decoded to a dict."""
@@ -210,7 +208,7 @@ class Answers:
             sql += " LIMIT ?"
             params.append(int(limit))
         with self._db.read() as db:
-            return [_decoded(row) for row in db.query(sql, params)]
+            return [decoded(row) for row in db.query(sql, params)]
 
     def count(self, status: str | None = None) -> int:
         """Number of answers, all or with one status."""
@@ -254,35 +252,3 @@ class Answers:
             "pool": pool,
             "checks_right": {name: f"{score.right}/{score.answered}" for name, score in scores.items()},
         }
-
-    def export(self, path: Path, fmt: str) -> int:
-        """Write every answer to `path` atomically; see `FeedbackStore.export`."""
-        path = Path(path)
-        check_export_format(fmt)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with open(fd, "w", encoding="utf-8", newline="") as stream:
-                count = self.write_export(stream, fmt)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        log.info("exported %d answers to %s", count, path)
-        return count
-
-    def write_export(self, stream: TextIO, fmt: str) -> int:
-        """Write every answer to an open text stream as CSV or JSONL, oldest first; returns the count."""
-        check_export_format(fmt)
-        count = 0
-        writer = csv.writer(stream) if fmt == "csv" else None
-        if writer:
-            writer.writerow(EXPORT_COLUMNS)
-        columns = ", ".join(EXPORT_COLUMNS)
-        with self._db.read() as db:
-            for row in db.query(f"SELECT {columns} FROM answers ORDER BY id"):
-                if writer:
-                    writer.writerow([_safe_cell(row[column]) for column in EXPORT_COLUMNS])
-                else:
-                    stream.write(json.dumps(_decoded(row), ensure_ascii=False) + "\n")
-                count += 1
-        return count

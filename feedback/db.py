@@ -91,8 +91,12 @@ class Database:
         yield self.connection()
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite_utils.Database]:
-        """A write transaction, committed when the block ends and rolled back when it raises."""
+    def write(self, scope: str | None = None, *, relaxed: bool = False) -> Iterator[sqlite_utils.Database]:
+        """A write transaction, committed when the block ends and rolled back when it raises.
+
+        `scope` and `relaxed` matter on PostgreSQL only (see `feedback.pg.PgDatabase.write`); SQLite has one
+        writer at a time whatever the scope.
+        """
         db = self.connection()
         # IMMEDIATE takes the write lock before any check, so what we checked still holds at insert.
         db.conn.execute("BEGIN IMMEDIATE")

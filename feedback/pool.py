@@ -18,7 +18,14 @@ from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.pool_files import read_pool_file
 from feedback.trust import check_due
-from feedback.validate import PoolRow, check_annotator, check_model_version, check_pool_row, check_probability_rows
+from feedback.validate import (
+    PoolRow,
+    check_annotator,
+    check_model_version,
+    check_pool_row,
+    check_probability_rows,
+    check_row_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,16 +36,18 @@ _UNSEEN = """
         )
         AND NOT EXISTS (SELECT 1 FROM skips s WHERE s.item_id = p.id AND s.annotator = :annotator)
 """
+# An item leaves the queue once `required` client addresses (identities sharing one are one voice, as in
+# feedback.trust) agree on a label, so minted identities cannot take items away from honest labellers.
 _NEXT_ITEM_SQL = f"""
         SELECT p.* FROM pool p
         WHERE p.gold_label IS NULL AND {_UNSEEN}
         AND NOT EXISTS (
             SELECT 1 FROM answers a
             WHERE a.text_hash = p.text_hash AND a.status NOT IN ('undone', 'rejected')
-            GROUP BY a.user_label HAVING COUNT(DISTINCT a.annotator) >= :required
+            GROUP BY a.user_label HAVING COUNT(DISTINCT COALESCE(a.address, a.annotator)) >= :required
         )
         ORDER BY p.uncertainty DESC NULLS LAST, p.id
-        LIMIT 1
+        LIMIT :spread
 """
 _CHECKS_SQL = f"SELECT p.* FROM pool p WHERE p.gold_label IS NOT NULL AND {_UNSEEN}"
 
@@ -173,8 +182,11 @@ class Pool:
         item = self.due_check(annotator, policy)
         if item is None:
             with self._db.read() as db:
-                params = {"annotator": annotator, "required": policy.labels_required}
-                item = next(db.query(_NEXT_ITEM_SQL, params), None)
+                params = {"annotator": annotator, "required": policy.labels_required, "spread": policy.spread}
+                candidates = list(db.query(_NEXT_ITEM_SQL, params))
+            # Each annotator draws from the most uncertain few in their own order, so streams differ and a
+            # check cannot be spotted as the one item that is not the same for every fresh identity.
+            item = min(candidates, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)
             if item is not None:
                 item.pop("gold_label")
         return item
@@ -191,21 +203,32 @@ class Pool:
                 [annotator],
             ).fetchone()
             checks, answered = int(counts[0]), int(counts[1])
-            if not check_due(checks, answered - checks, min_checks=policy.min_checks, share=policy.check_share):
-                return None
+            skipped = int(db.execute("SELECT COUNT(*) FROM skips WHERE annotator = ?", [annotator]).fetchone()[0])
             left = list(db.query(_CHECKS_SQL, {"annotator": annotator}))
+        if not left:
+            return None
+        # The draw is keyed by the set of checks, which visitors do not know, so its outcome cannot be
+        # predicted from an annotator id; it is fixed for a given position, so a reload does not re-roll.
+        salt = text_hash(",".join(sorted(row["text_hash"] for row in left)))
+        draw = int(text_hash(f"{salt}:{annotator}:{answered}:{skipped}")[:12], 16) / 16**12
+        if not check_due(checks, draw, min_checks=policy.min_checks, share=policy.check_share):
+            return None
         # A per-annotator order, so annotators comparing notes do not see the same sequence of checks.
-        item = min(left, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)
-        if item is not None:
-            item.pop("gold_label")  # what the screen shows must not give the answer away
+        item = min(left, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"))
+        item.pop("gold_label")  # what the screen shows must not give the answer away
         return item
 
-    def skip(self, annotator: str, item_id: int) -> None:
+    def skip(self, annotator: str, item_id: int, max_skips: int | None = None) -> None:
         """Remember that the annotator skipped an item, so it is not offered to them again."""
         annotator = check_annotator(annotator)
+        item_id = check_row_id(item_id, "queue item")
         with self._db.write() as db:
             if next(db.query("SELECT id FROM pool WHERE id = ?", [item_id]), None) is None:
                 raise FeedbackError(f"unknown queue item {item_id}")
+            if max_skips is not None:
+                skipped = db.execute("SELECT COUNT(*) FROM skips WHERE annotator = ?", [annotator]).fetchone()[0]
+                if skipped >= max_skips:
+                    raise FeedbackError(f"you have skipped {skipped} articles, the most allowed; please label this one")
             db.execute(
                 "INSERT OR IGNORE INTO skips (annotator, item_id, skipped_at) VALUES (?, ?, ?)",
                 [annotator, item_id, iso_time(self._clock())],

@@ -60,6 +60,31 @@ ALTER TABLE pool ADD COLUMN gold_label TEXT;
 """
 
 
+# Version 4 records who vouches for an answer: whether its annotator was signed in by the host, and a keyed
+# hash of the client address, so trust can count people and addresses rather than self-minted ids.
+_V4 = """
+ALTER TABLE answers ADD COLUMN verified INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE answers ADD COLUMN address TEXT;
+UPDATE answers SET verified = 1 WHERE annotator LIKE 'user:%';
+CREATE INDEX answers_address_created ON answers (address, created_at);
+"""
+
+
+# Version 5 keeps the web state replicas share (`feedback.shared_state`): rate-limit hits, and per-browser
+# records with an expiry (admin sessions, the queue item a browser was given).
+_V5 = """
+CREATE TABLE rate_hits (bucket TEXT NOT NULL, key TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX rate_hits_key_at ON rate_hits (bucket, key, at);
+CREATE TABLE sessions (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT,
+    expires_at REAL NOT NULL,
+    PRIMARY KEY (kind, key)
+);
+"""
+
+
 def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
     def apply(conn: sqlite3.Connection) -> None:
         # executescript() would COMMIT first, so run statement by statement inside our transaction.
@@ -71,7 +96,9 @@ def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
 
 
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _script(_V1), 2: _script(_V2), 3: _script(_V3)}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _script(_V1), 2: _script(_V2), 3: _script(_V3), 4: _script(_V4), 5: _script(_V5)
+}
 CURRENT_VERSION = max(MIGRATIONS)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from core.data import Example, split_by_hash
 from core.labels import label_index
 from core.policies import TrustPolicy
+from feedback.dialect import is_database_url
 from feedback.store import FeedbackStore
 from feedback.trust import TrustedExample, select_trusted
 
@@ -35,12 +36,13 @@ def read_trusted(store: FeedbackStore, policy: TrustPolicy) -> list[TrustedExamp
     return examples
 
 
-def backup_database(db_path: Path, backups_dir: Path, keep: int = 5) -> Path | None:
+def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Path | None:
     """Copy the feedback database with SQLite's backup API; keep the newest `keep` copies.
 
-    Returns the copy, or None when there is no database yet.
+    A postgresql:// URL is copied from one REPEATABLE READ snapshot into the same kind of SQLite file
+    (`feedback.pg.PgDatabase.backup`). Returns the copy, or None when there is no database yet.
     """
-    if not Path(db_path).is_file():
+    if not is_database_url(db_path) and not Path(db_path).is_file():
         return None
     backups_dir = Path(backups_dir)
     backups_dir.mkdir(parents=True, exist_ok=True)

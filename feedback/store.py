@@ -12,14 +12,28 @@ import numpy as np
 from core.policies import QueuePolicy, StoreLimits
 from feedback.answers import Answers, RecordResult
 from feedback.db import Database
+from feedback.dialect import is_database_url
+from feedback.export import export_answers, write_answers
 from feedback.pool import ImportReport, Pool
+from feedback.progress import pool_left, queue_left
+from feedback.validate import KINDS
 
 if TYPE_CHECKING:
     from core.config import Settings
 
 
+def open_database(location: Path | str, *, durable: bool = True) -> Database:
+    """The feedback database at `location`: a SQLite file, or a PostgreSQL server for a postgresql:// URL."""
+    if is_database_url(location):
+        from feedback.pg import PgDatabase  # psycopg loads only when a server is named
+
+        return PgDatabase(str(location), durable=durable)  # type: ignore[return-value]
+    return Database(Path(location), durable=durable)
+
+
 class FeedbackStore:
-    """Answers (confirmations, corrections, queue labels) and the labelling pool in one SQLite file.
+    """Answers (confirmations, corrections, queue labels) and the labelling pool in one SQLite file, or in a
+    PostgreSQL database when `path` is a postgresql:// URL (`feedback.pg`; the same logic and SQL).
 
     Safe to share between threads and processes (see `feedback.db.Database`); `limits` bounds what it
     accepts. `durable=False` trades the fsync per answer for speed: still safe against process crashes,
@@ -28,25 +42,30 @@ class FeedbackStore:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | str,
         limits: StoreLimits = StoreLimits(),  # noqa: B008 - frozen, so one shared default is safe
         *,
         clock: Callable[[], float] = time.time,
         durable: bool = True,
     ) -> None:
         self.limits = limits
-        self._db = Database(path, durable=durable)
+        self._db = open_database(path, durable=durable)
         self._answers = Answers(self._db, limits, clock)
         self._pool = Pool(self._db, limits, clock)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:
         """The store the settings name, with their limits: the one way edges (app, CLIs) build it."""
-        return cls(settings.paths.feedback_db, settings.store_limits())
+        return cls(settings.database_url or settings.paths.feedback_db, settings.store_limits())
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | str:
         return self._db.path
+
+    @property
+    def database(self) -> Database:
+        """The database itself (SQLite or PostgreSQL), for `feedback.shared_state` beside the answers."""
+        return self._db
 
     def __repr__(self) -> str:
         return f"FeedbackStore({str(self.path)!r})"
@@ -68,13 +87,18 @@ class FeedbackStore:
         probabilities: Mapping[str, float] | Sequence[float] | np.ndarray | None = None,
         model_version: str | None = None,
         item_id: int | None = None,
+        verified: bool = False,
+        address: str | None = None,
     ) -> RecordResult:
         """Store one answer; an identical live answer from the same annotator is returned, not repeated.
 
         `probabilities` is {label: p} or four numbers in LABELS order; when `predicted_label` is
         omitted it is their argmax. The answer is 'suspicious' when the model was at least
         `limits.suspicious_confidence` sure of another label. Raises FeedbackError for bad input and
-        RateLimited when the annotator has written `limits.writes_per_minute` answers in the last 60 s.
+        RateLimited when the annotator has written `limits.writes_per_minute` answers in the last 60 s, or
+        the client `address` (a keyed hash the page supplies) `limits.address_writes_per_minute`.
+        `verified` says the host signed the annotator in (the trust rules weigh such answers, see
+        `feedback.trust`).
         """
         return self._answers.record(
             text=text,
@@ -85,11 +109,21 @@ class FeedbackStore:
             probabilities=probabilities,
             model_version=model_version,
             item_id=item_id,
+            verified=verified,
+            address=address,
         )
 
-    def undo_last(self, annotator: str) -> dict[str, Any] | None:
-        """Mark the annotator's most recent live answer 'undone' (kept for audit) and return it."""
-        return self._answers.undo_last(annotator)
+    def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
+        """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it."""
+        return self._answers.undo_last(annotator, kinds)
+
+    def queue_left(self, annotator: str, policy: QueuePolicy) -> int:
+        """Queue items this annotator may still be shown (checks not told apart); see feedback.progress."""
+        return queue_left(self._db, annotator, policy)
+
+    def pool_left(self, labels_required: int) -> int:
+        """Ordinary pool items not yet settled by enough agreeing annotators; see feedback.progress."""
+        return pool_left(self._db, labels_required)
 
     def set_status(self, answer_id: int, status: str) -> dict[str, Any]:
         """Record a maintainer's review of an answer: 'accepted' (counts for training) or 'rejected'."""
@@ -121,11 +155,11 @@ class FeedbackStore:
 
         Written to a temporary file and renamed, so a failed export never leaves a partial file.
         """
-        return self._answers.export(path, fmt)
+        return export_answers(self._db, path, fmt)
 
     def write_export(self, stream: TextIO, fmt: str) -> int:
         """Write every answer to an open text stream as CSV or JSONL, oldest first; returns the count."""
-        return self._answers.write_export(stream, fmt)
+        return write_answers(self._db, stream, fmt)
 
     def backup(self, dest: Path) -> None:
         """Copy the whole database to `dest` with SQLite's online backup API (consistent while in use)."""
@@ -167,7 +201,8 @@ class FeedbackStore:
         """The pool item this annotator should label next, or None when none is left.
 
         A known-answer check when one is due (see `due_check`) and one is left that they have not
-        answered or skipped. Otherwise the most uncertain ordinary item, skipping items the annotator
+        answered or skipped. Otherwise one of the `policy.spread` most uncertain ordinary items (in an
+        order of the annotator's own), skipping items the annotator
         answered (live answers) or skipped, and items that already have `policy.labels_required` live,
         unrejected answers agreeing on one label (from any tab, matched by text_hash); unscored items
         come after scored ones, oldest first. A returned check does not carry its label.
@@ -177,15 +212,18 @@ class FeedbackStore:
     def due_check(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None when none is due or left.
 
-        Due by `feedback.trust.check_due` (the annotator's first `policy.min_checks` items, then about
-        `policy.check_share` of them), counting their live answers of every kind (one-click corrections
-        too), so a share of everything they contribute is tested.
+        Due by `feedback.trust.check_due`, at unpredictable positions: about one item in three until the
+        annotator answered `policy.min_checks` checks, then about `policy.check_share`. The position counts
+        their live answers of every kind (one-click corrections too) and their skips.
         """
         return self._pool.due_check(annotator, policy)
 
-    def skip(self, annotator: str, item_id: int) -> None:
-        """Remember that the annotator skipped a queue item, so it is not offered to them again."""
-        self._pool.skip(annotator, item_id)
+    def skip(self, annotator: str, item_id: int, max_skips: int | None = None) -> None:
+        """Remember that the annotator skipped a queue item, so it is not offered to them again.
+
+        Raises FeedbackError when the annotator already made `max_skips` skips (bounded per identity).
+        """
+        self._pool.skip(annotator, item_id, max_skips)
 
     def progress(self, annotator: str) -> int:
         """How many queue items this annotator has labelled (live answers)."""

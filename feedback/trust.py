@@ -12,6 +12,8 @@ from core.policies import TrustPolicy
 
 log = logging.getLogger(__name__)
 
+# Share of a new annotator's items that are checks until they have answered `min_checks` of them.
+EARLY_CHECK_SHARE = 1 / 3
 # Statuses whose answers never count: withdrawn by the annotator, or refused by a maintainer.
 NOT_COUNTED = ("undone", "rejected")
 
@@ -66,14 +68,15 @@ class CheckScore:
         return self.right / self.answered if self.answered else 1.0
 
 
-def check_due(checks_answered: int, items_answered: int, *, min_checks: int, share: float) -> bool:
+def check_due(checks_answered: int, draw: float, *, min_checks: int, share: float) -> bool:
     """Whether an annotator's next queue item should be a known-answer check.
 
-    The first `min_checks` items are checks, so nobody's labels count before they have been tested;
-    after that about `share` of the items are, so an annotator who behaves at first is still tested.
-    `items_answered` counts the annotator's other answers.
+    `draw` is a number in [0, 1) the caller derives from something the client cannot predict, so checks
+    sit at random positions of each annotator's stream: a fresh identity is not served checks first,
+    and rotating identities does not reveal them. Until `min_checks` are answered about one item in
+    three is a check, then about `share` of them.
     """
-    return checks_answered < min_checks or checks_answered < share * items_answered
+    return draw < (max(share, EARLY_CHECK_SHARE) if checks_answered < min_checks else share)
 
 
 def contradiction_reason(
@@ -99,11 +102,18 @@ def counted_answers(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return sorted(latest.values(), key=lambda r: r["id"])
 
 
+def _voice(row: Mapping[str, Any]) -> str:
+    """Who a vote speaks for: its client address when the page recorded one, else its annotator."""
+    return row.get("address") or row["annotator"]
+
+
 def _by_text(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    """Counted answers per text, one per client address: many identities from one address are one vote
+    (the earliest), so minting identities does not buy votes."""
+    grouped: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in counted_answers(rows):
-        grouped[row["text_hash"]].append(row)
-    return grouped
+        grouped[row["text_hash"]].setdefault(_voice(row), row)
+    return {digest: list(by_voice.values()) for digest, by_voice in grouped.items()}
 
 
 def _top_label(counts: Counter[str]) -> str | None:
@@ -134,7 +144,8 @@ def annotator_agreement(rows: Iterable[Mapping[str, Any]]) -> dict[str, Annotato
     """Per annotator, agreement with the consensus of the *other* annotators on shared texts.
 
     Leaving the annotator out of the consensus keeps one annotator from agreeing with themselves; texts
-    where the others are tied are not compared.
+    where the others are tied are not compared. Only verified identities (signed in by the host) form
+    the consensus, so self-minted identities cannot outvote an honest annotator into exclusion.
     """
     compared: Counter[str] = Counter()
     agreed: Counter[str] = Counter()
@@ -142,7 +153,11 @@ def annotator_agreement(rows: Iterable[Mapping[str, Any]]) -> dict[str, Annotato
     for text_rows in _by_text(rows).values():
         for row in text_rows:
             annotators.add(row["annotator"])
-            others = Counter(other["user_label"] for other in text_rows if other["annotator"] != row["annotator"])
+            others = Counter(
+                other["user_label"]
+                for other in text_rows
+                if other["annotator"] != row["annotator"] and other.get("verified")
+            )
             consensus = _top_label(others)
             if consensus is None:
                 continue
@@ -186,7 +201,8 @@ def failed_checks(scores: Mapping[str, CheckScore], *, min_checks: int, min_accu
 def excluded_annotators(
     rows: Iterable[Mapping[str, Any]], gold: Mapping[str, str] | None, policy: TrustPolicy
 ) -> set[str]:
-    """Annotators none of whose answers count: low agreement with the others, or failed known-answer checks."""
+    """Annotators none of whose answers count: low agreement with the others, failed known-answer checks,
+    or (by `policy.train_on`) not signed in, or not yet tested by enough checks."""
     rows = list(rows)
     flagged = flagged_annotators(
         annotator_agreement(rows),
@@ -195,13 +211,26 @@ def excluded_annotators(
     )
     if flagged:
         log.warning("not training on answers from low-agreement annotators: %s", ", ".join(sorted(flagged)))
-    failed = failed_checks(
-        check_scores(rows, gold or {}), min_checks=policy.min_checks, min_accuracy=policy.min_check_accuracy
-    )
+    scores = check_scores(rows, gold or {})
+    failed = failed_checks(scores, min_checks=policy.min_checks, min_accuracy=policy.min_check_accuracy)
     if failed:
         log.warning("not training on answers from annotators who failed known-answer checks: %s",
                     ", ".join(sorted(failed)))
-    return flagged | failed
+    return flagged | failed | _not_eligible(rows, scores, policy)
+
+
+def _not_eligible(rows: list[dict[str, Any]] | list[Mapping[str, Any]], scores: Mapping[str, CheckScore],
+                  policy: TrustPolicy) -> set[str]:
+    """Annotators whose answers `policy.train_on` does not let train (their answers are still stored)."""
+    if policy.train_on == "signed_in":
+        return {row["annotator"] for row in rows if not row.get("verified")}
+    if policy.train_on == "checked":
+        passed = {
+            name for name, score in scores.items()
+            if score.answered >= policy.min_checks and score.accuracy >= policy.min_check_accuracy
+        }
+        return {row["annotator"] for row in rows} - passed
+    return set()
 
 
 def select_trusted(
@@ -220,7 +249,11 @@ def select_trusted(
     3. Known-answer checks: an annotator who answered at least `policy.min_checks` of them with an
        accuracy below `policy.min_check_accuracy` is flagged the same way. Answers on checks never become
        training examples themselves.
-    4. Per text, the remaining answers vote; the text is trusted when its top label has at least
+    4. `policy.train_on`: "signed_in" keeps only answers of identities the host signed in; "checked" only
+       those of annotators who answered at least `policy.min_checks` checks and passed them (one-click
+       and queue answers alike: the rule is about the person, not the path); "anyone" keeps all.
+    5. Per text, one vote per client address (identities sharing an address are one voice), then the
+       remaining answers vote; the text is trusted when its top label has at least
        `policy.labels_required` votes, no other label has as many (no tie), and none of the votes for the
        top label is an unresolved 'suspicious' answer ('accepted' ones count; 'ok' ones count).
 

@@ -16,6 +16,8 @@ KINDS = ("confirm", "correct", "queue")
 STATUSES = ("ok", "suspicious", "accepted", "rejected", "undone")
 REVIEW_STATUSES = ("accepted", "rejected")
 EXPORT_FORMATS = ("csv", "jsonl")
+_MAX_ID_CHARS = 200
+_MAX_ROW_ID = 2**63  # SQLite's INTEGER range
 # Softmax outputs in float32 do not sum to exactly 1.
 _PROBABILITY_SUM_TOLERANCE = 0.01
 
@@ -56,11 +58,43 @@ def check_export_format(fmt: object) -> str:
     return _one_of(fmt, EXPORT_FORMATS, "export format")
 
 
+def is_valid_unicode(text: str) -> bool:
+    """Whether `text` can be stored as UTF-8 (a lone surrogate such as "\\ud800" cannot)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_annotator(annotator: object) -> str:
-    """A pseudonymous annotator id, stripped; never empty."""
+    """A pseudonymous annotator id, stripped; never empty, at most 200 characters, valid Unicode."""
     if not isinstance(annotator, str) or not annotator.strip():
         raise FeedbackError("annotator id is required (a pseudonymous id, not empty)")
+    if len(annotator) > _MAX_ID_CHARS or not is_valid_unicode(annotator):
+        raise FeedbackError(f"annotator id must be valid text of at most {_MAX_ID_CHARS} characters")
     return annotator.strip()
+
+
+def check_address(address: object) -> str | None:
+    """A client address key (already a keyed hash), or None when the answer did not come over the web."""
+    if address is None:
+        return None
+    if not isinstance(address, str) or not address.strip() or len(address) > _MAX_ID_CHARS or not address.isascii():
+        raise FeedbackError(f"address must be a non-empty ASCII key of at most {_MAX_ID_CHARS} characters")
+    return address
+
+
+def check_row_id(value: object, what: str = "id") -> int:
+    """A database row id: a positive whole number that fits SQLite's integers."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 < value < _MAX_ROW_ID:
+        value = "out of range"  # str() of a huge int can itself fail
+    digits = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    if not (digits.isdecimal() and digits.isascii() and len(digits) <= 19 and 0 < int(digits) < _MAX_ROW_ID):
+        raise FeedbackError(f"{what} must be a whole number from 1 to {_MAX_ROW_ID - 1}, got {str(value)[:40]!r}")
+    return int(digits)
 
 
 def check_model_version(model_version: object) -> str:
@@ -111,6 +145,8 @@ def normalise_probabilities(value: Mapping[str, float] | Sequence[float] | np.nd
 
 def text_problem(text: str, max_chars: int) -> str | None:
     """Why a text cannot be labelled, or None when it is fine."""
+    if not is_valid_unicode(text):
+        return "text contains characters that are not valid Unicode (lone surrogates)"
     if not clean_text(text):
         return "empty text"
     if len(text) > max_chars:

@@ -57,13 +57,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from core.registry import ModelRegistry, RegistryError
+    from core.mlflow_champion import is_tracking_server, mirror_versions
+    from core.registry import ANY, ModelRegistry, RegistryError
     from retrain.tracking import sync_aliases
 
     settings = load_settings()
     registry = ModelRegistry(settings.models_dir)
     try:
-        restored = registry.rollback(reason=args.reason)
+        if is_tracking_server(settings.tracking_uri):  # replicas follow @champion: start from the server's record
+            mirror_versions(settings.tracking_uri, registry)
+        expected = ANY if args.expect is None else args.expect
+        restored = registry.rollback(reason=args.reason, expected_champion=expected)
     except RegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -93,7 +97,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     while True:
         last_id = read_state(setup.paths).get("last_run", {}).get("last_answer_id", 0)
         new = 0
-        if setup.paths.feedback_db.is_file():
+        if setup.database_url or setup.paths.feedback_db.is_file():
             with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
                 new = store.count_since(last_id)
         if new >= min_new:
@@ -184,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("rollback", help="restore the previous champion")
     p.add_argument("--reason", default="manual rollback")
+    p.add_argument("--expect", default=None, help="roll back only if this version is still the champion")
     p.set_defaults(func=cmd_rollback)
     p = sub.add_parser("watch", help="retrain whenever enough new feedback has arrived")
     p.add_argument("--interval", type=float, default=None, help="seconds between checks (default 60)")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +32,8 @@ def quiet_onnxruntime_tools() -> None:
 OPSET = 17
 PARITY_TOLERANCE = 1e-4
 _RAW_FILE = "model.raw.onnx"
+# ONNX Runtime transformer fusions a BERT export should get (tests and benchmarks count them).
+FUSED_OPS = ("Attention", "SkipLayerNormalization", "EmbedLayerNormalization", "BiasGelu", "FastGelu")
 
 
 class ExportError(RuntimeError):
@@ -61,7 +66,7 @@ def export_onnx(
     raw = out_dir / _RAW_FILE
     ids, mask = _sample_inputs(tokenizer, max_length)
     axes = {0: "batch", 1: "sequence"}
-    with warnings.catch_warnings(), torch.inference_mode():
+    with warnings.catch_warnings(), torch.inference_mode(), _eager_attention(model):
         warnings.simplefilter("ignore")  # the TorchScript exporter is noisy about tracing
         torch.onnx.export(
             model,
@@ -83,6 +88,28 @@ def export_onnx(
     onnx.checker.check_model(str(path))
     tokenizer.backend_tokenizer.save(str(out_dir / TOKENIZER_FILE))
     return path
+
+
+@contextlib.contextmanager
+def _eager_attention(model: NewsClassifier) -> Iterator[None]:
+    """Trace the plain matmul-softmax attention: ONNX Runtime's optimizer fuses that pattern into one
+    Attention node per layer, but not the graph that SDPA (transformers' default) traces to."""
+    encoder = model.encoder
+    before = getattr(encoder.config, "_attn_implementation", None)
+    switch = hasattr(encoder, "set_attn_implementation") and before not in (None, "eager")
+    if switch:
+        encoder.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        if switch:
+            encoder.set_attn_implementation(before)
+
+
+def fused_op_counts(path: Path) -> dict[str, int]:
+    """How many of ONNX Runtime's fused transformer ops (plain or quantized) a file holds."""
+    counts = Counter(node.op_type for node in onnx.load(str(path)).graph.node)
+    return {op: counts[op] + counts.get(f"Q{op}", 0) for op in FUSED_OPS}
 
 
 def _optimize(raw: Path, out: Path, model: NewsClassifier) -> bool:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.data import load_corpus_or_seed
-from core.registry import ModelRegistry
+from core.mlflow_champion import is_tracking_server, mirror_versions
+from core.registry import ChampionChanged, ModelRegistry
 from feedback.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
 from retrain.evaluate import judge
@@ -63,7 +64,9 @@ def retrain(
 
     setup.paths.models_dir.mkdir(parents=True, exist_ok=True)
     factory = model_factory or starting_point(setup.base_model, setup.dropout, setup.policy.warm_start)
-    with retrain_lock(setup.paths):
+    with retrain_lock(setup.paths, setup.database_url):
+        if track and is_tracking_server(setup.tracking.uri):
+            mirror_versions(setup.tracking.uri, ModelRegistry(setup.paths.models_dir))  # start from @champion
         started = time.perf_counter()
         result = RunResult(decision="failed")
         with Tracker(setup.tracking, RETRAIN_EXPERIMENT, f"retrain-{time.strftime('%Y%m%d-%H%M%S')}", enabled=track) as tracker:
@@ -92,7 +95,7 @@ def _retrain(
     result.champion_before = result.champion_after = champion.version
 
     stage("snapshot")
-    snapshot = backup_database(setup.paths.feedback_db, setup.paths.backups_dir)
+    snapshot = backup_database(setup.feedback_location, setup.paths.backups_dir)
     split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction)
     result.last_answer_id = split.last_answer_id
     corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
@@ -117,9 +120,17 @@ def _retrain(
     result.gate = decision.as_dict()
     result.reasons = list(decision.reasons)
     tracker.set_tags({f"gate_{k}": v for k, v in result.gate.items() if k != "per_set"})
+    promoted = False
     if decision.promote:
         stage("promote")
-        registry.promote(challenger.version, reason=f"retrain: macro-F1 {decision.delta:+.4f}, p={decision.p_value:.2g}")
+        reason = f"retrain: macro-F1 {decision.delta:+.4f}, p={decision.p_value:.2g}"
+        try:
+            # Compare-and-swap: a rollback (or another promotion) while this ran must not be silently undone.
+            registry.promote(challenger.version, reason=reason, expected_champion=champion.version)
+            promoted = True
+        except ChampionChanged as exc:
+            result.reasons = [str(exc)]
+    if promoted:
         result.decision = "promoted"
         result.champion_after = challenger.version
     else:

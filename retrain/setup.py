@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from core.config import Settings
 from core.paths import HomePaths
@@ -63,6 +64,12 @@ class RetrainSetup:
     tracking: TrackingTarget
     base_model: str = ""
     dropout: float = 0.3
+    database_url: str = ""  # a shared PostgreSQL feedback database; empty = the SQLite file in home
+
+    @property
+    def feedback_location(self) -> Path | str:
+        """The feedback database this retrain reads: the shared server's URL, else the file in home."""
+        return self.database_url or self.paths.feedback_db
 
     @classmethod
     def from_settings(
@@ -81,4 +88,5 @@ class RetrainSetup:
             tracking=tracking_target(settings),
             base_model=settings.base_model,
             dropout=settings.dropout,
+            database_url=settings.database_url,
         )

@@ -12,6 +12,7 @@ from typing import Any
 from core.locks import LockBusy, file_lock
 from core.paths import HomePaths
 from core.registry import write_json_atomic
+from feedback.shared_state import Busy, database_lock
 
 
 class RetrainBusy(RuntimeError):
@@ -19,12 +20,18 @@ class RetrainBusy(RuntimeError):
 
 
 @contextlib.contextmanager
-def retrain_lock(paths: HomePaths) -> Iterator[None]:
-    """Hold the one-retrain-at-a-time lock. The kernel drops it if this process dies, so it never sticks."""
+def retrain_lock(paths: HomePaths, database_url: str = "") -> Iterator[None]:
+    """Hold the one-retrain-at-a-time lock. The kernel drops it if this process dies, so it never sticks.
+
+    With a shared PostgreSQL database the lock is also a server advisory lock, so one retrain runs across
+    every machine (the server drops it when this process's connection does).
+    """
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(file_lock(paths.retrain_lock, blocking=False))
-        except LockBusy:
+            if database_url:
+                stack.enter_context(database_lock(database_url))
+        except (LockBusy, Busy):
             raise RetrainBusy("another retrain is running") from None
         yield
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.paths import META_FILE, ONNX_FILES, TOKENIZER_FILE
+from core.mlflow_champion import HISTORY_TAG, REGISTERED_MODEL, VERSION_TAG
+from core.paths import CHECKPOINT_DIR, META_FILE, ONNX_FILES, TOKENIZER_FILE
 from core.policies import TrainConfig
 from core.registry import ModelRegistry
 
@@ -22,8 +23,6 @@ log = logging.getLogger(__name__)
 
 TRAINING_EXPERIMENT = "newsloop-training"
 RETRAIN_EXPERIMENT = "newsloop-retrain"
-REGISTERED_MODEL = "newsloop-classifier"
-VERSION_TAG = "newsloop_version"
 
 
 @dataclass(frozen=True)
@@ -152,6 +151,8 @@ class Tracker:
         for name in (*ONNX_FILES, TOKENIZER_FILE, META_FILE):
             if (model_dir / name).is_file():
                 self.log_artifact(model_dir / name, "model")
+        if (model_dir / CHECKPOINT_DIR).is_dir():  # so a retrain on any machine can warm-start from this version
+            self._mlflow.log_artifacts(str(model_dir / CHECKPOINT_DIR), f"model/{CHECKPOINT_DIR}")
         client = self._mlflow.MlflowClient()
         _ensure_registered_model(client)
         source = f"{self._mlflow.get_artifact_uri('model')}"
@@ -181,7 +182,11 @@ def sync_aliases(tracking_uri: str, registry: ModelRegistry, challenger: str | N
         if mv.tags.get(VERSION_TAG)
     }
     set_to: dict[str, str] = {}
-    champion = registry.read_record()["champion"]
+    record = registry.read_record()
+    champion = record["champion"]
+    # The champions before it, so a rollback on any machine restores the same one (see core.mlflow_champion).
+    history = [v for v in record["history"] if v in by_project_version]
+    client.set_registered_model_tag(REGISTERED_MODEL, HISTORY_TAG, json.dumps(history))
     for alias, project_version in (("champion", champion), ("challenger", challenger)):
         if project_version and project_version in by_project_version:
             client.set_registered_model_alias(REGISTERED_MODEL, alias, by_project_version[project_version])

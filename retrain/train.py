@@ -127,7 +127,8 @@ def predict_logits(
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         input_ids, mask = collate([ids[i] for i in idx], tokenizer.pad_token_id or 0)
-        out[idx] = model(input_ids, mask).float().numpy()
+        device = next(model.parameters()).device
+        out[idx] = model(input_ids.to(device), mask.to(device)).float().cpu().numpy()
     return out
 
 
@@ -184,6 +185,10 @@ def train(
     val_subset = _subset(val_texts, val_labels, config.eval_rows, config.seed)
 
     result = TrainResult()
+    # A retrain worker with a GPU trains there; the model returns to the CPU for export and scoring.
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device)
+    target, w = target.to(device), w.to(device)
     budget_s = config.max_minutes * 60.0
     start = clock()
     stamps: deque[float] = deque(maxlen=_SPEED_WINDOW + 1)
@@ -196,7 +201,7 @@ def train(
                 if step >= state["total"]:
                     break
                 input_ids, mask = collate([ids[i] for i in batch], pad_id)
-                logits = model(input_ids, mask)
+                logits = model(input_ids.to(device), mask.to(device))
                 per_example = -(target[batch] * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
                 loss = (per_example * w[batch]).sum() / w[batch].sum()
                 optimizer.zero_grad(set_to_none=True)
@@ -235,6 +240,7 @@ def train(
             epoch += 1
     finally:
         bar.close()
+        model.to("cpu")
     result.steps = step
     result.seconds = clock() - start
     model.eval()

@@ -34,17 +34,18 @@ def build_tiny_champion(home: Path, seed: int = 0, track: bool = False, **overri
 
 @contextlib.contextmanager
 def launched_app(settings: Settings, store: object = None, service: object = None) -> Iterator[tuple[str, object]]:
-    """The real app on a free loopback port, for tests that drive it like a user; yields (url, service)."""
+    """The real server (page, REST API, browser ids, upload guard) on a free loopback port, as `app.main`
+    serves it; yields (url, service)."""
     from app import build_app
     from core.registry import ModelRegistry
     from core.serving import ChampionService
+    from web.server import ServerThread
 
     service = service or ChampionService(ModelRegistry(settings.paths.models_dir))
-    demo = build_app(service, settings, store)  # type: ignore[arg-type]
-    demo.queue(default_concurrency_limit=4)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    server = ServerThread(build_app(service, settings, store), "127.0.0.1", port)  # type: ignore[arg-type]
+    server.start()
     try:
         yield f"http://127.0.0.1:{port}/", service
     finally:
-        demo.close()
+        server.stop()

@@ -1,13 +1,59 @@
-"""Who is asking: a pseudonymous client id, the session key, the address to rate limit, and per-session memory."""
+"""Who is asking: an identity the server vouches for, the client address it believes, and per-session memory.
+
+A visitor's identity is never the session hash the client chooses. It is either an account the host
+signed in (Gradio `auth=`, or Hugging Face sign-in on a Space), which is *verified*, or a random browser
+id the server issued in a signed, HttpOnly cookie, which is not: anyone can mint such ids by dropping
+the cookie, so the trust rules weigh them accordingly (see `feedback.trust` and the README's threat model).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import hmac
+import ipaddress
+import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
+from typing import Any, Generic, TypeVar
 
-import gradio as gr
+COOKIE = "newsloop_id"
+_COOKIE_MAX_AGE_S = 400 * 24 * 3600  # browsers cap cookie lifetime at about 400 days
+
+V = TypeVar("V")
+
+
+class BoundedMap(Generic[V]):
+    """A thread-safe map that forgets its least recently used keys beyond `capacity` (per-session memory)."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._items: OrderedDict[str, V] = OrderedDict()
+        self._lock = threading.Lock()
+        self.capacity = capacity
+
+    def put(self, key: str, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def get(self, key: str) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def pop(self, key: str) -> V | None:
+        with self._lock:
+            return self._items.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 @dataclass
@@ -18,56 +64,160 @@ class LastPrediction:
     model_version: str
 
 
-class SessionMemory:
-    """The last prediction each session saw, so feedback refers to what the user was shown."""
+@dataclass(frozen=True)
+class Identity:
+    """One visitor as the server knows them."""
 
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._items: OrderedDict[str, LastPrediction] = OrderedDict()
-        self._lock = threading.Lock()
-        self.capacity = capacity
+    annotator: str  # what answers are stored under: "user:<name>" or "anon:<keyed hash of the browser id>"
+    verified: bool  # an account the host signed in, not a self-minted browser id
+    browser: str  # the server-issued browser id's keyed hash; "" when the request carried none
+    address: str  # keyed hash of the client address the server believes (see ProxyPolicy)
+    session: str  # key of per-tab memory: browser and Gradio session together
 
-    def put(self, key: str, value: LastPrediction) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-
-    def get(self, key: str) -> LastPrediction | None:
-        with self._lock:
-            return self._items.get(key)
+    @property
+    def known(self) -> bool:
+        """Whether the request carried an identity at all (a signed-in account or a valid browser cookie)."""
+        return self.verified or bool(self.browser)
 
 
-def client_id(request: gr.Request | None) -> str:
-    """A pseudonymous id: the signed-in user's name if the host provides one, else the browser session."""
-    if request is None:
-        return "anonymous"
-    if getattr(request, "username", None):
-        return f"user:{request.username}"
-    session = getattr(request, "session_hash", None) or "none"
-    return "session:" + hashlib.sha256(session.encode()).hexdigest()[:16]
+@dataclass(frozen=True)
+class ProxyPolicy:
+    """Which proxies' X-Forwarded-For entries are believed, and how many hops of them there are.
 
-
-def session_key(request: gr.Request | None) -> str:
-    """Key of the per-session memory (last prediction, current queue item)."""
-    return getattr(request, "session_hash", None) or client_id(request)
-
-
-def client_address(request: gr.Request | None, trusted_proxy_hops: int = 0) -> str:
-    """Who to rate limit: the user if signed in, else a hash of the client's address.
-
-    Behind `trusted_proxy_hops` proxies, each appends the address it saw to X-Forwarded-For; only those
-    entries, counted from the right, are believed, since anything to their left is written by the client.
+    Each proxy appends the address it saw; entries to the left of the last `hops` were written by the
+    client and are never believed. A request whose peer is not one of `addresses` is taken at its peer
+    address, so a client that reaches the app directly cannot claim another address.
     """
+
+    hops: int = 0
+    addresses: tuple[str, ...] = ()  # IPs or CIDR networks of the proxies; "*" = any peer (only on a Space)
+
+    def trusts(self, peer: str) -> bool:
+        if not self.hops or not peer:
+            return False
+        if "*" in self.addresses:
+            return True
+        try:
+            ip = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(ip in ipaddress.ip_network(net, strict=False) for net in self.addresses)
+
+    def client_address(self, peer: str, forwarded_for: str) -> str:
+        """The address to attribute a request to, from its TCP peer and its X-Forwarded-For header."""
+        if not self.trusts(peer):
+            return peer
+        entries = [part.strip() for part in forwarded_for.split(",") if part.strip()]
+        if len(entries) < self.hops:
+            return peer  # fewer entries than proxies: the chain is not what we were told, believe nothing
+        return entries[-self.hops]
+
+
+class Gatekeeper:
+    """Issues and checks browser ids, and turns a request into an `Identity` (keyed hashes, never raw values)."""
+
+    def __init__(self, secret: bytes, proxy: ProxyPolicy = ProxyPolicy(), *, secure_cookie: bool = False) -> None:
+        if len(secret) < 16:
+            raise ValueError("the identity secret must be at least 16 bytes")
+        self._secret = secret
+        self.proxy = proxy
+        self.secure_cookie = secure_cookie
+
+    def _mac(self, value: str, purpose: str) -> str:
+        return hmac.new(self._secret, f"{purpose}:{value}".encode(), hashlib.sha256).hexdigest()
+
+    # Browser ids ------------------------------------------------------------------------------------
+    def mint_cookie(self) -> str:
+        browser = secrets.token_urlsafe(18)
+        return f"{browser}.{self._mac(browser, 'cookie')[:32]}"
+
+    def browser_id(self, cookie: str | None) -> str:
+        """The browser id a signed cookie value carries, or "" when it is missing or forged."""
+        if not cookie or "." not in cookie or len(cookie) > 200:
+            return ""
+        browser, mac = cookie.rsplit(".", 1)
+        return browser if hmac.compare_digest(mac, self._mac(browser, "cookie")[:32]) else ""
+
+    # Requests ---------------------------------------------------------------------------------------
+    def address_of(self, request: Any) -> str:
+        """Keyed hash of the client address to rate limit (a Starlette request or a gr.Request)."""
+        peer = getattr(getattr(request, "client", None), "host", "") or ""
+        headers = getattr(request, "headers", None) or {}
+        forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
+        return "addr:" + self._mac(self.proxy.client_address(peer, forwarded), "address")[:16]
+
+    def identify(self, request: Any) -> Identity:
+        """The identity behind a request (a gr.Request in handlers; None when called outside a request)."""
+        address = self.address_of(request) if request is not None else "addr:none"
+        cookies = getattr(request, "cookies", None) or {}
+        browser = self.browser_id(cookies.get(COOKIE) if hasattr(cookies, "get") else None)
+        browser_key = self._mac(browser, "browser")[:16] if browser else ""
+        tab = getattr(request, "session_hash", None) or ""
+        session = f"{browser_key}:{tab}" if browser_key else ""
+        user = signed_in_user(request)
+        if user:
+            return Identity(f"user:{user}", True, browser_key, address, session or f"user:{user}:{tab}")
+        annotator = f"anon:{browser_key}" if browser_key else ""
+        return Identity(annotator, False, browser_key, address, session)
+
+
+def signed_in_user(request: Any) -> str | None:
+    """The account name the host signed in: Gradio's `auth=`, or Hugging Face sign-in on a Space."""
     if request is None:
-        return "anonymous"
-    if getattr(request, "username", None):
-        return f"user:{request.username}"
-    headers = getattr(request, "headers", None) or {}
-    raw = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
-    forwarded = [part.strip() for part in raw.split(",") if part.strip()]
-    if trusted_proxy_hops and forwarded:
-        address = forwarded[-min(trusted_proxy_hops, len(forwarded))]
-    else:
-        address = getattr(getattr(request, "client", None), "host", "") or ""
-    return "addr:" + hashlib.sha256(address.encode()).hexdigest()[:16]
+        return None
+    username = getattr(request, "username", None)
+    if username:
+        return str(username)
+    try:
+        session = request.session  # present only when Gradio attached Hugging Face OAuth
+    except (AssertionError, AttributeError, KeyError):
+        return None
+    info = session.get("oauth_info") if isinstance(session, dict) else None
+    name = ((info or {}).get("userinfo") or {}).get("preferred_username")
+    return str(name) if name else None
+
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Scope]], Callable[[Scope], Awaitable[None]]], Awaitable[None]]
+
+
+class BrowserIdMiddleware:
+    """Gives every browser a signed, HttpOnly id cookie; a request without a valid one gets a fresh id.
+
+    The fresh id is also placed on the request itself, so even a first request (or a script that never
+    keeps cookies) acts as exactly one identity of its own and never shares another client's memory.
+    """
+
+    def __init__(self, app: ASGIApp, gatekeeper: Gatekeeper) -> None:
+        self.app = app
+        self.gatekeeper = gatekeeper
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = list(scope.get("headers") or [])
+        jar = SimpleCookie()
+        for name, value in headers:
+            if name == b"cookie":
+                with contextlib.suppress(CookieError):  # a malformed header counts as no cookie
+                    jar.load(value.decode("latin-1"))
+        current = jar.get(COOKIE)
+        if current is not None and self.gatekeeper.browser_id(current.value):
+            await self.app(scope, receive, send)
+            return
+        fresh = self.gatekeeper.mint_cookie()
+        headers = [(n, v) for n, v in headers if n != b"cookie"]
+        others = "; ".join(f"{k}={m.value}" for k, m in jar.items() if k != COOKIE)
+        headers.append((b"cookie", f"{COOKIE}={fresh}{'; ' + others if others else ''}".encode("latin-1")))
+        scope = dict(scope, headers=headers)
+        attributes = f"{COOKIE}={fresh}; Path=/; HttpOnly; Max-Age={_COOKIE_MAX_AGE_S}"
+        # A Space shows the app in a cross-site iframe, where only a Secure, SameSite=None cookie comes back.
+        attributes += "; Secure; SameSite=None" if self.gatekeeper.secure_cookie else "; SameSite=Lax"
+
+        async def send_with_cookie(message: Scope) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message, headers=[*message.get("headers", []), (b"set-cookie", attributes.encode())])
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)

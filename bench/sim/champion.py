@@ -39,14 +39,19 @@ PRESETS = {
 }
 
 
-def sim_settings(home: Path, data_dir: Path, tiny: bool) -> Settings:
-    """The settings of one simulated NEWSLOOP_HOME; bench entry points read them and hand down policies."""
+def sim_settings(home: Path, data_dir: Path, tiny: bool, *, checks: bool = False, sybil: bool = False) -> Settings:
+    """The settings of one simulated NEWSLOOP_HOME; bench entry points read them and hand down policies.
+
+    With known-answer checks only annotators who passed them train (NEWSLOOP_TRAIN_ON=checked); against a
+    Sybil attacker two agreeing people are needed per text (the Space policy's labels_required).
+    """
     from core.config import load_settings
 
     overrides: dict[str, object] = {
         "home": home,
         "data": str(data_dir),
-        "labels_required": 1,  # each simulated text is answered once
+        "labels_required": 2 if sybil else 1,  # else each simulated text is answered once
+        "train_on": "checked" if checks else "anyone",
         # Whatever MLflow the simulation touches stays inside its home, whatever the environment says.
         "mlflow_tracking_uri": f"sqlite:///{home / 'mlflow.db'}",
     }
@@ -58,7 +63,9 @@ def sim_settings(home: Path, data_dir: Path, tiny: bool) -> Settings:
 # Simulated labellers answer far faster than the app allows a person to. The simulation has always judged
 # answers suspicious at 0.9 (the store's default before StoreLimits), not the app's 0.8: kept, so that its
 # decisions and curves stay comparable with earlier runs.
-SIM_STORE_LIMITS = StoreLimits(writes_per_minute=1_000_000_000, suspicious_confidence=0.9)
+SIM_STORE_LIMITS = StoreLimits(
+    writes_per_minute=1_000_000_000, address_writes_per_minute=1_000_000_000, suspicious_confidence=0.9
+)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 HONEST = ("reader-1", "reader-2", "reader-3", "reader-4", "reader-5")
 MALICIOUS = ("troll-1", "troll-2", "troll-3")
+SYBIL_PREFIX = "sybil-"  # an attacker's cheap identities: unverified, all from one client address
+SYBIL_ANSWERS_PER_IDENTITY = 12  # long enough to pass known-answer checks with the model's answers
 
 
 @dataclass
@@ -49,14 +51,22 @@ class Tally:
 
 class Labellers:
     """Simulated annotators: honest ones give the true label; trolls, who do a `malicious` share of the
-    work, always give a wrong one (on known-answer checks too)."""
+    work, always give a wrong one (on known-answer checks too). Readers and trolls are signed-in accounts.
+
+    A Sybil attacker (a `sybil` share of the work) mints a new unverified identity every
+    SYBIL_ANSWERS_PER_IDENTITY answers, all from one address; it answers checks with the model's own
+    prediction (as an attacker can, by classifying them first) and gives every other text one agreed wrong
+    label, so its identities vote together."""
 
     def __init__(
         self, store: FeedbackStore, truth: dict[str, int], malicious: float, rng: random.Random, queue: QueuePolicy,
+        sybil: float = 0.0,
     ) -> None:
         self.store = store
         self.truth = truth
         self.malicious = malicious
+        self.sybil = sybil
+        self.sybil_answers = 0
         self.rng = rng
         self.queue = queue
         self.checks = set(store.gold_labels())
@@ -65,6 +75,8 @@ class Labellers:
     def pick(self) -> str:
         """Who takes the next item. The draws are the ones the simulation always made (a share, then a
         name), so runs without trolls label exactly what they did before checks existed."""
+        if self.sybil and self.rng.random() < self.sybil:
+            return f"{SYBIL_PREFIX}{self.sybil_answers // SYBIL_ANSWERS_PER_IDENTITY}"
         if self.rng.random() < self.malicious:
             return self.rng.choice(MALICIOUS)
         return self.rng.choice(HONEST)
@@ -82,7 +94,12 @@ class Labellers:
         digest = text_hash(text)
         true_label = LABELS[self.truth[digest]]
         predicted = clf.labels[int(np.argmax(probs))]
-        if annotator in MALICIOUS:
+        sybil = annotator.startswith(SYBIL_PREFIX)
+        if sybil:
+            self.sybil_answers += 1
+            label = predicted if digest in self.checks else LABELS[(self.truth[digest] + 1) % len(LABELS)]
+            self.tally.malicious += label != true_label
+        elif annotator in MALICIOUS:
             label = self.rng.choice([name for name in LABELS if name != true_label])
             self.tally.malicious += 1
         else:
@@ -92,6 +109,7 @@ class Labellers:
             text=text, user_label=label, annotator=annotator, kind=kind, predicted_label=predicted,
             probabilities={name: float(p) for name, p in zip(clf.labels, probs, strict=True)},
             model_version=version, item_id=item_id,
+            verified=not sybil, address="addr:sybil" if sybil else f"addr:{annotator}",
         )
         self.tally.labels += 1
         self.tally.corrections += label != predicted

@@ -140,7 +140,7 @@ def summary_line(mode: str, plan: SlicePlan, primary: str, result: dict[str, Any
     ]
     if result["malicious"] or result["checks"]:
         parts.append(
-            f"troll answers {result['malicious']}, check answers {result['checks']}, annotators left out "
+            f"wrong answers (trolls, Sybils) {result['malicious']}, check answers {result['checks']}, annotators left out "
             f"{result['annotators_left_out']}, wrong labels trusted {result['wrong_labels_trusted']};"
         )
     if comparison:

@@ -35,6 +35,7 @@ class LoopOptions:
     pool_factor: int = 3  # candidate pool = factor x labels per round
     review: str = "none"  # none | oracle: a maintainer accepts right suspicious answers and rejects wrong ones
     seed: int = 13
+    sybil: float = 0.0  # share of answers from an attacker minting identities (see bench.sim.labellers)
 
 
 def run_order(
@@ -52,7 +53,9 @@ def run_order(
     if plan.checks:
         store.add_to_pool([ex.text for ex in plan.checks], source="loop-checks",
                           labels=[LABELS[ex.label] for ex in plan.checks])
-    labellers = Labellers(store, truth, options.malicious, random.Random(f"{options.seed}-{order}"), home.queue)
+    labellers = Labellers(
+        store, truth, options.malicious, random.Random(f"{options.seed}-{order}"), home.queue, sybil=options.sybil
+    )
     stream = Stream(list(plan.stream))
     scores: dict[str, dict[str, np.ndarray]] = {}
 

@@ -43,3 +43,35 @@ def test_a_failing_model_call_reaches_every_waiting_caller() -> None:
     # The worker survives and keeps serving.
     with pytest.raises(RuntimeError):
         batcher.predict_one("y")
+
+
+def test_a_lone_caller_does_not_wait_for_company_that_is_not_coming() -> None:
+    # A single client would otherwise pay the whole wait on every request (issue 16: REST p50).
+    batcher = MicroBatcher(lambda texts: list(texts), max_batch=8, max_wait_s=30.0)
+    start = time.monotonic()
+    assert [batcher.predict_one(f"t{i}") for i in range(3)] == ["t0", "t1", "t2"]
+    assert time.monotonic() - start < 10.0  # far below one 30 s wait
+    assert batcher.batches == 3
+
+
+def test_concurrent_lists_come_back_in_order_and_share_passes() -> None:
+    calls: list[int] = []
+
+    def predict(texts: Sequence[str]) -> list[str]:
+        calls.append(len(texts))
+        time.sleep(0.01)
+        return [t.upper() for t in texts]
+
+    batcher = MicroBatcher(predict, max_batch=8, max_wait_s=0.01)
+    results: dict[int, list[str]] = {}
+
+    def worker(i: int) -> None:
+        results[i] = batcher.predict_many([f"c{i} t{j}" for j in range(5)])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {i: [f"C{i} T{j}" for j in range(5)] for i in range(6)}
+    assert sum(calls) == 30 and max(calls) <= 8

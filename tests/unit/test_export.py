@@ -13,7 +13,14 @@ from transformers import AutoTokenizer
 from core.labels import LABELS
 from core.paths import FP32_FILE, INT8_FILE
 from core.serving import OnnxClassifier
-from retrain.export import PARITY_TOLERANCE, ExportError, export_onnx, parity_check, quantize_int8
+from retrain.export import (
+    PARITY_TOLERANCE,
+    ExportError,
+    export_onnx,
+    fused_op_counts,
+    parity_check,
+    quantize_int8,
+)
 from retrain.model import load_checkpoint, resolve_base_model, save_checkpoint, tiny_model
 from retrain.train import predict_logits
 
@@ -52,6 +59,24 @@ def test_metadata_describes_the_model(exported) -> None:  # type: ignore[no-unty
     assert meta["base_model"] == "tiny"
     assert (out / meta["tokenizer"]).is_file()
 
+
+
+def test_export_fuses_attention_layer_norm_and_gelu(exported) -> None:  # type: ignore[no-untyped-def]
+    # The tiny BERT defaults to SDPA attention, whose traced graph ONNX Runtime's optimizer cannot fuse;
+    # the export must trace eager attention so that each layer becomes one Attention node.
+    model, _, out = exported
+    layers = model.encoder.config.num_hidden_layers
+    counts = fused_op_counts(out / FP32_FILE)
+    assert counts["Attention"] == layers
+    assert counts["SkipLayerNormalization"] >= 2 * layers - 1
+    assert counts["BiasGelu"] + counts["FastGelu"] >= layers
+    assert model.encoder.config._attn_implementation == "sdpa"  # put back after the export
+
+
+def test_int8_variant_keeps_the_fused_attention(exported) -> None:  # type: ignore[no-untyped-def]
+    model, _, out = exported
+    int8 = quantize_int8(out / FP32_FILE)
+    assert fused_op_counts(int8)["Attention"] == model.encoder.config.num_hidden_layers
 
 @pytest.mark.parametrize("batch", [1, 2, 5])
 def test_onnx_matches_pytorch_for_any_batch_and_length(exported, batch: int) -> None:  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from feedback.errors import FeedbackError, PoolImportError
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 from feedback.trust import check_due, check_scores
+from tests.pg_cluster import StoreFactory
 
 CHECKS = {
     "Federer wins the final in straight sets": "Sports",
@@ -25,8 +26,8 @@ CHECKS = {
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> FeedbackStore:
-    store = FeedbackStore(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000))
+def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
+    store = make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000))  # SQLite and PostgreSQL
     store.add_to_pool(list(CHECKS), source="checks", labels=list(CHECKS.values()))
     store.add_to_pool([f"ordinary article number {i}" for i in range(40)], source="pool")
     return store
@@ -45,56 +46,55 @@ def label_queue(store: FeedbackStore, annotator: str, answers: int, *, lie: bool
     return served
 
 
-def test_check_due_front_loads_then_keeps_a_share() -> None:
-    assert [check_due(c, 0, min_checks=3, share=0.1) for c in range(4)] == [True, True, True, False]
-    assert not check_due(3, 30, min_checks=3, share=0.1)
-    assert check_due(3, 31, min_checks=3, share=0.1)
-    assert not check_due(3, 10_000, min_checks=3, share=0.0)
+def test_check_due_is_a_draw_with_a_higher_share_until_the_minimum_is_answered() -> None:
+    assert check_due(0, 0.30, min_checks=3, share=0.1) and not check_due(0, 0.40, min_checks=3, share=0.1)
+    assert check_due(3, 0.05, min_checks=3, share=0.1) and not check_due(3, 0.30, min_checks=3, share=0.1)
+    assert not check_due(3, 0.0001, min_checks=3, share=0.0)
 
 
-def test_queue_serves_checks_first_then_a_share_of_later_items(store: FeedbackStore) -> None:
-    served = label_queue(store, "anna", 35, lie=False, min_checks=3, check_share=0.1)
-    is_check = [text in CHECKS for text in served]
-    assert is_check[:4] == [True, True, True, False]
-    # After 3 checks and 31 other items a fourth check is due; checks are never served twice.
-    assert sum(is_check) == 4 and is_check[34] is True
-    assert len(set(served)) == len(served)
+def test_checks_sit_at_positions_of_each_annotators_own(store: FeedbackStore) -> None:
+    positions = {}
+    for annotator in [f"anon:{i}" for i in range(12)]:
+        served = label_queue(store, annotator, 12, lie=False, min_checks=3, check_share=0.1, labels_required=50)
+        assert len(set(served)) == len(served)  # nothing served twice, checks included
+        positions[annotator] = tuple(i for i, text in enumerate(served) if text in CHECKS)
+    # A fresh identity is not handed checks first, and identities do not share one pattern to compare.
+    assert sum(pos[:1] == (0,) for pos in positions.values()) < len(positions)
+    assert len(set(positions.values())) > len(positions) // 2
+    assert all(pos for pos in positions.values())  # and yet everyone meets checks early
 
 
-def test_one_click_corrections_count_toward_the_share_of_checks(store: FeedbackStore) -> None:
-    label_queue(store, "anna", 3, lie=False)  # the three opening checks
+def test_the_draw_does_not_change_on_reload_and_one_click_answers_move_it(store: FeedbackStore) -> None:
+    first = [store.next_item("anna", QueuePolicy())["text"] for _ in range(3)]
+    assert len(set(first)) == 1  # asking again (a reload) does not re-roll
+    outcomes = set()
     for i in range(30):
         store.record(text=f"pasted story {i}", user_label="World", annotator="anna", kind="correct")
-    assert store.due_check("anna", QueuePolicy()) is None
-    store.record(text="pasted story 30", user_label="World", annotator="anna", kind="correct")
-    check = store.due_check("anna", QueuePolicy())
-    assert check is not None and check["text"] in CHECKS and "gold_label" not in check
-
-
-def test_checks_stay_in_everyones_queue_and_annotators_see_their_own_order(store: FeedbackStore) -> None:
-    firsts = {}
-    for annotator in ("anna", "ben", "carl", "dora"):
-        first = label_queue(store, annotator, 3, lie=False, min_checks=3, labels_required=1)
-        assert all(text in CHECKS for text in first)  # answered checks never leave the queue for others
-        firsts[annotator] = tuple(first)
-    assert len(set(firsts.values())) > 1
+        check = store.due_check("anna", QueuePolicy())
+        assert check is None or (check["text"] in CHECKS and "gold_label" not in check)
+        outcomes.add(check is None)
+    assert outcomes == {True, False}  # one-click answers count toward when a check is due
 
 
 def test_queue_falls_back_to_ordinary_items_when_checks_run_out(store: FeedbackStore) -> None:
-    served = label_queue(store, "anna", 20, lie=False, min_checks=10)
+    served = label_queue(store, "anna", 44, lie=False, min_checks=10)
     assert sum(text in CHECKS for text in served) == len(CHECKS)
-    assert all(text not in CHECKS for text in served[len(CHECKS):])
+    assert store.next_item("anna", QueuePolicy(min_checks=10))["text"] not in CHECKS
 
 
 def test_annotator_who_fails_checks_is_not_trained_on_and_check_answers_are_not_training_rows(
     store: FeedbackStore,
 ) -> None:
-    label_queue(store, "honest", 8, lie=False)
-    label_queue(store, "troll", 8, lie=True)
+    store.add_to_pool([f"more ordinary news {i}" for i in range(60)], source="pool")
+    label_queue(store, "honest", 30, lie=False)
+    label_queue(store, "troll", 30, lie=True)
     scores = check_scores(store.answers(), store.gold_labels())
-    assert (scores["honest"].right, scores["honest"].answered) == (3, 3)
-    assert (scores["troll"].right, scores["troll"].answered) == (0, 3)
-    assert store.stats()["checks_right"] == {"honest": "3/3", "troll": "0/3"}
+    assert scores["honest"].answered >= 3 and scores["honest"].right == scores["honest"].answered
+    assert scores["troll"].answered >= 3 and scores["troll"].right == 0
+    assert store.stats()["checks_right"] == {
+        "honest": f"{scores['honest'].answered}/{scores['honest'].answered}",
+        "troll": f"0/{scores['troll'].answered}",
+    }
 
     examples = read_trusted(store, TrustPolicy(min_checks=3, min_check_accuracy=0.6))
     assert examples and {a for e in examples for a in e.annotators} == {"honest"}
@@ -117,8 +117,8 @@ def test_one_miss_in_three_checks_passes_and_fewer_checks_than_the_minimum_are_n
     assert stricter == {"unlucky"}
 
 
-def test_check_files_need_a_valid_label_on_every_row(tmp_path: Path) -> None:
-    store = FeedbackStore(tmp_path / "f.db")
+def test_check_files_need_a_valid_label_on_every_row(make_store: StoreFactory, tmp_path: Path) -> None:
+    store = make_store(tmp_path / "f.db")
     ag_news = tmp_path / "checks.csv"  # AG News CSVs number topics 1-4
     ag_news.write_text('label,title,description\n2,"Cup final","Penalties decide it."\n3,"Oil","Crude up."\n')
     assert store.import_pool(ag_news, checks=True).added == 2
@@ -153,8 +153,9 @@ def test_cli_imports_checks_and_stats_show_scores(
     assert main(["import", str(checks), "--checks"]) == 0
     assert "imported 1 new known-answer checks" in capsys.readouterr().out
     store = FeedbackStore(tmp_path / "home" / "feedback.db")
-    item = store.next_item("anna", QueuePolicy())
-    store.record(text=item["text"], user_label="World", annotator="anna", kind="queue", item_id=item["id"])
+    # With nothing else to label, a check is not served (an empty queue would give it away); answer it anyway.
+    assert store.next_item("anna", QueuePolicy()) is None
+    store.record(text="Federer wins the final in straight sets", user_label="World", annotator="anna", kind="correct")
     assert main(["stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["pool"]["checks"] == 1 and stats["checks_right"] == {"anna": "0/1"}

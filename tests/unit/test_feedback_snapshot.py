@@ -9,9 +9,10 @@ from core.labels import LABELS, label_index
 from core.policies import StoreLimits, TrustPolicy
 from feedback.snapshot import FeedbackSplit, backup_database, trusted_split
 from feedback.store import FeedbackStore
+from tests.pg_cluster import StoreFactory
 
 
-def filled_store(path: Path, texts: int) -> FeedbackStore:
+def filled_store(path: Path | str, texts: int) -> FeedbackStore:
     store = FeedbackStore(path, StoreLimits(writes_per_minute=10_000))
     for i in range(texts):
         store.record(text=f"story number {i}", user_label=LABELS[i % 4], annotator="anna", kind="correct")
@@ -28,6 +29,14 @@ def test_backup_copies_the_database_and_keeps_the_newest_copies(tmp_path: Path) 
     kept = list((tmp_path / "backups").iterdir())
     assert len(kept) == 2 and set(kept) <= set(copies)
     assert all(FeedbackStore(copy).count() == 3 for copy in kept)
+
+
+def test_backup_of_either_backend_is_a_sqlite_file_the_retrain_reads(make_store: StoreFactory, tmp_path: Path) -> None:
+    location = make_store.location(tmp_path / "feedback.db")
+    filled_store(location, 5).close()
+    copy = backup_database(location, tmp_path / "backups")
+    assert copy is not None and copy.read_bytes().startswith(b"SQLite format 3")
+    assert trusted_split(copy, TrustPolicy(), 0.25).last_answer_id == 5
 
 
 def test_trusted_split_is_the_salted_hash_split_of_the_trusted_answers(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from core.text import text_hash
 from feedback.errors import FeedbackError, RateLimited
 from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
+from tests.pg_cluster import StoreFactory
 
 SURE_OF_SPORTS = {"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0.01}
 UNSURE = [0.3, 0.4, 0.2, 0.1]
@@ -31,8 +32,8 @@ class FakeClock:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> FeedbackStore:
-    return FeedbackStore(tmp_path / "feedback.db")
+def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
+    return make_store(tmp_path / "feedback.db")  # each test using it runs on SQLite and on PostgreSQL
 
 
 def answer(store: FeedbackStore, text: str = "Stocks rally on Wall Street", **overrides: object):
@@ -67,8 +68,8 @@ def test_empty_text_is_refused(store: FeedbackStore, text: str) -> None:
         answer(store, text=text)
 
 
-def test_oversized_text_is_refused_with_the_limit(tmp_path: Path) -> None:
-    store = FeedbackStore(tmp_path / "f.db", StoreLimits(max_text_chars=100))
+def test_oversized_text_is_refused_with_the_limit(make_store: StoreFactory, tmp_path: Path) -> None:
+    store = make_store(tmp_path / "f.db", StoreLimits(max_text_chars=100))
     with pytest.raises(FeedbackError, match="101 characters; at most 100"):
         answer(store, text="x" * 101)
 
@@ -124,9 +125,9 @@ def test_identical_answer_from_racing_threads_is_stored_once(store: FeedbackStor
     assert sum(not r.duplicate for r in results) == 1
 
 
-def test_rate_limit_refuses_with_seconds_to_wait(tmp_path: Path) -> None:
+def test_rate_limit_refuses_with_seconds_to_wait(make_store: StoreFactory, tmp_path: Path) -> None:
     clock = FakeClock()
-    store = FeedbackStore(tmp_path / "f.db", StoreLimits(writes_per_minute=3), clock=clock)
+    store = make_store(tmp_path / "f.db", StoreLimits(writes_per_minute=3), clock=clock)
     for i in range(3):
         answer(store, text=f"story {i}")
         clock.now += 10
@@ -266,8 +267,9 @@ def test_v1_database_is_migrated_in_place_keeping_its_rows(tmp_path: Path) -> No
         ("old confirm", "confirm", "ok", None),
         ("old fix", "correct", "ok", None),
     ]
+    assert all(r["verified"] == 0 and r["address"] is None for r in rows)  # v4: nobody vouched for them
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION == 3
+        assert check.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION == 5
     assert answer(store, text="old fix", user_label="Sports").duplicate is True
     store.add_to_pool(["a new pool item"], source="test")  # the v2 tables exist
     store.add_to_pool(["a known-answer check"], source="test", labels=["World"])  # and v3's column
@@ -286,8 +288,8 @@ def test_database_from_newer_code_is_refused(tmp_path: Path) -> None:
 # Concurrency ----------------------------------------------------------------------------------------
 
 
-def test_eight_threads_of_200_writes_lose_and_double_nothing(tmp_path: Path) -> None:
-    store = FeedbackStore(tmp_path / "f.db", StoreLimits(writes_per_minute=10_000))
+def test_eight_threads_of_200_writes_lose_and_double_nothing(make_store: StoreFactory, tmp_path: Path) -> None:
+    store = make_store(tmp_path / "f.db", StoreLimits(writes_per_minute=10_000))
     errors: list[BaseException] = []
 
     def write(worker: int) -> None:
@@ -309,15 +311,15 @@ def test_eight_threads_of_200_writes_lose_and_double_nothing(tmp_path: Path) -> 
 
 def _write_from_process(db_path: str, worker: int, count: int) -> None:
     # Each process opens the store itself, so they also race on creating and migrating the database.
-    store = FeedbackStore(Path(db_path), StoreLimits(writes_per_minute=10_000))
+    store = FeedbackStore(db_path, StoreLimits(writes_per_minute=10_000))  # a file path or a postgresql:// URL
     for i in range(count):
         store.record(
             text=f"process {worker} story {i}", user_label=LABELS[i % 4], annotator=f"p{worker}", kind="correct"
         )
 
 
-def test_four_processes_of_100_writes_lose_and_double_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "f.db"
+def test_four_processes_of_100_writes_lose_and_double_nothing(make_store: StoreFactory, tmp_path: Path) -> None:
+    path = make_store.location(tmp_path / "f.db")
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_write_from_process, args=(str(path), worker, 100)) for worker in range(4)]
     for process in processes:
@@ -325,5 +327,5 @@ def test_four_processes_of_100_writes_lose_and_double_nothing(tmp_path: Path) ->
     for process in processes:
         process.join(timeout=60)
     assert [process.exitcode for process in processes] == [0, 0, 0, 0]
-    texts = [row["text"] for row in FeedbackStore(path).answers()]
+    texts = [row["text"] for row in make_store(tmp_path / "f.db").answers()]
     assert len(texts) == 400 and len(set(texts)) == 400

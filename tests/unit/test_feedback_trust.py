@@ -9,13 +9,14 @@ import pytest
 
 from core.policies import TrustPolicy
 from feedback.snapshot import read_trusted
-from feedback.store import FeedbackStore
 from feedback.trust import aggregate, annotator_agreement, contradiction_reason, select_trusted
+from tests.pg_cluster import StoreFactory
 
 _ids = itertools.count(1)
 
 
-def vote(text: str, label: str, annotator: str, status: str = "ok") -> dict:
+def vote(text: str, label: str, annotator: str, status: str = "ok", *, verified: bool = True,
+         address: str | None = None) -> dict:
     return {
         "id": next(_ids),
         "text": text,
@@ -23,6 +24,8 @@ def vote(text: str, label: str, annotator: str, status: str = "ok") -> dict:
         "user_label": label,
         "annotator": annotator,
         "status": status,
+        "verified": verified,
+        "address": address,
     }
 
 
@@ -100,8 +103,8 @@ def test_contradiction_reason_needs_a_confident_disagreeing_model() -> None:
     assert contradiction_reason(None, None, "World", 0.9) is None
 
 
-def test_read_trusted_reads_the_store(tmp_path: Path) -> None:
-    store = FeedbackStore(tmp_path / "f.db")
+def test_read_trusted_reads_the_store(make_store: StoreFactory, tmp_path: Path) -> None:
+    store = make_store(tmp_path / "f.db")
     sure = {"World": 0.01, "Sports": 0.97, "Business": 0.01, "Sci/Tech": 0.01}
     store.record(text="Match report", user_label="Sports", annotator="a", kind="confirm", probabilities=sure)
     flagged = store.record(text="Odd one", user_label="World", annotator="a", kind="correct", probabilities=sure)
@@ -113,3 +116,35 @@ def test_read_trusted_reads_the_store(tmp_path: Path) -> None:
     store.set_status(flagged.id, "accepted")
     assert [e.text for e in read_trusted(store, TrustPolicy())] == ["Match report", "Odd one", "Quarterly results"]
     assert read_trusted(store, TrustPolicy(labels_required=2)) == []
+
+
+def test_identities_sharing_an_address_are_one_vote() -> None:
+    sybils = [vote("t", "Sports", f"anon:{i}", verified=False, address="addr:x") for i in range(5)]
+    assert trusted(sybils, labels_required=2) == {}
+    assert aggregate(sybils)["hash-t"].total == 1
+    spread = [vote("t", "Sports", f"anon:{i}", verified=False, address=f"addr:{i}") for i in range(2)]
+    assert trusted(spread, labels_required=2) == {"t": "Sports"}
+
+
+def test_unverified_identities_cannot_outvote_an_honest_annotator_into_exclusion() -> None:
+    rows = []
+    for i in range(6):
+        rows.append(vote(f"t{i}", "World", "user:honest", address="addr:h"))
+        rows += [vote(f"t{i}", "Sports", f"anon:{k}", verified=False, address=f"addr:{k}") for k in range(3)]
+    agreement = annotator_agreement(rows)
+    assert agreement["user:honest"].compared == 0  # no verified consensus to disagree with
+    kept = {e.text: e.label for e in select_trusted(rows, None, TrustPolicy(train_on="signed_in"))}
+    assert kept == {f"t{i}": "World" for i in range(6)}
+
+
+def test_train_on_decides_whose_answers_train() -> None:
+    rows = [vote("a", "World", "user:signed"), vote("b", "Sports", "anon:1", verified=False, address="addr:1")]
+    assert trusted(rows, train_on="anyone") == {"a": "World", "b": "Sports"}
+    assert trusted(rows, train_on="signed_in") == {"a": "World"}
+    # "checked": only annotators who answered min_checks known-answer checks and passed them.
+    gold = {"hash-c1": "World", "hash-c2": "World"}
+    checks = [vote("c1", "World", "anon:1", verified=False), vote("c2", "World", "anon:1", verified=False)]
+    policy = TrustPolicy(train_on="checked", min_checks=2)
+    assert {e.text for e in select_trusted(rows + checks, gold, policy)} == {"b"}
+    failed = [vote("c1", "World", "anon:1", verified=False), vote("c2", "Sports", "anon:1", verified=False)]
+    assert select_trusted(rows + failed, gold, policy) == []

@@ -1,0 +1,79 @@
+"""Inter-annotator agreement: Krippendorff's alpha (nominal) overall and per annotator, over live answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.labels import LABELS
+
+_DROPPED = ("undone", "rejected")
+
+
+@dataclass(frozen=True)
+class AnnotatorAgreement:
+    """One annotator against the others on the texts they share."""
+
+    annotator: str
+    shared: int  # texts this annotator labelled that someone else labelled too
+    agree: float  # share of pairwise comparisons on those texts where the labels match
+    alpha_without: float | None  # overall alpha with this annotator left out (higher = they disagree)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    alpha: float | None  # None: fewer than two annotators share a text, or no variation to measure
+    texts: int  # texts labelled by at least two annotators
+    annotators: list[AnnotatorAgreement]
+
+
+def _alpha(matrix: np.ndarray) -> float | None:
+    import krippendorff  # the maintained implementation; imported here, only the admin view needs it
+
+    usable = matrix[:, (~np.isnan(matrix)).sum(axis=0) >= 2]
+    if usable.shape[1] == 0 or len(np.unique(usable[~np.isnan(usable)])) < 2:
+        return None
+    value = krippendorff.alpha(
+        reliability_data=usable, level_of_measurement="nominal", value_domain=list(range(len(LABELS)))
+    )
+    return None if np.isnan(value) else float(value)
+
+
+def latest_labels(answers: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """text_hash -> annotator -> label index, from each annotator's newest live answer on that text."""
+    labels: dict[str, dict[str, int]] = {}
+    for row in sorted(answers, key=lambda r: r["id"]):
+        if row["status"] in _DROPPED or row["user_label"] not in LABELS:
+            continue
+        labels.setdefault(row["text_hash"], {})[row["annotator"]] = LABELS.index(row["user_label"])
+    return {text: by for text, by in labels.items() if len(by) >= 2}
+
+
+def agreement(answers: Iterable[Mapping[str, Any]], max_annotators: int = 50) -> Agreement:
+    """Agreement over texts at least two annotators labelled; per annotator for the `max_annotators` who
+    share the most texts (each one costs an alpha computation)."""
+    shared = latest_labels(answers)
+    people = sorted({a for by in shared.values() for a in by})
+    if not people:
+        return Agreement(None, 0, [])
+    index = {a: i for i, a in enumerate(people)}
+    matrix = np.full((len(people), len(shared)), np.nan)
+    for column, by in enumerate(shared.values()):
+        for annotator, label in by.items():
+            matrix[index[annotator], column] = label
+    overall = _alpha(matrix)
+    counts = {a: int((~np.isnan(matrix[index[a]])).sum()) for a in people}
+    rows = []
+    for annotator in sorted(people, key=lambda a: (-counts[a], a))[:max_annotators]:
+        mine = matrix[index[annotator]]
+        agree = total = 0
+        for column in np.flatnonzero(~np.isnan(mine)):
+            others = matrix[:, column][~np.isnan(matrix[:, column])]
+            total += len(others) - 1
+            agree += int((others == mine[column]).sum()) - 1
+        without = _alpha(np.delete(matrix, index[annotator], axis=0)) if len(people) > 2 else None
+        rows.append(AnnotatorAgreement(annotator, counts[annotator], agree / total if total else 0.0, without))
+    return Agreement(overall, len(shared), rows)

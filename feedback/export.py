@@ -1,0 +1,67 @@
+"""Every answer out to a file or stream, as CSV (spreadsheet-safe) or JSONL, for audit and sharing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from feedback.answers import decoded
+from feedback.db import Database
+from feedback.validate import check_export_format
+
+log = logging.getLogger(__name__)
+
+EXPORT_COLUMNS = (
+    "id", "created_at", "annotator", "kind", "text", "text_hash", "predicted_label", "probabilities",
+    "model_version", "user_label", "item_id", "status", "suspicious_reason", "verified",
+)
+# Spreadsheets run a cell starting with one of these as a formula (CSV injection).
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _safe_cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+
+def export_answers(db: Database, path: Path, fmt: str) -> int:
+    """Write every answer to `path` atomically; see `FeedbackStore.export`."""
+    path = Path(path)
+    check_export_format(fmt)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as stream:
+            count = write_answers(db, stream, fmt)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    log.info("exported %d answers to %s", count, path)
+    return count
+
+
+def write_answers(db: Database, stream: TextIO, fmt: str) -> int:
+    """Write every answer to an open text stream as CSV or JSONL, oldest first; returns the count."""
+    check_export_format(fmt)
+    count = 0
+    writer = csv.writer(stream) if fmt == "csv" else None
+    if writer:
+        writer.writerow(EXPORT_COLUMNS)
+    columns = ", ".join(EXPORT_COLUMNS)
+    with db.read() as conn:
+        for row in conn.query(f"SELECT {columns} FROM answers ORDER BY id"):
+            if writer:
+                writer.writerow([_safe_cell(row[column]) for column in EXPORT_COLUMNS])
+            else:
+                stream.write(json.dumps(decoded(row), ensure_ascii=False) + "\n")
+            count += 1
+    return count

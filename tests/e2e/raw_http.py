@@ -1,0 +1,90 @@
+"""A visitor with nothing but HTTP: calls a launched app's Gradio events the way a script would.
+
+Each `Visitor` is one browser: it keeps the NewsLoop id cookie the server sets (by hand, since on a
+Space the cookie is `Secure` and these tests speak plain HTTP); `keep_cookies=False` drops it, as an
+attacker minting identities does. `forwarded_for` adds an X-Forwarded-For header to each request, as
+the host's proxy would.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+
+
+class EventError(RuntimeError):
+    """The server answered an event with an error instead of outputs."""
+
+
+class Visitor:
+    def __init__(self, url: str, *, keep_cookies: bool = True, forwarded_for: str | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.keep_cookies = keep_cookies
+        self.forwarded_for = forwarded_for
+        self.http = httpx.Client(base_url=self.url, timeout=60.0)
+        self._events: dict[str, int] | None = None
+        self.cookie: str | None = None
+        self.session_hash = uuid.uuid4().hex[:11]  # one browser tab: Gradio keys per-tab state by it
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"x-forwarded-for": self.forwarded_for} if self.forwarded_for else {}
+        if self.cookie:
+            headers["cookie"] = self.cookie
+        return headers
+
+    def _after(self, response: httpx.Response | None = None) -> None:
+        self.http.cookies.clear()
+        if response is not None and self.keep_cookies and self.cookie is None:
+            for header in response.headers.get_list("set-cookie"):
+                if header.startswith("newsloop_id="):
+                    self.cookie = header.split(";", 1)[0]
+
+    def get(self, path: str) -> httpx.Response:
+        response = self.http.get(path, headers=self._headers())
+        self._after(response)
+        return response
+
+    def post(self, path: str, headers: dict[str, str] | None = None, **kwargs: Any) -> httpx.Response:
+        response = self.http.post(path, headers=self._headers() | (headers or {}), **kwargs)
+        self._after(response)
+        return response
+
+    def events(self) -> dict[str, int]:
+        """Every event's name -> fn_index, private ones included (the page config lists them all)."""
+        if self._events is None:
+            config = self.get("/config").json()
+            self._events = {dep["api_name"]: dep["id"] for dep in config["dependencies"] if dep.get("api_name")}
+        return self._events
+
+    def call(self, event: str, *data: Any, session_hash: str | None = None) -> list[Any]:
+        """Join the queue for `event` by fn_index and return its outputs (raises EventError on an error).
+
+        An event declared with `gr.api` has one output, the handler's whole return value.
+        """
+        session = self.session_hash if session_hash is None else session_hash
+        body = {"data": list(data), "fn_index": self.events()[event], "session_hash": session,
+                "event_data": None, "trigger_id": None}
+        # json.dumps escapes non-ASCII, so even a lone surrogate travels as a script would send it.
+        joined = self.post("/gradio_api/queue/join", content=json.dumps(body).encode(),
+                           headers={"content-type": "application/json"})
+        if joined.status_code != 200:
+            raise EventError(f"join refused: {joined.status_code} {joined.text[:200]}")
+        with self.http.stream("GET", "/gradio_api/queue/data", params={"session_hash": session},
+                              headers=self._headers()) as stream:
+            if stream.status_code != 200:
+                raise EventError(f"stream refused: {stream.status_code}")
+            for line in stream.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed":
+                    if not message.get("success"):
+                        raise EventError(str(message.get("output", {}).get("error")))
+                    return message["output"]["data"]
+        raise EventError("the event stream ended without a result")

@@ -1,0 +1,175 @@
+"""Replicas on PostgreSQL and an MLflow tracking server, as real processes: writes, a kill -9, promotion, rollback.
+
+Slow (a few minutes: it starts PostgreSQL, `mlflow server`, three app replicas and two retrains), so it is
+marked `replicas` and run by .ci/run as its own step: `python -m pytest -m replicas tests/e2e/test_replicas.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from core.config import PROJECT_ROOT
+from core.data import load_seed
+from core.labels import LABELS
+from core.registry import ModelRegistry
+from core.starter import install_starter
+from feedback.store import FeedbackStore
+from tests.pg_cluster import Cluster
+from tests.stack import process_env, served_version, start_mlflow, start_replica, stop, wait_until
+
+pytestmark = pytest.mark.replicas
+CLIENTS = 16
+ROUNDS = 4
+FOLLOW_S = 30.0
+
+
+@dataclass
+class Stack:
+    tmp: Path
+    database_url: str
+    tracking_uri: str
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    def env(self, home: str) -> dict[str, str]:
+        return process_env(self.tmp / home, self.database_url, self.tracking_uri)
+
+    def replica(self, home: str, port: int | None = None) -> tuple[subprocess.Popen, str]:
+        proc, url = start_replica(self.env(home), self.tmp / f"{home}.log", port)
+        self.procs.append(proc)
+        return proc, url
+
+    def cli(self, home: str, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "retrain", *args], cwd=PROJECT_ROOT, env=self.env(home),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def stack(pg_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    from tests.helpers import build_tiny_champion
+
+    tmp = tmp_path_factory.mktemp("replicas")
+    mlflow, uri = start_mlflow(pg_cluster.create_database("mlflow"), tmp / "artifacts", tmp / "mlflow.log")
+    s = Stack(tmp, pg_cluster.create_database("feedback"), uri, [mlflow])
+    try:
+        # The first champion, registered on the server with @champion by a machine of its own.
+        build_tiny_champion(tmp / "bootstrap", track=True, mlflow_tracking_uri=uri)
+        yield s
+    finally:
+        for proc in reversed(s.procs):
+            stop(proc)
+
+
+def burst(urls: list[str], texts: list[tuple[str, str]], kill: tuple[subprocess.Popen, int] | None = None):
+    """CLIENTS page clients (client i on urls[i % len]) classify and correct ROUNDS texts each.
+
+    Returns the acknowledged (text, url, time) and the failures. With `kill` = (process, n), that replica is
+    killed with SIGKILL once n answers in all were acknowledged.
+    """
+    from gradio_client import Client
+
+    acked: list[tuple[str, str, float]] = []
+    failed: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    killed = threading.Event()
+
+    def work(i: int) -> None:
+        url = urls[i % len(urls)]
+        for attempt in range(3):  # 16 clients fetching the page config at once on 2 busy cores can time out
+            try:
+                client = Client(url, verbose=False, download_files=False, analytics_enabled=False)
+                break
+            except Exception as exc:
+                if attempt == 2 or killed.is_set():
+                    failed.append((url, repr(exc)))
+                    return
+                time.sleep(1.0)
+        for r in range(ROUNDS):
+            text, label = texts[i * ROUNDS + r]
+            try:
+                client.predict(text, api_name="/classify")
+                ack = client.predict(label, api_name="/feedback")
+            except Exception as exc:  # the killed replica's clients fail; that is expected
+                failed.append((url, repr(exc)))
+                return
+            with lock:
+                if str(ack).startswith(("Thanks, saved", "Already saved")):
+                    acked.append((text, url, time.monotonic()))
+                else:
+                    failed.append((url, f"not acknowledged: {ack}"))
+                if kill and not killed.is_set() and len(acked) >= kill[1]:
+                    os.kill(kill[0].pid, signal.SIGKILL)
+                    killed.set()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    return acked, failed, killed
+
+
+def seed_answers() -> list[tuple[str, str]]:
+    return [(e.text, LABELS[e.label]) for e in load_seed().train]
+
+
+def test_replicas_share_feedback_survive_a_kill_and_follow_the_champion(stack: Stack) -> None:
+    a, url_a = stack.replica("replica-a")
+    _, url_b = stack.replica("replica-b")
+    assert served_version(url_a) == served_version(url_b) == "v0001"
+
+    # 16 concurrent clients on two replicas; replica A is killed with SIGKILL mid-burst.
+    texts = seed_answers()
+    acked, failed, killed = burst([url_a, url_b], texts[: CLIENTS * ROUNDS], kill=(a, CLIENTS * ROUNDS // 3))
+    assert killed.is_set(), (len(acked), failed[:4])
+    kill_time = max((t for _, url, t in acked if url == url_a), default=0.0)
+    assert any(url == url_b and t > kill_time for _, url, t in acked), "replica B stopped serving"
+    assert all(url == url_a for url, _ in failed), failed  # only the killed replica's clients failed
+    store = FeedbackStore(stack.database_url)
+    stored = [row["text"] for row in store.answers()]
+    assert sorted(set(stored)) == sorted(stored)  # nothing doubled
+    missing = {text for text, _, _ in acked} - set(stored)
+    assert not missing, f"{len(missing)} acknowledged answers lost"
+    by_a = sum(url == url_a for _, url, _ in acked)
+    print(f"burst: {len(acked)} answers acknowledged ({by_a} by the killed replica), {len(stored)} stored, "
+          f"{len(failed)} clients of the killed replica cut off")
+    a, url_a = stack.replica("replica-a", port=int(url_a.rsplit(":", 1)[1].strip("/")))  # restarted
+
+    # More trusted answers (as a labelling team would give), then a retrain on two machines at once.
+    for i, (text, label) in enumerate(texts[:60]):
+        store.record(text=text, user_label=label, annotator=f"team-{i % 3}", kind="correct")
+    store.close()
+    # The second machine's home holds the shipped starter as its own v0001 (as app.py installs it): the retrain
+    # must not take it for the server's v0001.
+    install_starter(ModelRegistry(stack.tmp / "worker-2" / "models"))
+    runs = [stack.cli("bootstrap", "run"), stack.cli("worker-2", "run")]
+    outcomes = [(proc.wait(timeout=600), proc.stdout.read(), proc.stderr.read()) for proc in runs]
+    codes = sorted(code for code, _, _ in outcomes)
+    assert codes == [0, 4], [(c, out[-500:], err[-1500:]) for c, out, err in outcomes]
+    assert any(code == 4 and "another retrain is running" in err for code, _, err in outcomes)
+    winner, other = ["bootstrap", "worker-2"] if outcomes[0][0] == 0 else ["worker-2", "bootstrap"]
+
+    # Both replicas follow the promotion, then the rollback, without a restart.
+    started = time.monotonic()
+    for url in (url_a, url_b):
+        wait_until(lambda u=url: served_version(u) == "v0002", FOLLOW_S, f"{url} serves the promoted v0002")
+    print(f"retrain on {winner} promoted v0002; both replicas served it {time.monotonic() - started:.1f} s after")
+    rollback = stack.cli(other, "rollback")  # on the machine that did not promote: the history is the server's
+    assert rollback.wait(timeout=300) == 0, rollback.stderr.read()[-2000:]
+    started = time.monotonic()
+    for url in (url_a, url_b):
+        wait_until(lambda u=url: served_version(u) == "v0001", FOLLOW_S, f"{url} follows the rollback")
+    print(f"rollback: both replicas served v0001 {time.monotonic() - started:.1f} s after")
+
+    # A replica started afterwards serves the champion it finds on the server.
+    _, url_c = stack.replica("replica-c")
+    wait_until(lambda: served_version(url_c) == "v0001", FOLLOW_S, "a new replica serves the champion")
