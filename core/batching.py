@@ -15,6 +15,19 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+def take_similar(pending: list[tuple[str, Future[T], int]], size: int) -> tuple[list, list]:
+    """The next pass: the oldest text and the `size - 1` others closest to it in length, in queue order.
+
+    A pass pads every text to its longest, so when more is queued than one pass takes, texts of a similar
+    length go together; anchoring on the oldest text means none waits behind a stream of others.
+    """
+    if len(pending) <= size:
+        return pending, []
+    anchor = len(pending[0][0])
+    chosen = set(sorted(range(len(pending)), key=lambda i: (abs(len(pending[i][0]) - anchor), i))[:size])
+    return [p for i, p in enumerate(pending) if i in chosen], [p for i, p in enumerate(pending) if i not in chosen]
+
+
 class MicroBatcher(Generic[T]):
     """Collects texts from concurrent callers for up to `max_wait_s`, then predicts them together."""
 
@@ -57,7 +70,7 @@ class MicroBatcher(Generic[T]):
                 # is not coming would add the whole wait to every request of a single client.
                 if self._concurrent:
                     self._cond.wait_for(lambda: len(self._pending) >= self.max_batch, timeout=self.max_wait_s)
-                batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+                batch, self._pending = take_similar(self._pending, self.max_batch)
                 self._concurrent = len({call for _, _, call in batch}) > 1 or bool(self._pending)
             try:
                 results = self._predict([text for text, _, _ in batch])

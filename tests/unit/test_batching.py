@@ -75,3 +75,15 @@ def test_concurrent_lists_come_back_in_order_and_share_passes() -> None:
         t.join()
     assert results == {i: [f"C{i} T{j}" for j in range(5)] for i in range(6)}
     assert sum(calls) == 30 and max(calls) <= 8
+
+
+def test_a_pass_takes_the_oldest_text_and_those_closest_to_it_in_length() -> None:
+    from concurrent.futures import Future
+
+    from core.batching import take_similar
+
+    pending = [(text, Future(), i) for i, text in enumerate(["x" * 50, "x" * 5, "x" * 48, "x" * 200, "x" * 52, "x" * 6])]
+    batch, rest = take_similar(pending, 3)
+    assert [len(t) for t, _, _ in batch] == [50, 48, 52]  # in queue order, the oldest first
+    assert [len(t) for t, _, _ in rest] == [5, 200, 6]
+    assert take_similar(pending[:2], 3) == (pending[:2], [])
