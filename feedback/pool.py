@@ -29,7 +29,8 @@ from feedback.validate import (
 
 log = logging.getLogger(__name__)
 
-_UNSEEN = """
+# Items an annotator has neither answered (live) nor skipped.
+UNSEEN = """
         NOT EXISTS (
             SELECT 1 FROM answers a
             WHERE a.text_hash = p.text_hash AND a.annotator = :annotator AND a.status != 'undone'
@@ -38,18 +39,20 @@ _UNSEEN = """
 """
 # An item leaves the queue once `required` client addresses (identities sharing one are one voice, as in
 # feedback.trust) agree on a label, so minted identities cannot take items away from honest labellers.
-_NEXT_ITEM_SQL = f"""
-        SELECT p.* FROM pool p
-        WHERE p.gold_label IS NULL AND {_UNSEEN}
-        AND NOT EXISTS (
+SETTLED = """
+        EXISTS (
             SELECT 1 FROM answers a
             WHERE a.text_hash = p.text_hash AND a.status NOT IN ('undone', 'rejected')
             GROUP BY a.user_label HAVING COUNT(DISTINCT COALESCE(a.address, a.annotator)) >= :required
         )
+"""
+_NEXT_ITEM_SQL = f"""
+        SELECT p.* FROM pool p
+        WHERE p.gold_label IS NULL AND {UNSEEN} AND NOT {SETTLED}
         ORDER BY p.uncertainty DESC NULLS LAST, p.id
         LIMIT :spread
 """
-_CHECKS_SQL = f"SELECT p.* FROM pool p WHERE p.gold_label IS NOT NULL AND {_UNSEEN}"
+_CHECKS_SQL = f"SELECT p.* FROM pool p WHERE p.gold_label IS NOT NULL AND {UNSEEN}"
 
 
 @dataclass(frozen=True)

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 from core.policies import QueuePolicy
 from feedback.db import Database
+from feedback.pool import SETTLED, UNSEEN
 from feedback.validate import check_annotator
 
 # Items this annotator has neither answered (live) nor skipped, and that the queue may still hand out:
 # every known-answer check, and ordinary items not yet settled by enough agreeing annotators. Checks and
 # ordinary items are counted together, so answering either lowers the count by one and a labeller cannot
 # infer from it which items were checks.
-_LEFT_SQL = """
-    SELECT COUNT(*) AS n FROM pool p
-    WHERE NOT EXISTS (
-        SELECT 1 FROM answers a
-        WHERE a.text_hash = p.text_hash AND a.annotator = :annotator AND a.status != 'undone'
-    )
-    AND NOT EXISTS (SELECT 1 FROM skips s WHERE s.item_id = p.id AND s.annotator = :annotator)
-    AND (p.gold_label IS NOT NULL OR NOT EXISTS (
-        SELECT 1 FROM answers a
-        WHERE a.text_hash = p.text_hash AND a.status NOT IN ('undone', 'rejected')
-        GROUP BY a.user_label HAVING COUNT(DISTINCT a.annotator) >= :required
-    ))
-"""
+_LEFT_SQL = f"SELECT COUNT(*) AS n FROM pool p WHERE {UNSEEN} AND (p.gold_label IS NOT NULL OR NOT {SETTLED})"
 
 
 def queue_left(db: Database, annotator: str, policy: QueuePolicy) -> int:
@@ -33,14 +22,7 @@ def queue_left(db: Database, annotator: str, policy: QueuePolicy) -> int:
     return int(row["n"])
 
 
-_POOL_LEFT_SQL = """
-    SELECT COUNT(*) AS n FROM pool p
-    WHERE p.gold_label IS NULL AND NOT EXISTS (
-        SELECT 1 FROM answers a
-        WHERE a.text_hash = p.text_hash AND a.status NOT IN ('undone', 'rejected')
-        GROUP BY a.user_label HAVING COUNT(DISTINCT a.annotator) >= :required
-    )
-"""
+_POOL_LEFT_SQL = f"SELECT COUNT(*) AS n FROM pool p WHERE p.gold_label IS NULL AND NOT {SETTLED}"
 
 
 def pool_left(db: Database, labels_required: int) -> int:

@@ -146,6 +146,14 @@ def confusion_figure(matrix: Sequence[Sequence[int]]) -> Any:
     return fig
 
 
+def served_accuracy(meta: dict[str, Any]) -> float | None:
+    """A version's validation accuracy for the file it serves (meta: `validation.int8` or `.fp32`)."""
+    validation = meta.get("validation") or {}
+    kind = "int8" if "int8" in str(meta.get("serve_file", "")) else "fp32"
+    accuracy = (validation.get(kind) or {}).get("accuracy", validation.get("accuracy"))
+    return float(accuracy) if isinstance(accuracy, int | float) else None
+
+
 def versions_figure(points: Sequence[tuple[str, float]]) -> Any:
     import matplotlib.pyplot as plt
 

@@ -38,7 +38,7 @@ class AdminDashboard:
         matrix = meta.get("validation", {}).get("confusion_matrix") or []
         versions = []
         for version in admin.registry.versions()[-20:]:
-            accuracy = admin.registry.get(version).meta.get("validation", {}).get("accuracy")
+            accuracy = report.served_accuracy(admin.registry.get(version).meta)
             if isinstance(accuracy, int | float):
                 versions.append((version, float(accuracy)))
         days = Counter(str(r.get("created_at", ""))[:10] for r in rows if r["status"] != "undone")
@@ -110,9 +110,11 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
                     start_btn = gr.Button("Start the retrain", variant="primary", elem_id="retrain-start")
                     cancel_btn = gr.Button("Cancel", elem_id="retrain-cancel")
             with gr.Row():
-                confusion = gr.Plot(label="Champion confusion matrix (validation)", elem_id="plot-confusion")
-                versions = gr.Plot(label="Champion accuracy by version", elem_id="plot-versions")
-                per_day = gr.Plot(label="Answers per day", elem_id="plot-days")
+                # Each figure carries its own title; Gradio's label box would cover it.
+                confusion = gr.Plot(label="Champion confusion matrix (validation)", elem_id="plot-confusion",
+                                    show_label=False)
+                versions = gr.Plot(label="Champion accuracy by version", elem_id="plot-versions", show_label=False)
+                per_day = gr.Plot(label="Answers per day", elem_id="plot-days", show_label=False)
             gr.Markdown("### Suspicious answers\nClick a row, then Accept (it may train) or Reject (it never will).")
             suspicious = gr.Dataframe(
                 headers=["id", "annotator", "label", "model said", "why suspicious", "text"], wrap=True,
