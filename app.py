@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
@@ -22,7 +23,7 @@ from core.mlflow_champion import champion_source
 from core.registry import ModelRegistry
 from core.snapshot_schedule import SnapshotSchedule, restore_if_fresh
 from core.starter import install_starter
-from feedback.shared_state import share_web_state
+from feedback.shared_state import SharedAdminSessions, SharedMap, SharedRateLimiter
 from feedback.store import FeedbackStore
 from web.actions import Classifier, NewsLoopActions, PageLimits
 from web.admin import AdminActions
@@ -74,11 +75,26 @@ def _users(settings: Settings) -> list[tuple[str, str]] | None:
     return [(name.strip(), password) for name, password in pairs]
 
 
+def shared_web_state(settings: Settings, store: FeedbackStore | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """With a shared database, the state replicas must agree on: the page's rate limiters and queue items,
+    and admin sessions (keyword arguments of NewsLoopActions and AdminActions); else none, in memory."""
+    if not settings.database_url or store is None:
+        return {}, {}
+    db = store.database
+    page = {
+        "classify_limit": SharedRateLimiter(db, "classify", settings.classify_per_minute, 60.0),
+        "queue_limit": SharedRateLimiter(db, "queue", settings.queue_per_minute, 60.0),
+        "queue_items": SharedMap(db, "queue_item"),
+    }
+    return page, {"sessions": SharedAdminSessions(db, settings.admin_session_minutes * 60.0)}
+
+
 def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore | None = None) -> FastAPI:
     """The server around `classifier` and `store`: page, REST API, identities and limits cut from `settings`."""
     gate = gatekeeper(settings)
+    page_state, admin_state = shared_web_state(settings, store)
     actions = NewsLoopActions(
-        classifier, store, limits=page_limits(settings), queue=settings.queue_policy(), gate=gate
+        classifier, store, limits=page_limits(settings), queue=settings.queue_policy(), gate=gate, **page_state
     )
     admin = None
     if settings.admin_enabled:
@@ -94,11 +110,8 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             retrain=settings.retrain_policy(),
             hub_dataset=settings.hub_dataset,
             hub_token=settings.hub_token,
+            **admin_state,
         )
-    if settings.database_url and store is not None:
-        # Replicas share rate limits, queue items and admin sessions through the database (before the REST
-        # API is built below: it shares the page's classify limiter).
-        share_web_state(store, actions, admin)
     demo = build_page(actions, admin, hf_sign_in=settings.hf_sign_in)
     # api_open=False: every event goes through the queue (its concurrency and size limits); no direct POST.
     demo.queue(api_open=False, default_concurrency_limit=8, max_size=256)

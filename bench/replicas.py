@@ -20,11 +20,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bench.load import stop_app
 from core.labels import LABELS
 from core.policies import StoreLimits
 from feedback.store import FeedbackStore
 from tests.pg_cluster import throwaway_cluster
-from tests.stack import process_env, start_replica, stop
+from tests.stack import process_env, start_replica
 
 
 def write_rate(location: Path | str, writers: int, writes: int) -> tuple[float, int]:
@@ -122,7 +123,7 @@ def main() -> None:
                 summary.append(f"{n} replica{'s' if n > 1 else ''} {rate:.0f} classify/s")
         finally:
             for proc in procs:
-                stop(proc)
+                stop_app(proc)
     print("SUMMARY " + "; ".join(summary))
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.load import stop_app
 from core.config import PROJECT_ROOT
 from core.net import free_port
 
@@ -250,12 +251,7 @@ def app_cold_start(models_dir: Path, text: str, timeout_s: float) -> dict[str, A
                         time.sleep(0.2)
                 answer_s = time.perf_counter() - start
             finally:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                stop_app(proc)
         if answer is None:
             tail = log_path.read_text(errors="replace")[-3000:]
             raise RuntimeError(

@@ -6,6 +6,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 
 def wait_for_room(times: Sequence[float], limit: int, window_s: float, now: float, cost: int = 1) -> float:
@@ -16,6 +17,17 @@ def wait_for_room(times: Sequence[float], limit: int, window_s: float, now: floa
         return window_s
     # The oldest events must leave the window until `cost` more fit.
     return max(0.001, times[len(times) + cost - limit - 1] + window_s - now)
+
+
+class Limiter(Protocol):
+    """What the page needs from a rate limiter: `RateLimiter` in memory, or one shared through a database."""
+
+    limit: int
+    window_s: float
+
+    def check(self, key: str, cost: int = 1) -> float: ...
+
+    def peek(self, key: str) -> float: ...
 
 
 class RateLimiter:

@@ -156,18 +156,3 @@ def database_lock(url: str, key: int = RETRAIN_LOCK) -> Iterator[None]:
             yield
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-
-
-def share_web_state(store: Any, actions: Any, admin: Any = None) -> None:
-    """Point the page's rate limiters, queue items and admin sessions at `store`'s database, for replicas.
-
-    `actions` is a `web.actions.NewsLoopActions`, `admin` a `web.admin.AdminActions` (or None); their limits
-    and session lifetimes are kept. Call before the REST API is built, which shares `actions.classify_limit`.
-    """
-    db = store.database
-    for name, bucket in (("classify_limit", "classify"), ("queue_limit", "queue")):
-        local = getattr(actions, name)
-        setattr(actions, name, SharedRateLimiter(db, bucket, local.limit, local.window_s))
-    actions.queue_items = SharedMap(db, "queue_item")
-    if admin is not None:
-        admin.sessions = SharedAdminSessions(db, admin.sessions.ttl_s)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,8 +219,9 @@ def excluded_annotators(
     return flagged | failed | _not_eligible(rows, scores, policy)
 
 
-def _not_eligible(rows: list[dict[str, Any]] | list[Mapping[str, Any]], scores: Mapping[str, CheckScore],
-                  policy: TrustPolicy) -> set[str]:
+def _not_eligible(
+    rows: Sequence[Mapping[str, Any]], scores: Mapping[str, CheckScore], policy: TrustPolicy
+) -> set[str]:
     """Annotators whose answers `policy.train_on` does not let train (their answers are still stored)."""
     if policy.train_on == "signed_in":
         return {row["annotator"] for row in rows if not row.get("verified")}

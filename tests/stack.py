@@ -89,13 +89,3 @@ def served_version(url: str) -> str | None:
         return get_json(f"{url}readyz").get("model_version")
     except (OSError, urllib.error.URLError, ValueError):
         return None
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -13,12 +13,12 @@ import gradio as gr
 import numpy as np
 
 from core.labels import LABELS
-from core.limits import RateLimiter
+from core.limits import Limiter, RateLimiter
 from core.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
-from web.identity import BoundedMap, Gatekeeper, Identity, LastPrediction
+from web.identity import BoundedMap, Gatekeeper, Identity, LastPrediction, SessionMap
 
 RIGHT = "Right"
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.~-]+)*[\\/]([\w.-]+)")  # a file path; group 1 is its last part
@@ -44,7 +44,7 @@ class PageLimits:
     session_capacity: int = 10_000  # sessions whose last prediction and queue item are remembered
 
 
-def _storable(text: str) -> str:
+def storable(text: str) -> str:
     """`text` with anything UTF-8 cannot hold (a lone surrogate) replaced, so what is shown can be saved."""
     return text.encode("utf-8", "replace").decode("utf-8")
 
@@ -76,16 +76,21 @@ class NewsLoopActions:
         limits: PageLimits,
         queue: QueuePolicy,
         gate: Gatekeeper,
+        classify_limit: Limiter | None = None,
+        queue_limit: Limiter | None = None,
+        queue_items: SessionMap | None = None,
     ) -> None:
+        """The limiters and the queue-item map default to this process's memory; replicas pass ones kept in
+        the shared database (see `app.shared_web_state`)."""
         self.classifier = classifier
         self.store = store
         self.limits = limits
         self.queue = queue
         self.gate = gate
         self.memory: BoundedMap[LastPrediction] = BoundedMap(limits.session_capacity)
-        self.queue_items: BoundedMap[dict[str, Any]] = BoundedMap(limits.session_capacity)
-        self.classify_limit = RateLimiter(limits.classify_per_minute, 60.0)
-        self.queue_limit = RateLimiter(limits.queue_per_minute, 60.0)
+        self.queue_items: SessionMap = queue_items or BoundedMap(limits.session_capacity)
+        self.classify_limit: Limiter = classify_limit or RateLimiter(limits.classify_per_minute, 60.0)
+        self.queue_limit: Limiter = queue_limit or RateLimiter(limits.queue_per_minute, 60.0)
         self._scored_version: str | None = None
         self._rescore_lock = threading.Lock()
 
@@ -93,7 +98,7 @@ class NewsLoopActions:
     def classify(self, text: str | None, request: gr.Request | None = None) -> tuple[dict[str, float] | None, str]:
         if text is not None and not isinstance(text, str):
             return None, "Send the text to classify as a string."
-        raw = _storable(text or "")
+        raw = storable(text or "")
         if len(raw) > self.limits.max_input_chars:
             return None, (
                 f"This text is {len(raw):,} characters long; the limit is {self.limits.max_input_chars:,}. "

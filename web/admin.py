@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import gradio as gr
 from pydantic import SecretStr
@@ -25,6 +25,16 @@ from web.jobs import RetrainJobs
 
 log = logging.getLogger("newsloop.app")
 EXPORTS = ("csv", "jsonl", "parquet")  # parquet: a Hugging Face `datasets` table with ClassLabel features
+
+
+class SignedInBrowsers(Protocol):
+    """Where admin sessions live: `AdminSessions` in this process, or a table replicas share."""
+
+    def open(self, browser: str) -> None: ...
+
+    def close(self, browser: str) -> None: ...
+
+    def valid(self, browser: str) -> bool: ...
 
 
 class AdminSessions:
@@ -78,6 +88,7 @@ class AdminActions:
         retrain: RetrainPolicy | None = None,
         hub_dataset: str = "",
         hub_token: SecretStr | None = None,
+        sessions: SignedInBrowsers | None = None,
     ) -> None:
         self.store = store
         self.password = password
@@ -85,7 +96,7 @@ class AdminActions:
         self.jobs = jobs
         self.gate = gate
         self.admins = admins
-        self.sessions = AdminSessions(session_minutes * 60.0)
+        self.sessions: SignedInBrowsers = sessions or AdminSessions(session_minutes * 60.0)
         self.throttle = FailureThrottle()
         self.trust = trust or TrustPolicy()
         self.retrain = retrain or RetrainPolicy()

@@ -12,9 +12,9 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, StrictStr
 
-from core.limits import RateLimiter
+from core.limits import Limiter
 from core.text import clean_text
-from web.actions import Classifier, PageLimits
+from web.actions import Classifier, PageLimits, storable
 
 DEFAULT_MAX_TEXTS = 32  # the default of NEWSLOOP_MAX_BATCH_TEXTS (core.config), for callers that do not pass it
 # Bytes a JSON body may need per allowed character: UTF-8 takes up to 4, a JSON escape (\uXXXX) 6.
@@ -95,7 +95,7 @@ class _ReadableErrors(APIRoute):
 def build_api(
     classifier: Classifier,
     limits: PageLimits,
-    classify_limit: RateLimiter,
+    classify_limit: Limiter,
     address_of: Callable[[Request], str],
     *,
     max_texts: int = DEFAULT_MAX_TEXTS,
@@ -139,7 +139,7 @@ def build_api(
         # single texts into one forward pass in core.batching) never stalls the event loop.
         texts = [payload.text] if isinstance(payload.text, str) else payload.text
         # A lone surrogate cannot reach the tokenizer; as on the page, it becomes a replacement character.
-        texts = [text.encode("utf-8", "replace").decode("utf-8") for text in texts]
+        texts = [storable(text) for text in texts]
         _check_texts(texts, max_texts, max_chars)
         _spend(classify_limit, address_of(request), len(texts))
         predictions = _predict(classifier, texts)
@@ -180,7 +180,7 @@ def _check_texts(texts: list[str], max_texts: int, max_chars: int) -> None:
             raise HTTPException(422, f"{name} is empty: send a news headline or article.")
 
 
-def _spend(limiter: RateLimiter, key: str, cost: int) -> None:
+def _spend(limiter: Limiter, key: str, cost: int) -> None:
     """Take `cost` classifications from the client's budget, or refuse with 429 and how long to wait (a
     refused list spends nothing); a list longer than the whole budget could never pass: 413."""
     if cost > limiter.limit:

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 COOKIE = "newsloop_id"
 _COOKIE_MAX_AGE_S = 400 * 24 * 3600  # browsers cap cookie lifetime at about 400 days
@@ -56,6 +56,16 @@ class BoundedMap(Generic[V]):
         return len(self._items)
 
 
+class SessionMap(Protocol):
+    """Per-session memory: `BoundedMap` in this process, or one shared through a database by replicas."""
+
+    def put(self, key: str, value: Any) -> None: ...
+
+    def get(self, key: str) -> Any | None: ...
+
+    def pop(self, key: str) -> Any | None: ...
+
+
 @dataclass
 class LastPrediction:
     text: str
@@ -73,11 +83,6 @@ class Identity:
     browser: str  # the server-issued browser id's keyed hash; "" when the request carried none
     address: str  # keyed hash of the client address the server believes (see ProxyPolicy)
     session: str  # key of per-tab memory: browser and Gradio session together
-
-    @property
-    def known(self) -> bool:
-        """Whether the request carried an identity at all (a signed-in account or a valid browser cookie)."""
-        return self.verified or bool(self.browser)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.load import stop_app
 from core.config import PROJECT_ROOT
 from core.data import load_seed
 from core.labels import LABELS
@@ -25,7 +26,7 @@ from core.registry import ModelRegistry
 from core.starter import install_starter
 from feedback.store import FeedbackStore
 from tests.pg_cluster import Cluster
-from tests.stack import process_env, served_version, start_mlflow, start_replica, stop, wait_until
+from tests.stack import process_env, served_version, start_mlflow, start_replica, wait_until
 
 pytestmark = pytest.mark.replicas
 CLIENTS = 16
@@ -66,7 +67,7 @@ def stack(pg_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield s
     finally:
         for proc in reversed(s.procs):
-            stop(proc)
+            stop_app(proc)
 
 
 def burst(urls: list[str], texts: list[tuple[str, str]], kill: tuple[subprocess.Popen, int] | None = None):

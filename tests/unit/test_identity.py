@@ -39,12 +39,12 @@ def test_identify_gives_unverified_browsers_and_verified_accounts() -> None:
     gate = Gatekeeper(SECRET)
     cookie = gate.mint_cookie()
     anon = gate.identify(Request(cookie))
-    assert anon.annotator.startswith("anon:") and not anon.verified and anon.known
+    assert anon.annotator.startswith("anon:") and not anon.verified and anon.browser
     assert cookie.split(".")[0] not in anon.annotator  # stored as a keyed hash, never the raw id
     assert gate.identify(Request(cookie, session_hash="other tab")).annotator == anon.annotator
     assert gate.identify(Request(cookie, session_hash="other tab")).session != anon.session
     nobody = gate.identify(Request(None))
-    assert (nobody.annotator, nobody.session, nobody.known) == ("", "", False)
+    assert (nobody.annotator, nobody.session, nobody.browser, nobody.verified) == ("", "", "", False)
     assert gate.identify(Request(cookie, username="ada")).annotator == "user:ada"
     hf = gate.identify(Request(None, session={"oauth_info": {"userinfo": {"preferred_username": "grace"}}}))
     assert (hf.annotator, hf.verified) == ("user:grace", True)

@@ -105,24 +105,26 @@ def test_sqlite_sql_is_translated_for_postgresql() -> None:
     )
 
 
-def test_share_web_state_moves_the_page_state_into_the_database(make_store: StoreFactory, tmp_path: Path) -> None:
-    from app import gatekeeper, page_limits
+def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: StoreFactory, tmp_path: Path) -> None:
+    from app import gatekeeper, page_limits, shared_web_state
     from core.registry import ModelRegistry
-    from feedback.shared_state import share_web_state
     from tests.helpers import tiny_settings
     from web.actions import NewsLoopActions
     from web.admin import AdminActions
     from web.jobs import RetrainJobs
 
-    settings = tiny_settings(tmp_path / "home", classify_per_minute=2)
     store = make_store(tmp_path / "f.db")
+    settings = tiny_settings(tmp_path / "home", classify_per_minute=2, admin_session_minutes=5,
+                             database_url=str(store.path))
+    assert shared_web_state(tiny_settings(tmp_path / "home"), store) == ({}, {})  # no database URL: in memory
 
     def replica() -> tuple[NewsLoopActions, AdminActions]:
         gate = gatekeeper(settings)
-        actions = NewsLoopActions(None, store, limits=page_limits(settings), queue=settings.queue_policy(), gate=gate)
+        page_state, admin_state = shared_web_state(settings, store)
+        actions = NewsLoopActions(None, store, limits=page_limits(settings), queue=settings.queue_policy(), gate=gate,
+                                  **page_state)
         admin = AdminActions(store, password=None, registry=ModelRegistry(tmp_path / "models"),
-                             jobs=RetrainJobs(settings.paths), gate=gate, session_minutes=5)
-        share_web_state(store, actions, admin)
+                             jobs=RetrainJobs(settings.paths), gate=gate, **admin_state)
         return actions, admin
 
     (one, one_admin), (two, two_admin) = replica(), replica()
