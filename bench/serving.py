@@ -2,7 +2,9 @@
 
 Measures, on the validation split of NEWSLOOP_DATA:
 
-* single-text latency p50/p95 (ms), tokenization included, over `--n` texts after a short warmup;
+* single-text latency p50/p95 (ms), tokenization included, over `--n` texts after a short warmup; the
+  engines take turns for `--rounds` rounds (the machine's speed drifts): p50 is the median of the rounds'
+  p50s, each printed, and p95 is over all rounds;
 * batch throughput (texts/s) and accuracy over the whole validation split;
 * peak resident memory of a process that imports only `core.serving`, loads the served ONNX file and
   classifies 100 texts (and whether torch got imported there: it must not);
@@ -11,14 +13,15 @@ Measures, on the validation split of NEWSLOOP_DATA:
 
 Run from the repository root::
 
-    NEWSLOOP_DATA=<data> python bench/serving.py [--n 200] [--batch-size 32] [--skip-app] [--tune]
-        [--int8-variants] [--json OUT]
+    NEWSLOOP_DATA=<data> python bench/serving.py [--n 200] [--batch-size 32] [--rounds 5] [--skip-app] [--tune]
+        [--int8-variants] [--reference OTHER.onnx] [--json OUT]
 
 It measures NEWSLOOP_HOME's champion, or on a clean clone (no champion) the shipped starter. When the model
 has no fp32 ONNX file (the starter ships int8 only) the fp32 row is a fused export of its checkpoint into a
 temporary folder. `--tune` adds ONNX Runtime settings to compare (intra-op threads, spinning, batch sizes);
-`--int8-variants` quantizes that fp32 file several ways and scores each. The last printed line is a
-one-line `SUMMARY`.
+`--int8-variants` quantizes that fp32 file several ways and scores each. `--reference` measures another
+ONNX file (with its tokenizer.json beside it), such as an export by an older recipe, in the same rounds
+and prints the int8 file's ratio to it. The last printed line is a one-line `SUMMARY`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,7 @@ from core.net import free_port
 TORCH = "pytorch-fp32"
 ONNX_FP32 = "onnx-fp32"
 ONNX_INT8 = "onnx-int8"
+REFERENCE = "reference"  # --reference: another ONNX file, measured in the same rounds
 WARMUP_TEXTS = 10
 RSS_TEXTS = 100
 TARGET_INT8_P50_MS = 3.5  # issue 16: model + tokenizer, single text
@@ -103,21 +108,18 @@ class EngineResult:
     accuracy: float
     load_s: float
     other_cpu: float | None = None  # share of the machine other processes used meanwhile
+    round_p50s: tuple[float, ...] = ()  # single-text p50 of each interleaved round (ONNX engines)
 
 
 # Engines.
 def onnx_engine(model_dir: Path, onnx_file: str, name: str, threads: int, options: Any = None) -> Engine:
     """ONNX Runtime through the serving class; `options` replaces its SessionOptions (for --tune)."""
-    import onnxruntime as ort
-
-    from core.serving import OnnxClassifier
+    from core.serving import OnnxClassifier, inference_session
 
     start = time.perf_counter()
     clf = OnnxClassifier(model_dir, onnx_file=onnx_file, threads=threads)
     if options is not None:
-        clf.session = ort.InferenceSession(
-            str(model_dir / onnx_file), options, providers=["CPUExecutionProvider"]
-        )
+        clf.session = inference_session(model_dir / onnx_file, options)
     load_s = time.perf_counter() - start
     return Engine(
         name,
@@ -176,16 +178,20 @@ def batch_run(engine: Engine, texts: Sequence[str], batch_size: int) -> tuple[np
 
 
 def measure(engine: Engine, single_texts: Sequence[str], texts: Sequence[str], labels: np.ndarray,
-            batch_size: int) -> EngineResult:
+            batch_size: int, rounds: Sequence[np.ndarray] = ()) -> EngineResult:
+    """Single-text latency (or `rounds` of it measured already) and batch throughput and accuracy."""
     from bench.common import CpuWatch
 
     watch = CpuWatch()
-    lat = single_latencies_ms(engine, single_texts)
+    rounds = list(rounds) or [single_latencies_ms(engine, single_texts)]
+    lat = np.concatenate(rounds)
     scores, seconds = batch_run(engine, texts, batch_size)
     accuracy = float((np.asarray(scores).argmax(axis=1) == labels).mean())
+    round_p50s = tuple(float(np.percentile(r, 50)) for r in rounds)
     return EngineResult(
         engine.name,
-        p50_ms=float(np.percentile(lat, 50)),
+        # The median of the rounds' p50s: a round that met the host's slow spell does not set the figure.
+        p50_ms=float(np.median(round_p50s)),
         p95_ms=float(np.percentile(lat, 95)),
         mean_ms=float(lat.mean()),
         texts_per_s=len(texts) / seconds,
@@ -193,7 +199,27 @@ def measure(engine: Engine, single_texts: Sequence[str], texts: Sequence[str], l
         accuracy=accuracy,
         load_s=engine.load_s,
         other_cpu=watch.share(),
+        round_p50s=round_p50s,
     )
+
+
+def interleaved_latencies(engines: dict[str, Callable[[], Engine]], texts: Sequence[str],
+                          rounds: int) -> dict[str, list[np.ndarray]]:
+    """Single-text latencies of each engine in turn, `rounds` times over: A B C A B C ...
+
+    This machine's speed drifts by a third within minutes (the host's other tenants), so engines measured
+    one after the other compare their moments as much as themselves; taking turns spreads the drift over
+    all of them, and the speed-ups are ratios of the same rounds. Each turn builds its engine afresh, so no
+    idle thread pool competes with the measured one.
+    """
+    out: dict[str, list[np.ndarray]] = {name: [] for name in engines}
+    for _ in range(rounds):
+        for name, build in engines.items():
+            engine = build()
+            out[name].append(single_latencies_ms(engine, texts))
+            del engine
+            gc.collect()
+    return out
 
 
 def serving_rss(model_dir: Path, onnx_file: str, texts: Sequence[str], threads: int) -> dict[str, Any]:
@@ -263,27 +289,30 @@ def app_cold_start(models_dir: Path, text: str, timeout_s: float) -> dict[str, A
 
 
 def tune(files: dict[str, tuple[Path, str]], single_texts: Sequence[str], texts: Sequence[str],
-         labels: np.ndarray, batch_size: int) -> list[dict[str, Any]]:
-    """ONNX Runtime settings that are cheap to change in core/serving.py, measured the same way."""
+         labels: np.ndarray, batch_size: int, rounds: int) -> list[dict[str, Any]]:
+    """ONNX Runtime settings that are cheap to change in core/serving.py, measured the same way (settings
+    of one file take turns for `rounds` rounds; p50 is the median of the rounds' p50s)."""
     from bench.common import CpuWatch
     from core.serving import OnnxClassifier, session_options
 
     cores = os.cpu_count() or 1
     rows: list[dict[str, Any]] = []
     for name, (model_dir, onnx_file) in files.items():
-        variants: list[tuple[str, Any]] = [(f"threads={t}", session_options(t)) for t in sorted({1, cores})]
-        variants.append((f"threads={cores}, no spinning (the app's ChampionService)", session_options(cores, False)))
+        variants: dict[str, Any] = {f"threads={t}": session_options(t) for t in sorted({1, cores})}
+        variants[f"threads={cores}, no spinning (the app's ChampionService)"] = session_options(cores, False)
         short_spin = session_options(cores)
         short_spin.add_session_config_entry("session.intra_op.spin_duration_us", "50")
-        variants.append((f"threads={cores}, spinning 50 us", short_spin))
-        for label, options in variants:
-            engine = onnx_engine(model_dir, onnx_file, name, 0, options)
-            watch = CpuWatch()
-            lat = single_latencies_ms(engine, single_texts)
-            rows.append({"engine": name, "setting": label, "p50_ms": float(np.percentile(lat, 50)),
-                         "p95_ms": float(np.percentile(lat, 95)), "other_cpu": watch.share()})
-            del engine
-            gc.collect()
+        variants[f"threads={cores}, spinning 50 us"] = short_spin
+        watch = CpuWatch()
+        latencies = interleaved_latencies(
+            {label: partial(onnx_engine, model_dir, onnx_file, name, 0, options) for label, options in variants.items()},
+            single_texts, rounds,
+        )
+        other = watch.share()
+        for label, runs in latencies.items():
+            rows.append({"engine": name, "setting": label,
+                         "p50_ms": float(np.median([np.percentile(r, 50) for r in runs])),
+                         "p95_ms": float(np.percentile(np.concatenate(runs), 95)), "other_cpu": other})
         engine = onnx_engine(model_dir, onnx_file, name, 0)
         for size in sorted({8, 16, batch_size, 64, 128}):
             watch = CpuWatch()
@@ -325,8 +354,8 @@ INT8_VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def int8_variants(fp32_path: Path, out_dir: Path, single_texts: Sequence[str], texts: Sequence[str],
-                  labels: np.ndarray, batch_size: int, threads: int) -> list[dict[str, Any]]:
-    """Dynamic int8 quantizations of the same fp32 file, each timed and scored like the engines."""
+                  labels: np.ndarray, batch_size: int, threads: int, rounds: int) -> list[dict[str, Any]]:
+    """Dynamic int8 quantizations of the same fp32 file, taking turns and scored like the engines."""
     import logging
     import shutil
 
@@ -336,7 +365,7 @@ def int8_variants(fp32_path: Path, out_dir: Path, single_texts: Sequence[str], t
     from core.paths import TOKENIZER_FILE
     from retrain.export import fused_op_counts
 
-    rows = []
+    targets: dict[str, Path] = {}
     for number, (name, options) in enumerate(INT8_VARIANTS.items()):
         variant_dir = out_dir / f"int8-{number}"
         variant_dir.mkdir()
@@ -349,8 +378,14 @@ def int8_variants(fp32_path: Path, out_dir: Path, single_texts: Sequence[str], t
         proto = onnx.load(str(target))
         proto.metadata_props.extend(meta)
         onnx.save(proto, str(target))
-        engine = onnx_engine(variant_dir, "model.onnx", f"int8 {name}", threads)
-        result = measure(engine, single_texts, texts, labels, batch_size)
+        targets[name] = target
+    builders = {name: partial(onnx_engine, target.parent, target.name, f"int8 {name}", threads)
+                for name, target in targets.items()}
+    latencies = interleaved_latencies(builders, single_texts, rounds)
+    rows = []
+    for name, target in targets.items():
+        engine = builders[name]()
+        result = measure(engine, single_texts, texts, labels, batch_size, latencies[name])
         rows.append({"variant": name, "result": result, "mb": target.stat().st_size / 1e6,
                      "attention": fused_op_counts(target)["Attention"]})
         del engine
@@ -407,16 +442,18 @@ def summary_line(results: list[EngineResult], rss: dict[str, Any] | None, cold: 
     parts = []
     singles = [
         f"{r.name} {base.p50_ms / r.p50_ms:.1f}x ({r.p50_ms:.1f} ms)" if base else f"{r.name} {r.p50_ms:.1f} ms"
-        for r in results if r.name != TORCH
+        for r in results if r.name not in (TORCH, REFERENCE)
     ]
     parts.append("single-text p50 speed-up vs torch: " + ", ".join(singles))
-    fastest = max((r for r in results if r.name != TORCH), key=lambda r: r.texts_per_s, default=None)
+    fastest = max((r for r in results if r.name not in (TORCH, REFERENCE)), key=lambda r: r.texts_per_s, default=None)
     if fastest:
         ratio = f" ({fastest.texts_per_s / base.texts_per_s:.1f}x)" if base else ""
         parts.append(f"batch: {fastest.texts_per_s:.0f} texts/s {fastest.name.removeprefix('onnx-')}{ratio}")
     if ONNX_FP32 in by_name and ONNX_INT8 in by_name:
         delta = (by_name[ONNX_INT8].accuracy - by_name[ONNX_FP32].accuracy) * 100
         parts.append(f"int8 acc {delta:+.2f} pt")
+    if ONNX_INT8 in by_name and REFERENCE in by_name:
+        parts.append(f"int8 p50 {by_name[ONNX_INT8].p50_ms / by_name[REFERENCE].p50_ms:.2f}x the reference's")
     if rss:
         parts.append(f"rss {rss['peak_mb']:.0f} MB")
     if cold:
@@ -434,13 +471,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tune", action="store_true", help="also compare ONNX Runtime threads/spinning/batch sizes")
     parser.add_argument("--int8-variants", action="store_true",
                         help="also quantize the fp32 file several ways (per-channel, reduce-range, ops) and score each")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds in which the engines take turns at single-text latency (see interleaved_latencies)")
+    parser.add_argument("--reference", type=Path,
+                        help="another ONNX file (e.g. an older export of the same model) measured in the same rounds")
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
 
     from bench.common import CpuWatch, contention_note
     from core.config import load_settings
     from core.data import load_corpus
-    from core.paths import FP32_FILE, INT8_FILE
+    from core.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
     from core.registry import ModelRegistry, ModelVersion
     from core.starter import STARTER_DIR, starter_meta
 
@@ -472,7 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"ONNX threads {settings.onnx_threads or cores}")
     print()
 
-    # ONNX first, each engine alone: a loaded engine's thread pool must not compete with the next one.
+    # One engine loaded at a time: a loaded engine's thread pool must not compete with the measured one.
     results: list[EngineResult] = []
     onnx_files = {ONNX_FP32: (champion.path, FP32_FILE), ONNX_INT8: (champion.path, INT8_FILE)}
     checkpoint = champion.path / "checkpoint"
@@ -487,22 +528,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, (model_dir, onnx_file) in onnx_files.items():
         counts = ", ".join(f"{op} {n}" for op, n in fused_op_counts(model_dir / onnx_file).items() if n)
         print(f"{name}: {model_dir / onnx_file} (fused: {counts or 'none'})")
-    for name, (model_dir, onnx_file) in onnx_files.items():
-        engine = onnx_engine(model_dir, onnx_file, name, settings.onnx_threads)
-        results.append(measure(engine, single_texts, texts, labels, args.batch_size))
-        del engine
-        gc.collect()
+    threads = settings.onnx_threads
+    builders: dict[str, Callable[[], Engine]] = {
+        name: partial(onnx_engine, model_dir, onnx_file, name, threads) for name, (model_dir, onnx_file) in onnx_files.items()
+    }
+    if args.reference:
+        if not (args.reference.parent / TOKENIZER_FILE).is_file():
+            print(f"--reference needs {TOKENIZER_FILE} beside {args.reference}", file=sys.stderr)
+            return 2
+        builders[REFERENCE] = partial(onnx_engine, args.reference.parent, args.reference.name, REFERENCE, threads)
+        counts = ", ".join(f"{op} {n}" for op, n in fused_op_counts(args.reference).items() if n)
+        print(f"{REFERENCE}: {args.reference} (fused: {counts or 'none'})")
     if (checkpoint / "config.json").is_file():
-        engine = torch_engine(checkpoint, max_length)
-        results.insert(0, measure(engine, single_texts, texts, labels, args.batch_size))
+        builders = {TORCH: partial(torch_engine, checkpoint, max_length)} | builders
+    else:
+        print(f"(no PyTorch checkpoint at {checkpoint}: no PyTorch row, no speed-ups)")
+    rounds = interleaved_latencies(builders, single_texts, max(1, args.rounds))
+    for name, build in builders.items():
+        engine = build()
+        results.append(measure(engine, single_texts, texts, labels, args.batch_size, rounds[name]))
         del engine
         gc.collect()
+    if TORCH in builders:
         import torch
 
         print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    else:
-        print(f"(no PyTorch checkpoint at {checkpoint}: no PyTorch row, no speed-ups)")
     print(results_table(results))
+    for r in results:
+        if len(r.round_p50s) > 1:
+            print(f"{r.name}: p50 per round {', '.join(f'{x:.2f}' for x in r.round_p50s)} ms "
+                  f"({len(r.round_p50s)} rounds of {len(single_texts)} texts, taking turns)")
     print()
 
     rss = None
@@ -527,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.tune and onnx_files:
         print()
         print("## ONNX Runtime settings (--tune)")
-        tuned = tune(onnx_files, single_texts, texts, labels, args.batch_size)
+        tuned = tune(onnx_files, single_texts, texts, labels, args.batch_size, max(1, args.rounds))
         print(tune_table(tuned))
     variants = None
     if args.int8_variants and ONNX_FP32 in onnx_files:
@@ -535,7 +590,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("## Dynamic int8 variants of the same fp32 file (--int8-variants)")
         fp32_dir, fp32_file = onnx_files[ONNX_FP32]
         variants = int8_variants(fp32_dir / fp32_file, work, single_texts, texts, labels, args.batch_size,
-                                 settings.onnx_threads)
+                                 settings.onnx_threads, max(1, args.rounds))
         print(variants_table(variants))
 
     by_name = {r.name: r for r in results}
@@ -544,6 +599,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         r = by_name[ONNX_INT8]
         print(f"Target {ONNX_INT8}: p50 {r.p50_ms:.2f} ms (<= {TARGET_INT8_P50_MS:g} ms: "
               f"{'yes' if r.p50_ms <= TARGET_INT8_P50_MS else 'no'})")
+        if REFERENCE in by_name:
+            ref = by_name[REFERENCE]
+            print(f"{ONNX_INT8} vs {REFERENCE}: p50 {r.p50_ms / ref.p50_ms:.2f}x ({r.p50_ms:.2f} vs {ref.p50_ms:.2f} ms), "
+                  f"batch {r.texts_per_s / ref.texts_per_s:.2f}x ({r.texts_per_s:.0f} vs {ref.texts_per_s:.0f} texts/s), "
+                  f"accuracy {(r.accuracy - ref.accuracy) * 100:+.2f} pt")
     if ONNX_FP32 in by_name and TORCH in by_name:
         fp32, eager = by_name[ONNX_FP32].texts_per_s, by_name[TORCH].texts_per_s
         print(f"Target {ONNX_FP32}: {fp32:.0f} texts/s batch vs PyTorch eager {eager:.0f} "

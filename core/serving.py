@@ -43,6 +43,19 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return exp / exp.sum(axis=-1, keepdims=True)
 
 
+# ONNX Runtime fuses a residual Add and the LayerNormalization after it into SkipLayerNormalization, whose CPU
+# kernel (1.31) takes ~110 us on a 51-token text against ~20 us for the pair it replaces; a BERT layer has two.
+# Measured in README "Performance"; tests/unit/test_export.py checks the graph the runtime builds.
+SLOW_FUSIONS = ("SkipLayerNormFusion",)
+
+
+def inference_session(path: Path, options: ort.SessionOptions) -> ort.InferenceSession:
+    """A CPU session on `path` without the fusions in SLOW_FUSIONS."""
+    return ort.InferenceSession(
+        str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(SLOW_FUSIONS)
+    )
+
+
 def session_options(threads: int = 0, spinning: bool = True) -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -66,9 +79,7 @@ class OnnxClassifier:
         self.meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         self.version = version or self.meta.get("version", self.model_dir.name)
         self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
-        self.session = ort.InferenceSession(
-            str(self.model_dir / self.onnx_file), session_options(threads, spinning), providers=["CPUExecutionProvider"]
-        )
+        self.session = inference_session(self.model_dir / self.onnx_file, session_options(threads, spinning))
         custom = self.session.get_modelmeta().custom_metadata_map
         self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
         self.max_length = int(custom.get("max_length", self.meta.get("max_length", 192)))

@@ -31,7 +31,8 @@ def clean_text(text: str) -> str:
     text = _TAG.sub(" ", text)
     # The corpus uses a lone backslash where a line break was, and escapes "$" as "\$".
     text = text.replace("\\$", "$").replace("\\", " ")
-    text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in text)
+    if not text.isprintable():  # True means no category-C characters; skips a per-character loop (~30 us)
+        text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in text)
     return _SPACE.sub(" ", text).strip()
 
 

@@ -156,15 +156,24 @@ def cmd_starter(args: argparse.Namespace) -> int:
     from core.data import load_corpus
     from core.registry import ModelRegistry
     from core.starter import STARTER_DIR
-    from retrain.starter import data_files, package_starter
+    from retrain.starter import data_files, package_starter, reexport_starter
 
     settings = load_settings()
+    data = settings.data_source()
+    if args.reexport:
+        corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
+        meta = reexport_starter(
+            Path(args.out) if args.out else STARTER_DIR, corpus.validation, settings.export_config(),
+            description=corpus.description, data=data_files(data.source),
+        )
+        _print({"source_version": meta["source_version"], "validation": meta["validation"],
+                "file_bytes": meta["file_bytes"]})
+        return EXIT_OK
     registry = ModelRegistry(settings.paths.models_dir)
     version = registry.get(args.version) if args.version else registry.champion()
     if version is None:
         print("error: no champion to pack; train one with `python -m retrain bootstrap`", file=sys.stderr)
         return EXIT_FAILED
-    data = settings.data_source()
     corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
     meta = package_starter(
         version, Path(args.out) if args.out else STARTER_DIR, corpus.validation,
@@ -208,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", default=None, help="model version to pack (default: the champion)")
     p.add_argument("--out", default=None, help="output folder (default: models/starter in the project)")
     p.add_argument("--command", default="", help="the command that trained it, recorded in the model card")
+    p.add_argument("--reexport", action="store_true",
+                   help="instead, export the starter's own checkpoint again with the current export recipe, in place")
     p.set_defaults(func=cmd_starter)
     return parser
 

@@ -14,10 +14,12 @@ from core.data import Example
 from core.labels import LABELS
 from core.metrics import evaluate_probabilities
 from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
-from core.registry import ModelVersion
+from core.policies import ExportConfig
+from core.registry import ModelRegistry, ModelVersion
 from core.serving import OnnxClassifier
-from core.starter import MODEL_CARD
+from core.starter import MODEL_CARD, starter_meta
 from retrain.model import load_checkpoint, save_checkpoint
+from retrain.publish import publish
 
 
 def data_files(source: str) -> dict[str, dict[str, Any]]:
@@ -40,11 +42,13 @@ def package_starter(
     description: str,
     data: dict[str, Any],
     command: str,
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write `out_dir` (replacing it) with the served int8 ONNX file, fp16 warm-start weights and a model card.
 
     fp16 weights halve the repository's cost of warm starts; `retrain.model.load_checkpoint` loads them
     back in fp32, and the fp32/int8 ONNX figures on the card are measured here on `validation`.
+    `provenance` (source_version, trained_at) names the original training when `version` is a re-export.
     """
     out_dir = Path(out_dir)
     fp32 = _metrics(version.path, FP32_FILE, validation)
@@ -70,7 +74,7 @@ def package_starter(
         "command": command,
         "file_bytes": sizes,
         "validation_report": {"n": len(validation), "fp32": fp32, "int8": int8},
-    }
+    } | (provenance or {})
     meta["validation"] = {**meta.get("validation", {}), "fp32": _headline(fp32), "int8": _headline(int8)}
     (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
     (staging / MODEL_CARD).write_text(model_card(meta), encoding="utf-8")
@@ -78,6 +82,29 @@ def package_starter(
         shutil.rmtree(out_dir)
     os.rename(staging, out_dir)
     return meta
+
+
+def reexport_starter(
+    starter_dir: Path, validation: list[Example], config: ExportConfig, *, description: str, data: dict[str, Any]
+) -> dict[str, Any]:
+    """Export the shipped starter's checkpoint again with today's export recipe and pack it in place.
+
+    The weights do not change, only the ONNX graph (and so the speed) of the served file; the card keeps
+    the original training's record and command, and its validation figures are measured again.
+    """
+    old = starter_meta(starter_dir)
+    if old is None:
+        raise FileNotFoundError(f"no starter in {starter_dir}")
+    model, tokenizer = load_checkpoint(Path(starter_dir) / CHECKPOINT_DIR)
+    measured = ("validation", "validation_report", "file_bytes", "serve_file", "parity_max_abs_diff")
+    record = {key: value for key, value in old.items() if key not in measured}
+    with tempfile.TemporaryDirectory(prefix="newsloop-reexport-") as tmp:
+        exported = publish(model, tokenizer, ModelRegistry(Path(tmp)), validation, config, record)
+        return package_starter(
+            exported.version, Path(starter_dir), validation, description=description, data=data,
+            command=old.get("command", ""),
+            provenance={"source_version": old.get("source_version"), "trained_at": old.get("trained_at")},
+        )
 
 
 def _headline(metrics: dict[str, Any]) -> dict[str, float]:

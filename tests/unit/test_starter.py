@@ -79,3 +79,40 @@ def test_packed_starter_has_int8_onnx_fp16_weights_a_card_and_warm_starts_in_fp3
     installed = install_starter(ModelRegistry(tmp_path / "home" / "models"), out)
     assert installed is not None and installed.meta["data"] == "seed: seed_news.csv (260 rows)"
     assert OnnxClassifier(installed.path).predict_proba(["A new chip doubles battery life."]).shape == (1, len(LABELS))
+
+
+def test_reexport_rebuilds_the_served_file_from_the_checkpoint_and_keeps_the_record(
+    tiny_champion_home: Path, tmp_path: Path
+) -> None:
+    import onnx
+    import torch
+
+    from core.data import load_seed
+    from core.paths import CHECKPOINT_DIR, INT8_FILE
+    from core.policies import ExportConfig
+    from retrain.model import load_checkpoint
+    from retrain.starter import package_starter, reexport_starter
+
+    champion = ModelRegistry(tiny_champion_home / "models").champion()
+    out = tmp_path / "starter"
+    validation = load_seed().validation
+    package_starter(champion, out, validation, description="seed", data={}, command="python -m retrain bootstrap")
+    # Stand in for a file exported by an older recipe: a different served graph, the same weights.
+    (out / INT8_FILE).write_bytes((champion.path / "model.onnx").read_bytes())
+    before = starter_meta(out)
+    weights_before = load_checkpoint(out / CHECKPOINT_DIR)[0].state_dict()
+
+    meta = reexport_starter(out, validation, ExportConfig(max_length=64), description="seed", data={})
+
+    assert meta == starter_meta(out)
+    for key in ("source_version", "trained_at", "command", "train_config", "kind"):
+        assert meta.get(key) == before.get(key), key
+    ops = {node.op_type for node in onnx.load(str(out / INT8_FILE)).graph.node}
+    assert "DynamicQuantizeLinear" in ops  # int8 again
+    assert "LayerNormalization" in ops and "SkipLayerNormalization" not in ops  # today's recipe
+    assert meta["validation_report"]["n"] == len(validation)
+    weights_after = load_checkpoint(out / CHECKPOINT_DIR)[0].state_dict()
+    assert all(torch.equal(weights_before[k], weights_after[k]) for k in weights_before)
+    installed = install_starter(ModelRegistry(tmp_path / "home" / "models"), out)
+    assert installed is not None
+    assert OnnxClassifier(installed.path).predict_proba(["Stocks fell as oil prices rose."]).shape == (1, len(LABELS))

@@ -17,6 +17,9 @@ from core.text import clean_text, join_title, text_hash
         ("tabs\tand\nnew\r\nlines\x00nul", "tabs and new lines nul"),
         ("   ", ""),
         ("Emoji 🚀 and العربية stay", "Emoji 🚀 and العربية stay"),
+        # Format characters (category Cf) in otherwise printable text still go.
+        ("zero\u200bwidth and soft\u00adhyphen", "zero width and soft hyphen"),
+        ("no\u00a0break", "no break"),
     ],
 )
 def test_clean_text_undoes_corpus_artifacts(raw: str, expected: str) -> None:
