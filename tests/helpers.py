@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from core.config import PROJECT_ROOT, Settings, load_settings
 from core.net import free_port
+
+T = TypeVar("T")
+
+
+def at_once(n: int, call: Callable[[int], T]) -> list[T]:
+    """Run call(0) .. call(n - 1) on n threads released together by a barrier, for races; returns the
+    results in call order and re-raises the first exception a call raised."""
+    barrier = threading.Barrier(n)
+
+    def released(i: int) -> T:
+        barrier.wait()
+        return call(i)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(released, range(n)))
+
 
 SHARED_AG_NEWS = Path(os.environ.get("NEWSLOOP_TEST_AG_NEWS", PROJECT_ROOT.parent / "shared" / "data" / "ag_news"))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import psycopg
 import pytest
 
@@ -11,23 +9,13 @@ from feedback.dialect import redacted
 from feedback.errors import FeedbackError
 from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
+from tests.helpers import at_once
 from tests.pg_cluster import Cluster
 
 
 def test_replicas_opening_a_new_database_at_once_migrate_it_once(pg_cluster: Cluster) -> None:
     url = pg_cluster.create_database()
-    stores: list[FeedbackStore] = []
-    barrier = threading.Barrier(4)
-
-    def open_store() -> None:
-        barrier.wait()
-        stores.append(FeedbackStore(url))
-
-    threads = [threading.Thread(target=open_store) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    stores = at_once(4, lambda _: FeedbackStore(url))
     assert len(stores) == 4
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT version FROM newsloop_schema").fetchall() == [(CURRENT_VERSION,)]

@@ -17,6 +17,7 @@ from core.text import text_hash
 from feedback.errors import FeedbackError, RateLimited
 from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
+from tests.helpers import at_once
 from tests.pg_cluster import StoreFactory
 
 SURE_OF_SPORTS = {"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0.01}
@@ -108,18 +109,7 @@ def test_changed_mind_and_other_annotators_are_new_answers(store: FeedbackStore)
 
 
 def test_identical_answer_from_racing_threads_is_stored_once(store: FeedbackStore) -> None:
-    results = []
-    barrier = threading.Barrier(8)
-
-    def submit() -> None:
-        barrier.wait()
-        results.append(answer(store))
-
-    threads = [threading.Thread(target=submit) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = at_once(8, lambda _: answer(store))
     assert store.count() == 1
     assert {r.id for r in results} == {results[0].id}
     assert sum(not r.duplicate for r in results) == 1

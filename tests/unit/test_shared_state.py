@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from core.paths import HomePaths
 from feedback.dialect import to_postgres
 from feedback.shared_state import Busy, SharedAdminSessions, SharedMap, SharedRateLimiter, database_lock
 from retrain.state import RetrainBusy, retrain_lock
+from tests.helpers import at_once
 from tests.pg_cluster import Cluster, StoreFactory
 
 
@@ -37,18 +37,7 @@ def test_rate_limit_counts_the_hits_of_every_replica(make_store: StoreFactory, t
 
 def test_racing_replicas_never_get_more_than_the_limit(make_store: StoreFactory, tmp_path: Path) -> None:
     limiters = [SharedRateLimiter(make_store(tmp_path / "f.db").database, "classify", 5, 60.0) for _ in range(4)]
-    allowed: list[bool] = []
-    barrier = threading.Barrier(12)
-
-    def hit(i: int) -> None:
-        barrier.wait()
-        allowed.append(limiters[i % 4].check("client") == 0.0)
-
-    threads = [threading.Thread(target=hit, args=(i,)) for i in range(12)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    allowed = at_once(12, lambda i: limiters[i % 4].check("client") == 0.0)
     assert sum(allowed) == 5
 
 
