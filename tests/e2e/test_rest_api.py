@@ -186,9 +186,24 @@ def test_without_a_champion_not_ready_and_classify_is_503(tmp_path: Path) -> Non
         assert response.status_code == 503 and "No model" in _detail(response)
 
 
-def test_concurrent_single_texts_share_forward_passes(url: str, service: ChampionService) -> None:
+def test_concurrent_single_texts_share_forward_passes(
+    url: str, service: ChampionService, monkeypatch: pytest.MonkeyPatch
+) -> None:
     batcher = service._batcher
     assert batcher is not None
+    # Hold the first pass until the other requests have queued behind it, so that whether they share passes
+    # does not depend on how fast this machine answers the first (it did not, once: 8 passes for 8 texts).
+    predict, held = batcher._predict, threading.Event()
+
+    def first_pass_waits(texts: list[str]) -> list:
+        if not held.is_set():
+            held.set()
+            deadline = time.monotonic() + 10.0  # a bound on a broken test, not a timing assumption
+            while len(batcher._pending) < 8 - len(texts) and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return predict(texts)
+
+    monkeypatch.setattr(batcher, "_predict", first_pass_waits)
     before = batcher.batches
     with httpx.Client(timeout=30) as client, ThreadPoolExecutor(8) as pool:
         responses = list(pool.map(lambda i: client.post(f"{url}/api/v1/classify", json={"text": f"{NEWS} {i}"}), range(8)))
