@@ -7,6 +7,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from core.config import SEED_CSV
@@ -27,6 +28,31 @@ class DataSourceError(RuntimeError):
 class Example:
     text: str
     label: int  # 0-based index into core.labels.LABELS
+    # The headline and the body apart, where the source kept them apart (label,title,description CSVs);
+    # not part of an example's identity, which is its text.
+    title: str = field(default="", compare=False)
+    body: str = field(default="", compare=False)
+
+
+class InputForm(StrEnum):
+    """How much of an article a person pastes: people paste headlines more than anything else."""
+
+    FULL = "full"  # title + description, what AG News rows hold
+    TITLE = "title"  # the headline alone
+    BODY = "body"  # the description alone
+
+
+def as_form(example: Example, form: InputForm) -> Example | None:
+    """The example as `form` reads it, or None when the source did not keep that part apart."""
+    if form is InputForm.FULL:
+        return example
+    text = example.title if form is InputForm.TITLE else example.body
+    return Example(text, example.label) if text else None
+
+
+def in_form(examples: Iterable[Example], form: InputForm) -> list[Example]:
+    """Every example that has `form`, read as `form` (a validation set per input form, say)."""
+    return [ex for ex in (as_form(e, form) for e in examples) if ex is not None]
 
 
 @dataclass(frozen=True)
@@ -110,7 +136,8 @@ def read_csv(path: Path) -> list[Example]:
         text = clean_text(raw)
         if not text:
             raise DataSourceError(f"{path}:{line_no}: empty text")
-        examples.append(Example(text, label))
+        title, body = (clean_text(row[1]), clean_text(row[2])) if len(row) == 3 else ("", "")
+        examples.append(Example(text, label, title, body))
     if not examples:
         raise DataSourceError(f"{path} has no data rows")
     return examples

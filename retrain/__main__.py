@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from core.config import ConfigError, load_settings
-from core.data import DataSourceError
+from core.data import DataSourceError, InputForm
 
 EXIT_OK = 0  # also: a retrain promoted its challenger
 EXIT_FAILED = 1
@@ -25,7 +25,11 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     from retrain.bootstrap import bootstrap
     from retrain.setup import BootstrapSetup
 
-    result = bootstrap(BootstrapSetup.from_settings(load_settings(), max_rows=args.max_rows, max_minutes=args.max_minutes))
+    setup = BootstrapSetup.from_settings(
+        load_settings(), max_rows=args.max_rows, max_minutes=args.max_minutes, forms=args.forms,
+        init_from=args.init_from,
+    )
+    result = bootstrap(setup)
     v = result.exported.version
     _print(
         {
@@ -39,6 +43,22 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
         }
     )
     return EXIT_OK
+
+
+def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
+    """`full,title:8000,body:6000`: the input forms to train on, each with an optional row cap."""
+    forms = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, _, cap = part.partition(":")
+        try:
+            forms.append((InputForm(name), int(cap or 0)))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"bad form {part!r}: expected one of {', '.join(f.value for f in InputForm)}, optionally :rows"
+            ) from None
+    if not forms:
+        raise argparse.ArgumentTypeError("name at least one input form")
+    return tuple(forms)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -190,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bootstrap", help="train the first champion from NEWSLOOP_DATA (or the seed set)")
     p.add_argument("--max-rows", type=int, default=None, help="cap on training rows (default NEWSLOOP_BOOTSTRAP_MAX_ROWS)")
     p.add_argument("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_BOOTSTRAP_MAX_MINUTES)")
+    p.add_argument("--forms", type=parse_forms, default="full",
+                   help="input forms trained on, each with an optional row cap: e.g. full:8000,title,body:6000")
+    p.add_argument("--init-from", default="", help="continue training from this checkpoint folder (e.g. models/starter/checkpoint)")
     p.set_defaults(func=cmd_bootstrap)
     p = sub.add_parser("run", help="retrain a challenger on base data + trusted feedback; promote it if it passes the gate")
     p.add_argument("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_RETRAIN_MAX_MINUTES)")

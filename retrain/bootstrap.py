@@ -6,12 +6,13 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from transformers import PreTrainedTokenizerBase
 
-from core.data import Corpus, load_corpus_or_seed
+from core.data import Corpus, Example, InputForm, in_form, load_corpus_or_seed
 from core.registry import ModelRegistry
-from retrain.model import NewsClassifier, load_base, resolve_base_model
+from retrain.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
 from retrain.publish import ExportedVersion, log_exported, publish
 from retrain.setup import BootstrapSetup
 from retrain.targets import cap_rows
@@ -51,11 +52,15 @@ def _bootstrap(
     registry.clean_staging()
     corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
     config = setup.train
-    rows = cap_rows(corpus.train, setup.max_rows, config.seed)
-    log.info("bootstrap on %s: %d training rows, %d validation rows", corpus.description, len(rows), len(corpus.validation))
+    rows, per_form = training_rows(corpus.train, setup.forms, setup.max_rows, config.seed)
+    log.info("bootstrap on %s: %d training rows %s, %d validation rows", corpus.description, len(rows), per_form,
+             len(corpus.validation))
+    if model_and_tokenizer is None and setup.init_from:
+        model_and_tokenizer = load_checkpoint(Path(setup.init_from))
     model, tokenizer = model_and_tokenizer or load_base(setup.base_model, setup.dropout)
     base_model = "custom" if model_and_tokenizer else resolve_base_model(setup.base_model)
     tracker.log_params(train_params(config, base_model, setup.dropout, base=len(rows), validation=len(corpus.validation)))
+    tracker.log_params({f"rows_{form}": n for form, n in per_form.items()})
     tracker.set_tags({"kind": "bootstrap", "data": corpus.description})
     result = train(
         model, tokenizer, [e.text for e in rows], [e.label for e in rows], config,
@@ -68,6 +73,9 @@ def _bootstrap(
         "base_model_path": base_model,
         "data": corpus.description,
         "rows": {"base_train": len(rows), "base_examples_seen": result.examples_seen, "validation": len(corpus.validation)},
+        "rows_by_form": per_form,
+        # Continued from a checkpoint (its folder's name only: the card must not show server paths).
+        **({"init_from": "/".join(Path(setup.init_from).parts[-3:])} if setup.init_from else {}),
         "train_seconds": round(result.seconds, 1),
         "train_config": dataclasses.asdict(config),
     }
@@ -76,3 +84,16 @@ def _bootstrap(
     log_exported(tracker, exported, corpus.validation, "champion")
     tracker.log_metrics({"train_seconds": result.seconds, "examples_per_second": result.examples_per_second})
     return BootstrapResult(exported, result, corpus, time.perf_counter() - started)
+
+
+def training_rows(
+    train: list[Example], forms: tuple[tuple[InputForm, int], ...], max_rows: int, seed: int
+) -> tuple[list[Example], dict[str, int]]:
+    """The training rows of every input form, each form capped on its own; and how many each form gave."""
+    rows: list[Example] = []
+    counts: dict[str, int] = {}
+    for form, cap in forms:
+        part = cap_rows(in_form(train, form), cap or max_rows, seed)
+        rows.extend(part)
+        counts[form.value] = len(part)
+    return rows, counts

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import Settings
+from core.data import InputForm
 from core.paths import HomePaths
 from core.policies import DataSource, ExportConfig, GateConfig, RetrainPolicy, TrainConfig, TrustPolicy
 from retrain.tracking import TrackingTarget
@@ -31,14 +32,26 @@ class BootstrapSetup:
     tracking: TrackingTarget
     base_model: str = ""  # Hugging Face id or path; empty = the packaged all-MiniLM-L6-v2
     dropout: float = 0.3
-    max_rows: int = 0  # cap on training rows; 0 = no cap
+    max_rows: int = 0  # cap on training rows of each input form; 0 = no cap
+    # Each input form trained on, with its own row cap (0 = the shared `max_rows`): headline-only and
+    # body-only copies of the base rows teach the model the inputs people paste besides whole articles.
+    forms: tuple[tuple[InputForm, int], ...] = ((InputForm.FULL, 0),)
+    init_from: str = ""  # a checkpoint folder to continue training from; empty = the base encoder
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, max_rows: int | None = None, max_minutes: float | None = None
+        cls,
+        settings: Settings,
+        *,
+        max_rows: int | None = None,
+        max_minutes: float | None = None,
+        forms: tuple[tuple[InputForm, int], ...] = ((InputForm.FULL, 0),),
+        init_from: str = "",
     ) -> BootstrapSetup:
         minutes = settings.bootstrap_max_minutes if max_minutes is None else max_minutes
         return cls(
+            forms=forms,
+            init_from=init_from,
             paths=settings.paths,
             data=settings.data_source(),
             train=settings.train_config(max_minutes=minutes),

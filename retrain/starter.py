@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.data import Example
+from core.data import Example, InputForm, in_form
 from core.labels import LABELS
 from core.metrics import evaluate_probabilities
 from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
@@ -76,6 +76,7 @@ def package_starter(
         "validation_report": {"n": len(validation), "fp32": fp32, "int8": int8},
     } | (provenance or {})
     meta["validation"] = {**meta.get("validation", {}), "fp32": _headline(fp32), "int8": _headline(int8)}
+    meta["validation_by_form"] = forms_report(version.path, validation)
     (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
     (staging / MODEL_CARD).write_text(model_card(meta), encoding="utf-8")
     if out_dir.exists():
@@ -107,6 +108,19 @@ def reexport_starter(
         )
 
 
+def forms_report(model_dir: Path, validation: list[Example]) -> dict[str, dict[str, Any]]:
+    """The served file's validation accuracy, macro-F1 and recall per label for each input form people paste."""
+    report = {}
+    for form in InputForm:
+        rows = in_form(validation, form)
+        if rows:
+            m = _metrics(model_dir, INT8_FILE, rows)
+            report[form.value] = _headline(m) | {
+                "n": len(rows), "recall": {label: m["per_label"][label]["recall"] for label in LABELS}
+            }
+    return report
+
+
 def _headline(metrics: dict[str, Any]) -> dict[str, float]:
     return {"accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"]}
 
@@ -126,6 +140,8 @@ def model_card(meta: dict[str, Any]) -> str:
         "",
         f"- {meta.get('data', 'unknown')}",
         f"- rows: {json.dumps(meta.get('rows', {}), sort_keys=True)}",
+        *([f"- training rows by input form: {json.dumps(meta['rows_by_form'])}"] if meta.get("rows_by_form") else []),
+        *([f"- continued from the checkpoint in `{meta['init_from']}`"] if meta.get("init_from") else []),
         "- validation: a fixed 10% of `train.csv` chosen by a hash of each cleaned text (`core.data.split_by_hash`)",
         "",
         "| file | bytes | sha256 |",
@@ -164,6 +180,14 @@ def model_card(meta: dict[str, Any]) -> str:
             f"| {label} | {p['precision']:.4f} | {p['recall']:.4f} | {p['f1']:.4f} | "
             f"{int8['auroc'].get(label, float('nan')):.4f} | {int8['auprc'].get(label, float('nan')):.4f} | {p['support']} |"
         )
+    by_form = meta.get("validation_by_form", {})
+    if by_form:
+        lines += ["", "Per input form (served int8 file; the same validation rows read as headline only, body only):",
+                  "", f"| input | rows | accuracy | macro-F1 | {' | '.join(LABELS)} (recall) |",
+                  "|---|---:|---:|---:|" + "---:|" * len(LABELS)]
+        for form, m in by_form.items():
+            recalls = " | ".join(f"{m['recall'][label]:.4f}" for label in LABELS)
+            lines.append(f"| {form} | {m['n']} | {m['accuracy']:.4f} | {m['macro_f1']:.4f} | {recalls} |")
     lines += ["", "## Files", "", "| file | bytes |", "|---|---:|",
               *[f"| `{name}` | {size} |" for name, size in meta["file_bytes"].items()], ""]
     return "\n".join(lines)

@@ -8,7 +8,10 @@ import pytest
 from core.data import (
     DataSourceError,
     Example,
+    InputForm,
+    as_form,
     dedupe,
+    in_form,
     load_corpus,
     load_corpus_or_seed,
     load_seed,
@@ -135,3 +138,14 @@ def test_shared_ag_news_data_is_sound() -> None:
     assert not train_hashes & {text_hash(e.text) for e in corpus.validation}
     assert 1200 < len(corpus.validation) < 2000
     assert len(corpus.train) > 20_000
+
+
+def test_title_and_body_are_kept_apart_and_read_as_input_forms(tmp_path: Path) -> None:
+    f = write(tmp_path / "a.csv", 'label,title,description\n3,It #39;s up,"Markets rose \\$5"\n4,Chip,New chip\n')
+    rows = read_csv(f)
+    assert [as_form(e, InputForm.TITLE) for e in rows] == [Example("It's up", 2), Example("Chip", 3)]
+    assert in_form(rows, InputForm.BODY) == [Example("Markets rose $5", 2), Example("New chip", 3)]
+    assert in_form(rows, InputForm.FULL) == rows
+    # Rows read as label,text have no title of their own: they have the full form only.
+    text_only = read_csv(write(tmp_path / "b.csv", "label,text\n4,Rocket launch delayed\n"))
+    assert in_form(text_only, InputForm.TITLE) == [] and in_form(text_only, InputForm.FULL) == text_only

@@ -138,3 +138,27 @@ def test_training_follows_soft_targets_over_labels(tokenizer) -> None:  # type: 
     assert (predict_logits(model, tokenizer, texts, 64).argmax(axis=1) == 1).mean() > 0.95
     with pytest.raises(ValueError):
         train(tiny_model(), tokenizer, texts, labels, config, targets=targets[:-1])
+
+
+def test_bootstrap_rows_cover_each_input_form_with_its_own_cap() -> None:
+    from core.data import Example, InputForm
+    from retrain.__main__ import parse_forms
+    from retrain.bootstrap import training_rows
+
+    train = [Example(f"Title {i} Body {i}", i % 4, f"Title {i}", f"Body {i}") for i in range(10)]
+    train.append(Example("Text only row", 0))  # a label,text row: no headline of its own
+    forms = parse_forms("full,title:3,body")
+    assert forms == ((InputForm.FULL, 0), (InputForm.TITLE, 3), (InputForm.BODY, 0))
+    rows, counts = training_rows(train, forms, max_rows=5, seed=1)
+    assert counts == {"full": 5, "title": 3, "body": 5}
+    assert sum(r.text.startswith("Title") and "Body" not in r.text for r in rows) == 3
+    assert len(rows) == 13
+
+
+def test_unknown_input_form_is_refused_with_the_known_ones() -> None:
+    import argparse
+
+    from retrain.__main__ import parse_forms
+
+    with pytest.raises(argparse.ArgumentTypeError, match="full, title, body"):
+        parse_forms("full,headline")
