@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from core.labels import LABELS
+from feedback.trust import MAINTAINER
 
 _DROPPED = ("undone", "rejected")
 
@@ -19,8 +20,8 @@ class AnnotatorAgreement:
 
     annotator: str
     shared: int  # texts this annotator labelled that someone else labelled too
-    agree: float  # share of pairwise comparisons on those texts where the labels match
-    alpha_without: float | None  # overall alpha with this annotator left out (higher = they disagree)
+    agree: float | None  # share of pairwise comparisons on those texts where the labels match; None: too few
+    alpha_without: float | None  # overall alpha with this annotator left out (higher = they disagree); None: too few
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,12 @@ def latest_labels(answers: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, i
     return {text: by for text, by in labels.items() if len(by) >= 2}
 
 
-def agreement(answers: Iterable[Mapping[str, Any]], max_annotators: int = 50) -> Agreement:
+def agreement(answers: Iterable[Mapping[str, Any]], max_annotators: int = 50, min_shared: int = 5) -> Agreement:
     """Agreement over texts at least two annotators labelled; per annotator for the `max_annotators` who
-    share the most texts (each one costs an alpha computation)."""
-    shared = latest_labels(answers)
+    share the most texts (each one costs an alpha computation). An annotator who shares fewer than
+    `min_shared` texts gets None rather than a rate: one shared text would read as 100% or 0%.
+    The maintainer's reviewed labels (`feedback.trust.MAINTAINER`) are not an annotator's and are left out."""
+    shared = latest_labels(row for row in answers if row["annotator"] != MAINTAINER)
     people = sorted({a for by in shared.values() for a in by})
     if not people:
         return Agreement(None, 0, [])
@@ -74,6 +77,22 @@ def agreement(answers: Iterable[Mapping[str, Any]], max_annotators: int = 50) ->
             others = matrix[:, column][~np.isnan(matrix[:, column])]
             total += len(others) - 1
             agree += int((others == mine[column]).sum()) - 1
+        if counts[annotator] < min_shared or not total:
+            rows.append(AnnotatorAgreement(annotator, counts[annotator], None, None))
+            continue
         without = _alpha(np.delete(matrix, index[annotator], axis=0)) if len(people) > 2 else None
-        rows.append(AnnotatorAgreement(annotator, counts[annotator], agree / total if total else 0.0, without))
+        rows.append(AnnotatorAgreement(annotator, counts[annotator], agree / total, without))
     return Agreement(overall, len(shared), rows)
+
+
+def pairwise_agreement(answers: Iterable[Mapping[str, Any]], min_shared: int = 5) -> dict[str, tuple[int, float | None]]:
+    """Per annotator: (texts shared with someone else, share of pairwise comparisons there that match), the
+    share None below `min_shared` shared texts. Cheap (no alpha), so it can cover every annotator."""
+    pairs: dict[str, list[int]] = {}  # annotator -> [shared texts, matching pairs, pairs]
+    for by in latest_labels(row for row in answers if row["annotator"] != MAINTAINER).values():
+        for annotator, label in by.items():
+            tally = pairs.setdefault(annotator, [0, 0, 0])
+            tally[0] += 1
+            tally[1] += sum(other == label for who, other in by.items() if who != annotator)
+            tally[2] += len(by) - 1
+    return {a: (n, agree / total if n >= min_shared and total else None) for a, (n, agree, total) in pairs.items()}

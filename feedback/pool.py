@@ -16,7 +16,7 @@ from core.policies import QueuePolicy, StoreLimits
 from core.text import text_hash
 from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError, PoolImportError
-from feedback.pool_files import read_pool_file
+from feedback.pool_files import cleaned, read_pool_file
 from feedback.trust import check_due
 from feedback.validate import (
     PoolRow,
@@ -128,9 +128,10 @@ class Pool:
         for number, text in enumerate(texts, start=1):
             label = labels[number - 1] if labels is not None else None
             try:
+                readable = cleaned(text) if isinstance(text, str) else text  # entities undone, as in files
                 rows.append(
                     check_pool_row(
-                        number, text, label, max_chars=self._limits.max_text_chars, labelled=labels is not None
+                        number, readable, label, max_chars=self._limits.max_text_chars, labelled=labels is not None
                     )
                 )
             except FeedbackError as exc:

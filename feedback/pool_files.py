@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import NoReturn
 
-from core.text import join_title
+from core.text import clean_text, join_title
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.validate import PoolRow, check_pool_row
 
@@ -68,12 +68,20 @@ def _raise_problems(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
     raise PoolImportError(f"{path.name}: {len(problems)} bad {noun}; nothing was imported\n{shown}{more}", problems)
 
 
+def cleaned(text: str) -> str:
+    """The text as labellers should read it: HTML entities ("#39;", "quot;", "&amp;") and the corpus's other
+    scraping artifacts undone by `core.text.clean_text`, line by line so paragraph breaks survive."""
+    lines = [clean_text(line) for line in text.split("\n")]
+    kept = [line for i, line in enumerate(lines) if line or (i and lines[i - 1])]  # one blank line at most
+    return "\n".join(kept).strip()
+
+
 def _row(
     line: int, text: str, label: object, max_chars: int, rows: list[PoolRow], problems: list[tuple[int, str]],
     labelled: bool,
 ) -> None:
     try:
-        rows.append(check_pool_row(line, text, label, max_chars=max_chars, labelled=labelled))
+        rows.append(check_pool_row(line, cleaned(text), label, max_chars=max_chars, labelled=labelled))
     except FeedbackError as exc:
         problems.append((line, str(exc)))
 

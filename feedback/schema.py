@@ -85,6 +85,18 @@ CREATE TABLE sessions (
 """
 
 
+# Version 6 keeps the labelling guidelines a maintainer writes in the admin view (`feedback.guidelines`): every
+# saved version with its time, so an answer can be read beside the guidelines in force when it was given.
+_V6 = """
+CREATE TABLE guidelines (
+    id INTEGER PRIMARY KEY,
+    text TEXT NOT NULL,
+    saved_at TEXT NOT NULL,
+    saved_by TEXT
+);
+"""
+
+
 def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
     def apply(conn: sqlite3.Connection) -> None:
         # executescript() would COMMIT first, so run statement by statement inside our transaction.
@@ -97,7 +109,8 @@ def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
 
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _script(_V1), 2: _script(_V2), 3: _script(_V3), 4: _script(_V4), 5: _script(_V5)
+    1: _script(_V1), 2: _script(_V2), 3: _script(_V3), 4: _script(_V4), 5: _script(_V5),
+    6: _script(_V6),
 }
 CURRENT_VERSION = max(MIGRATIONS)
 

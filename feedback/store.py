@@ -14,8 +14,10 @@ from feedback.answers import Answers, RecordResult
 from feedback.db import Database
 from feedback.dialect import is_database_url
 from feedback.export import export_answers, write_answers
+from feedback.guidelines import GuidelineBook
 from feedback.pool import ImportReport, Pool
 from feedback.progress import pool_left, queue_left
+from feedback.review import ReviewReport, Reviews
 from feedback.validate import KINDS
 
 if TYPE_CHECKING:
@@ -52,6 +54,8 @@ class FeedbackStore:
         self._db = open_database(path, durable=durable)
         self._answers = Answers(self._db, limits, clock)
         self._pool = Pool(self._db, limits, clock)
+        self.reviews = Reviews(self._db, clock)  # find answers by filter, review many, settle disagreements
+        self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:
@@ -128,6 +132,11 @@ class FeedbackStore:
     def set_status(self, answer_id: int, status: str) -> dict[str, Any]:
         """Record a maintainer's review of an answer: 'accepted' (counts for training) or 'rejected'."""
         return self._answers.set_status(answer_id, status)
+
+    def set_statuses(self, answer_ids: Sequence[int], status: str) -> ReviewReport:
+        """Review many answers at once, in one transaction; reports which changed, which already had the
+        status, which were undone and which do not exist (see `feedback.review.Reviews.set_statuses`)."""
+        return self.reviews.set_statuses(answer_ids, status)
 
     def get(self, answer_id: int) -> dict[str, Any] | None:
         """One answer by id, or None."""

@@ -16,6 +16,9 @@ log = logging.getLogger(__name__)
 EARLY_CHECK_SHARE = 1 / 3
 # Statuses whose answers never count: withdrawn by the annotator, or refused by a maintainer.
 NOT_COUNTED = ("undone", "rejected")
+# The identity a maintainer's reviewed labels are stored under (`feedback.review.resolve`). Web identities are
+# always "user:..." or "anon:...", so no visitor can answer as it. Its label settles a text; it is never excluded.
+MAINTAINER = "maintainer"
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,7 @@ def excluded_annotators(
     if failed:
         log.warning("not training on answers from annotators who failed known-answer checks: %s",
                     ", ".join(sorted(failed)))
-    return flagged | failed | _not_eligible(rows, scores, policy)
+    return (flagged | failed | _not_eligible(rows, scores, policy)) - {MAINTAINER}
 
 
 def _not_eligible(
@@ -257,6 +260,8 @@ def select_trusted(
        remaining answers vote; the text is trusted when its top label has at least
        `policy.labels_required` votes, no other label has as many (no tie), and none of the votes for the
        top label is an unresolved 'suspicious' answer ('accepted' ones count; 'ok' ones count).
+    6. A text the maintainer labelled (`MAINTAINER`, see `feedback.review.resolve`) is trusted with that label
+       whatever `labels_required`, as long as it is still the text's top label.
 
     Each example carries the majority label's votes, agreement (votes / all counted answers on the
     text) and the annotators who gave it, in the order of each text's earliest counted answer.
@@ -265,12 +270,17 @@ def select_trusted(
     gold = gold or {}
     excluded = excluded_annotators(rows, gold, policy)
     kept = (row for row in rows if row["annotator"] not in excluded and row["text_hash"] not in gold)
+    reviewed = {row["text_hash"]: row["user_label"] for row in counted_answers(rows) if row["annotator"] == MAINTAINER}
     trusted = []
     for votes in aggregate(kept).values():
-        if votes.majority is None or len(votes.majority_rows) < policy.labels_required:
-            continue
-        if any(row["status"] == "suspicious" for row in votes.majority_rows):
-            continue
+        if votes.text_hash in reviewed and reviewed[votes.text_hash] != votes.majority:
+            continue  # newer answers tie with or outvote the maintainer's label: it waits for another review
+        if votes.text_hash not in reviewed:
+            if votes.majority is None or len(votes.majority_rows) < policy.labels_required:
+                continue
+            if any(row["status"] == "suspicious" for row in votes.majority_rows):
+                continue
+        assert votes.majority is not None  # either reviewed (equal to it) or checked above
         trusted.append(
             TrustedExample(
                 text=votes.text,

@@ -1,0 +1,212 @@
+"""A maintainer's review at the scale of a crowd: find answers by filter, set many statuses at once, and settle
+a text people disagree on with a reviewed label.
+
+Every change reports what it did, id by id, so the page can say exactly what changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from feedback.answers import decoded
+from feedback.db import Database, iso_time
+from feedback.errors import FeedbackError
+from feedback.trust import MAINTAINER
+from feedback.validate import STATUSES, canonical_label, check_review_status, check_row_id
+
+log = logging.getLogger(__name__)
+
+MAX_SHOWN = 500  # rows one search returns
+MAX_IDS = 1000  # answers one bulk action may name
+# Taken back by their annotator (undone, or replaced by a later answer): kept for audit, never reviewed.
+WITHDRAWN = ("undone", "replaced")
+_PERCENT = re.compile(r"\d+(?:\.\d+)?%")
+
+
+@dataclass(frozen=True)
+class ReviewFilter:
+    """Which answers to list; every field narrows the list (None or "" means any)."""
+
+    status: str | None = "suspicious"
+    reason: str | None = None  # a pattern from `reason_choices` (SQL LIKE)
+    label: str | None = None  # the label the annotator gave
+    annotator: str | None = None
+    text: str = ""  # a case-insensitive substring of the text
+    limit: int = 200
+
+    def where(self) -> tuple[str, list[Any]]:
+        """The SQL condition and its parameters; raises FeedbackError for a bad value."""
+        clauses, params = ["1 = 1"], []
+        if self.status:
+            if self.status not in STATUSES:
+                raise FeedbackError(f"unknown status {self.status!r}; expected one of {', '.join(STATUSES)}")
+            clauses.append("status = ?")
+            params.append(self.status)
+        if self.reason:
+            clauses.append("suspicious_reason LIKE ?")
+            params.append(self.reason[:200])
+        if self.label:
+            clauses.append("user_label = ?")
+            params.append(canonical_label(self.label))
+        if self.annotator:
+            clauses.append("annotator = ?")
+            params.append(self.annotator[:200])
+        if self.text.strip():
+            # '!' escapes LIKE's wildcards in what the maintainer typed; LOWER() on both sides, because
+            # PostgreSQL's LIKE is case-sensitive where SQLite's is not.
+            needle = re.sub(r"([!%_])", r"!\1", self.text.strip()[:200].lower())
+            clauses.append("LOWER(text) LIKE ? ESCAPE '!'")
+            params.append(f"%{needle}%")
+        return " AND ".join(clauses), params
+
+
+@dataclass(frozen=True)
+class ReviewReport:
+    """What one bulk review did, by answer id."""
+
+    status: str  # the status asked for: "accepted" or "rejected"
+    changed: dict[int, str] = field(default_factory=dict)  # id -> the status it had before
+    already: tuple[int, ...] = ()  # had that status already: untouched
+    withdrawn: tuple[int, ...] = ()  # undone or replaced by their annotator: never reviewed
+    missing: tuple[int, ...] = ()  # no such answer
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A disagreement settled: the reviewed label, and which answers that accepted and rejected."""
+
+    text_hash: str
+    label: str
+    maintainer_answer: int  # the id of the maintainer's own answer carrying the label
+    accepted: tuple[int, ...]
+    rejected: tuple[int, ...]
+
+
+class Reviews:
+    """The review queries and changes of one feedback database (SQLite or PostgreSQL: the same SQL)."""
+
+    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+        self._db = db
+        self._clock = clock
+
+    def find(self, where: ReviewFilter) -> tuple[list[dict[str, Any]], int]:
+        """Answers matching `where`, newest first (at most `where.limit`, capped at MAX_SHOWN), and how many match."""
+        condition, params = where.where()
+        limit = max(1, min(int(where.limit), MAX_SHOWN))
+        with self._db.read() as conn:
+            total = int(conn.execute(f"SELECT COUNT(*) FROM answers WHERE {condition}", params).fetchone()[0])
+            rows = [decoded(row) for row in
+                    conn.query(f"SELECT * FROM answers WHERE {condition} ORDER BY id DESC LIMIT ?", [*params, limit])]
+        return rows, total
+
+
+    def reason_choices(self) -> list[tuple[str, str]]:
+        """The kinds of suspicion recorded, as (words, LIKE pattern): "model was …% sure of World"."""
+        with self._db.read() as conn:
+            reasons = [row["r"] for row in conn.query(
+                "SELECT DISTINCT suspicious_reason AS r FROM answers WHERE suspicious_reason IS NOT NULL LIMIT 2000")]
+        patterns = sorted({_PERCENT.sub("%", reason) for reason in reasons if reason})
+        return [(pattern.replace("%", "…%") if "%" in pattern else pattern, pattern) for pattern in patterns]
+
+
+    def annotator_ids(self, limit: int = 500) -> list[str]:
+        """Annotators with live answers, most answers first (at most `limit`)."""
+        with self._db.read() as conn:
+            rows = conn.query(
+                "SELECT annotator, COUNT(*) AS n FROM answers WHERE status NOT IN (?, ?) GROUP BY annotator "
+                "ORDER BY n DESC, annotator LIMIT ?", [*WITHDRAWN, int(limit)])
+            return [row["annotator"] for row in rows]
+
+
+    def set_statuses(self, ids: Iterable[object], status: str) -> ReviewReport:
+        """Give every named answer the review `status` ('accepted': may train; 'rejected': never will), at once.
+
+        One transaction: either every change is made or none. Answers that already have the status, were
+        were taken back by their annotator, or do not exist are left alone and reported as such.
+        """
+        status = check_review_status(status)
+        wanted = sorted({check_row_id(i, "answer id") for i in ids})
+        if not wanted:
+            raise FeedbackError("choose at least one answer")
+        if len(wanted) > MAX_IDS:
+            raise FeedbackError(f"at most {MAX_IDS} answers at once; {len(wanted)} were chosen")
+        marks = ", ".join("?" for _ in wanted)
+        with self._db.write() as conn:
+            before = {int(row["id"]): row["status"]
+                      for row in conn.query(f"SELECT id, status FROM answers WHERE id IN ({marks})", wanted)}
+            changed = {i: s for i, s in before.items() if s != status and s not in WITHDRAWN}
+            if changed:
+                change = ", ".join("?" for _ in changed)
+                conn.execute(f"UPDATE answers SET status = ? WHERE id IN ({change})", [status, *sorted(changed)])
+        report = ReviewReport(
+            status=status,
+            changed=dict(sorted(changed.items())),
+            already=tuple(i for i in wanted if before.get(i) == status),
+            withdrawn=tuple(i for i in wanted if before.get(i) in WITHDRAWN),
+            missing=tuple(i for i in wanted if i not in before),
+        )
+        if changed:
+            log.info("%d answer(s) %s: %s", len(changed), status, ", ".join(map(str, changed)))
+        return report
+
+
+    def resolve(self, text_hash: str, label: str) -> Resolution:
+        """Settle a text people disagree on with a reviewed label.
+
+        In one transaction: the live answers giving `label` are accepted, those giving another label rejected,
+        and the maintainer's own answer (annotator `MAINTAINER`, accepted) records the label, so the text trains
+        with it even when nobody gave it (see `feedback.trust.select_trusted`).
+        """
+        label = canonical_label(label)
+        if not isinstance(text_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", text_hash):
+            raise FeedbackError("name the text by its 64-character text hash")
+        with self._db.write() as conn:
+            rows = list(conn.query(
+                "SELECT id, text, user_label, status, annotator FROM answers WHERE text_hash = ? AND status NOT IN (?, ?) "
+                "ORDER BY id", [text_hash, *WITHDRAWN]))
+            if not rows:
+                raise FeedbackError("no live answers on that text")
+            people = [row for row in rows if row["annotator"] != MAINTAINER]
+            accept = [row["id"] for row in people if row["user_label"] == label and row["status"] != "accepted"]
+            reject = [row["id"] for row in rows if row["user_label"] != label and row["status"] != "rejected"]
+            for status, ids in (("accepted", accept), ("rejected", reject)):
+                if ids:
+                    marks = ", ".join("?" for _ in ids)
+                    conn.execute(f"UPDATE answers SET status = ? WHERE id IN ({marks})", [status, *ids])
+            mine = next((row for row in rows if row["annotator"] == MAINTAINER and row["user_label"] == label), None)
+            if mine is None:
+                mine_id = int(conn["answers"].insert({
+                    "text": rows[0]["text"], "text_hash": text_hash, "user_label": label, "kind": "correct",
+                    "annotator": MAINTAINER, "created_at": iso_time(self._clock()), "status": "accepted", "verified": 1,
+                }).last_pk)
+            else:
+                mine_id = int(mine["id"])
+                if mine["status"] != "accepted":
+                    conn.execute("UPDATE answers SET status = 'accepted' WHERE id = ?", [mine_id])
+        log.info("text %s resolved as %s: %d accepted, %d rejected", text_hash[:12], label, len(accept), len(reject))
+        return Resolution(text_hash, label, mine_id, tuple(accept), tuple(reject))
+
+
+def review_message(report: ReviewReport) -> str:
+    """What a bulk review did, in words that name every id (the page shows this)."""
+    verb = report.status
+    parts = []
+    if report.changed:
+        parts.append(f"{verb.capitalize()} {len(report.changed)} answer(s): {_ids(report.changed)}.")
+    if report.already:
+        parts.append(f"{len(report.already)} already {verb}, left as they were: {_ids(report.already)}.")
+    if report.withdrawn:
+        parts.append(f"{len(report.withdrawn)} taken back by their annotator, not reviewed: {_ids(report.withdrawn)}.")
+    if report.missing:
+        parts.append(f"{len(report.missing)} not found: {_ids(report.missing)}.")
+    return " ".join(parts) or "Nothing changed."
+
+
+def _ids(ids: Iterable[int]) -> str:
+    listed = [f"#{i}" for i in ids]
+    return ", ".join(listed[:60]) + (f" and {len(listed) - 60} more" if len(listed) > 60 else "")
+

@@ -1,0 +1,172 @@
+"""Review at the scale of a crowd (filters, bulk statuses, settling disagreements), people's names and numbers,
+labelling guidelines, and pool texts cleaned of HTML entities: on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from core.policies import StoreLimits, TrustPolicy
+from feedback.errors import FeedbackError
+from feedback.guidelines import DEFAULT
+from feedback.people import disagreements, nickname, people
+from feedback.review import ReviewFilter, review_message
+from feedback.snapshot import read_trusted
+from feedback.store import FeedbackStore
+from feedback.trust import MAINTAINER
+from tests.pg_cluster import StoreFactory
+
+SURE_OF_WORLD = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
+SURE_OF_SPORTS = {"World": 0.01, "Sports": 0.96, "Business": 0.02, "Sci/Tech": 0.01}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_750_000_000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+@pytest.fixture
+def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
+    return make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000), clock=Clock())
+
+
+def suspicious(store: FeedbackStore, n: int, who: str = "anon:a", probs: dict = SURE_OF_WORLD, label: str = "Sports",
+               prefix: str = "Summit talk") -> list[int]:
+    ids = [store.record(text=f"{prefix} number {i}", user_label=label, annotator=who, kind="correct",
+                        probabilities=probs).id for i in range(n)]
+    assert all(store.get(i)["status"] == "suspicious" for i in ids)
+    return ids
+
+
+def test_bulk_review_changes_exactly_the_named_answers_and_says_what_it_did(store: FeedbackStore) -> None:
+    ids = suspicious(store, 5)
+    other = suspicious(store, 2, prefix="Other story")
+    report = store.set_statuses(ids[:3], "accepted")
+    assert sorted(report.changed) == ids[:3] and set(report.changed.values()) == {"suspicious"}
+    assert [store.get(i)["status"] for i in ids + other] == ["accepted"] * 3 + ["suspicious"] * 4
+    assert f"Accepted 3 answer(s): #{ids[0]}, #{ids[1]}, #{ids[2]}." in review_message(report)
+
+    again = store.set_statuses([ids[0], ids[3], 999_999], "accepted")
+    assert again.already == (ids[0],) and list(again.changed) == [ids[3]] and again.missing == (999_999,)
+    message = review_message(again)
+    assert "1 already accepted" in message and f"#{ids[0]}" in message and "1 not found: #999999" in message
+
+    store.undo_last("anon:a")  # the newest answer, other[-1], is taken back: never reviewed
+    withdrawn = store.set_statuses([other[-1]], "rejected")
+    assert withdrawn.withdrawn == (other[-1],) and not withdrawn.changed
+    assert store.get(other[-1])["status"] == "undone"
+    with pytest.raises(FeedbackError, match="at least one"):
+        store.set_statuses([], "accepted")
+    with pytest.raises(FeedbackError, match="review status"):
+        store.set_statuses(ids, "ok")
+
+
+def test_filters_narrow_by_status_reason_label_annotator_and_text(store: FeedbackStore) -> None:
+    world = suspicious(store, 4, who="anon:a")
+    sports = suspicious(store, 3, who="user:bea", probs=SURE_OF_SPORTS, label="World", prefix="Cup 100%_final")
+    plain = store.record(text="A quiet day on the markets", user_label="Business", annotator="anon:a",
+                         kind="correct").id
+    find = store.reviews.find
+    rows, total = find(ReviewFilter())
+    assert total == 7 and [r["id"] for r in rows] == sorted(world + sports, reverse=True)  # newest first
+    assert find(ReviewFilter(status=None))[1] == 8 and find(ReviewFilter(status="ok"))[0][0]["id"] == plain
+    reasons = dict((words, pattern) for words, pattern in store.reviews.reason_choices())
+    assert set(reasons) == {"model was …% sure of World", "model was …% sure of Sports"}
+    assert {r["id"] for r in find(ReviewFilter(reason=reasons["model was …% sure of Sports"]))[0]} == set(sports)
+    assert {r["id"] for r in find(ReviewFilter(label="sports"))[0]} == set(world)
+    assert {r["id"] for r in find(ReviewFilter(annotator="user:bea"))[0]} == set(sports)
+    # Case-insensitive on both backends; LIKE's wildcards in the search are literal characters.
+    assert {r["id"] for r in find(ReviewFilter(text="CUP 100%_"))[0]} == set(sports)
+    assert find(ReviewFilter(text="cup 100%x"))[1] == 0 and find(ReviewFilter(text="summit_talk"))[1] == 0
+    rows, total = find(ReviewFilter(limit=2))
+    assert len(rows) == 2 and total == 7
+    assert store.reviews.annotator_ids()[0] == "anon:a"
+    with pytest.raises(FeedbackError, match="unknown status"):
+        find(ReviewFilter(status="nonsense"))
+
+
+def test_a_resolved_disagreement_trains_with_the_reviewed_label(store: FeedbackStore) -> None:
+    text = "Chipmaker's quarterly profit beats forecasts as data-centre sales soar"
+    first = store.record(text=text, user_label="Sci/Tech", annotator="anon:a", kind="correct").id
+    second = store.record(text=text, user_label="Business", annotator="anon:b", kind="correct").id
+    policy = TrustPolicy(labels_required=2)
+    assert read_trusted(store, policy) == []  # a tie, and too few votes
+    [found] = disagreements(store.answers(), store.gold_labels())
+    assert found.votes == {"Sci/Tech": [nickname("anon:a")], "Business": [nickname("anon:b")]}
+
+    resolution = store.reviews.resolve(found.text_hash, "Business")
+    assert resolution.accepted == (second,) and resolution.rejected == (first,)
+    assert store.get(first)["status"] == "rejected" and store.get(second)["status"] == "accepted"
+    mine = store.get(resolution.maintainer_answer)
+    assert mine["annotator"] == MAINTAINER and mine["user_label"] == "Business" and mine["status"] == "accepted"
+    [trusted] = read_trusted(store, policy)  # labels_required=2, yet the reviewed label settles it
+    assert trusted.text == text and trusted.label == "Business"
+    assert disagreements(store.answers(), store.gold_labels()) == []
+    # Changing one's mind about the resolution: the earlier reviewed label is rejected too.
+    again = store.reviews.resolve(found.text_hash, "Sci/Tech")
+    assert resolution.maintainer_answer in again.rejected and first in again.accepted
+    assert [t.label for t in read_trusted(store, policy)] == ["Sci/Tech"]
+    with pytest.raises(FeedbackError):
+        store.reviews.resolve("not-a-hash", "World")
+
+
+def test_guidelines_keep_every_version_with_its_time(store: FeedbackStore) -> None:
+    book = store.guidelines
+    assert book.current().version == 0 and book.current().text == DEFAULT
+    assert "Business" in DEFAULT and "Sci/Tech" in DEFAULT and "earnings" in DEFAULT
+    before = store.record(text="An early answer", user_label="World", annotator="anon:a", kind="correct").id
+    first, new = book.save("# Rules\nEarnings are **Business**.", "admin")
+    assert new and first.version > 0 and book.current() == first
+    assert book.save("# Rules\nEarnings are **Business**.\n", "admin") == (first, False)  # same text: no new one
+    after = store.record(text="A later answer", user_label="World", annotator="anon:a", kind="correct").id
+    second, _ = book.save("Version two", "admin")
+    assert [g.version for g in book.history()] == [second.version, first.version]
+    assert book.in_force_at(store.get(before)["created_at"]).version == 0
+    assert book.in_force_at(store.get(after)["created_at"]) == first
+    for bad in ("", "   ", "x" * 20_001, "\ud800"):
+        with pytest.raises(FeedbackError):
+            book.save(bad, "admin")
+    assert book.current() == second
+
+
+def test_pool_texts_lose_their_html_entities(store: FeedbackStore, tmp_path: Path) -> None:
+    pool = tmp_path / "pool.csv"
+    pool.write_text('text\n"Intel #39;s chip sales quot;soar quot; at AT&amp;T stores"\n', encoding="utf-8")
+    store.import_pool(pool)
+    store.add_to_pool(["Fed #39;s rate cut &quot;lifts&quot; shares\n\n\nSecond paragraph"], source="correction")
+    texts = sorted(item["text"] for item in _pool(store))
+    assert texts == ["Fed's rate cut \"lifts\" shares\n\nSecond paragraph", 'Intel\'s chip sales"soar" at AT&T stores']
+    assert not any(re.search(r"#\d+;|quot;|&amp;", t) for t in texts)
+
+
+def _pool(store: FeedbackStore) -> list[dict]:
+    with store.database.read() as db:
+        return list(db.query("SELECT text FROM pool"))
+
+
+def test_people_are_named_and_measured_honestly(store: FeedbackStore) -> None:
+    store.add_to_pool(["Known check story"], source="t", labels=["World"])
+    for who in ("anon:a", "anon:b", "user:cleo"):
+        store.record(text="Known check story", user_label="World" if who != "anon:b" else "Sports", annotator=who,
+                     kind="correct", verified=who.startswith("user:"))
+    for i in range(6):  # a and cleo share six texts and agree on all; b shares none of these
+        for who in ("anon:a", "user:cleo"):
+            store.record(text=f"Shared story {i}", user_label="Business", annotator=who, kind="correct",
+                         verified=who == "user:cleo")
+    rows = people(store.answers(), store.gold_labels(), TrustPolicy(), now=datetime.fromtimestamp(1_750_000_100, UTC))
+    by = {p.annotator: p for p in rows}
+    assert by["user:cleo"].name == "cleo" and by["user:cleo"].signed_in
+    assert re.fullmatch(r"[a-z]+-[a-z]+-\d\d", by["anon:a"].name) and by["anon:a"].name == nickname("anon:a")
+    assert nickname("anon:a") != nickname("anon:b")
+    assert by["anon:a"].answers == 7 and by["anon:a"].last_week == 7 and by["anon:a"].checks_right == 1
+    assert by["anon:b"].checks_answered == 1 and by["anon:b"].checks_right == 0
+    assert by["anon:a"].shared == 7 and by["anon:a"].agrees == 7 / 8  # pairs: 6 of 6 with cleo, 1 of 2 on the check
+    assert by["anon:b"].agrees is None  # no overlap: not a made-up 100%
+    assert [p.annotator for p in rows][0] in ("anon:a", "user:cleo")
