@@ -13,6 +13,13 @@ Run from the repository root::
     python bench/loop.py                         # full: bigger champion, 4 rounds, both orders (< 60 min)
     python bench/loop.py --tiny                  # seconds: 2-layer random model on the seed set (mechanics)
     python bench/loop.py --quick --malicious 0.2    # trolls give 20% of answers; known-answer checks on
+    python bench/loop.py --from-starter          # the headline shift from the shipped starter (see below)
+    python bench/loop.py --write-starter-data DIR   # the data folder the shipped starter was trained on
+
+`--from-starter` is a second scenario (bench/sim/shift.py): the shipped starter was trained without a few
+thousand held-out train.csv rows (bench/sim/headlines.py); labellers answer the real queue on their
+headlines, real retrains gate the challengers, and each champion is scored on a disjoint unseen part read
+as headlines and as whole articles.
 
 Data: `--data` (default NEWSLOOP_DATA, else ../shared/data/ag_news), a local AG-News-format folder or CSV.
 The last printed line is a one-line SUMMARY. The simulation's parts live in `bench/sim/`; this file is its
@@ -53,6 +60,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="about 10 min on 2 cores (2 rounds of 150)")
     mode.add_argument("--tiny", action="store_true", help="seconds: 2-layer random model on the seed set")
+    mode.add_argument("--from-starter", action="store_true",
+                      help="the headline shift from the shipped starter: labels on held-out headlines, real retrains")
+    mode.add_argument("--write-starter-data", type=Path, metavar="DIR",
+                      help="only write the shipped starter's data folder (without the held-out rows) to DIR, and exit")
     parser.add_argument("--data", default=None,
                         help="AG-News folder or CSV (default NEWSLOOP_DATA, else ../shared/data/ag_news; --tiny: seed)")
     parser.add_argument("--home", type=Path, default=None,
@@ -188,9 +199,43 @@ def simulate(args: argparse.Namespace, mode: str, preset: Preset, root: Path) ->
     return summary_line(mode, plan, primary, results[primary], comparison, args.max_corrections, wall_s)
 
 
+def from_starter(args: argparse.Namespace, root: Path) -> str:
+    """The headline shift scenario from the shipped starter; returns its SUMMARY line."""
+    from bench.sim.shift import ShiftOptions, print_shift_row, run_shift, shift_summary
+
+    started = time.perf_counter()
+    options = ShiftOptions(rounds=args.rounds or 3, per_round=args.per_round or 200, pool_factor=args.pool_factor,
+                           base_rows=args.base_rows, retrain_minutes=args.retrain_minutes or 0.0, seed=args.seed)
+    print(f"# NewsLoop headline shift from the shipped starter: data {data_location(args.data)}, work folder {root}")
+    print(f"options: {asdict(options)}")
+    print(f"{'round':>5} {'labels':>6} {'corr':>5} {'headline':>8} {'full':>8} {'base':>8} {'chall':>8} {'secs':>7}  "
+          "champion decision")
+    print("(headline/full: champion accuracy on the unseen test part read as headline only / title + description; "
+          "base: base validation; chall: the challenger's headline accuracy)", flush=True)
+    plan, rows, p = run_shift(root, data_location(args.data), options, on_row=print_shift_row)
+    print(f"held out of the starter: {len(plan.stream)} stream + {len(plan.test)} test rows")
+    return shift_summary(rows, p, time.perf_counter() - started)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(args)
+    if args.write_starter_data:
+        from bench.sim.headlines import write_starter_data
+        from core.config import load_settings
+
+        plan, kept = write_starter_data(data_location(args.data), args.write_starter_data, load_settings().val_fraction)
+        print(f"wrote {args.write_starter_data}: {kept}; held out {len(plan.stream)} stream + {len(plan.test)} test rows")
+        return 0
+    if args.from_starter:
+        root = work_folder(args)
+        try:
+            summary = from_starter(args, root)
+        finally:
+            if args.home is None and not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
+        print(summary)
+        return 0
     if args.write_data:
         from core.config import load_settings
 

@@ -89,3 +89,28 @@ def test_sybil_mode_mints_identities_from_one_address_and_none_of_their_labels_i
     assert last["malicious"] > 0  # the attacker's wrong labels were given and stored
     assert last["poisoned"] == 0, last  # and none of them was trusted
     assert "wrong labels trusted 0" in summary
+
+
+def test_starter_data_holds_out_a_stream_and_a_disjoint_test_part(tmp_path: Path) -> None:
+    """The shift scenario's rows are never in the starter's data folder, stream and test never overlap, and
+    base validation is the same split the full data gives (so the starter's cached scores stay valid)."""
+    from bench.sim.headlines import write_starter_data
+    from core.data import is_validation, load_corpus
+
+    source = tmp_path / "src"
+    source.mkdir()
+    lines = ["label,title,description"] + [
+        f'{i % 4 + 1},Headline number {i},"Body of article {i}, with more words"' for i in range(400)
+    ]
+    (source / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    plan, kept = write_starter_data(str(source), tmp_path / "dest", 0.1)
+    again, _ = write_starter_data(str(source), tmp_path / "dest2", 0.1)
+    assert plan == again  # deterministic: the scenario finds the same rows the starter left out
+    stream, test = {text_hash(e.text) for e in plan.stream}, {text_hash(e.text) for e in plan.test}
+    assert stream and test and not stream & test
+    assert plan.excluded == stream | test
+    written = {text_hash(e.text) for e in read_csv(tmp_path / "dest" / "train.csv")}
+    assert not written & plan.excluded and kept["train.csv"] == 400 - len(plan.excluded)
+    assert all(e.title and not is_validation(e.text, 0.1) for e in plan.stream + plan.test)
+    full = load_corpus(str(source), 0.1).validation
+    assert load_corpus(str(tmp_path / "dest"), 0.1).validation == full
