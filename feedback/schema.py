@@ -97,6 +97,14 @@ CREATE TABLE guidelines (
 """
 
 
+# Version 7 holds pool items back from the labelling queue until a maintainer accepts an answer on their text:
+# corrections that visitors the host did not sign in brought in (`held_by`: who; `held_reason`: why it waits).
+_V7 = """
+ALTER TABLE pool ADD COLUMN held_by TEXT;
+ALTER TABLE pool ADD COLUMN held_reason TEXT
+"""
+
+
 def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
     def apply(conn: sqlite3.Connection) -> None:
         # executescript() would COMMIT first, so run statement by statement inside our transaction.
@@ -110,7 +118,7 @@ def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _script(_V1), 2: _script(_V2), 3: _script(_V3), 4: _script(_V4), 5: _script(_V5),
-    6: _script(_V6),
+    6: _script(_V6), 7: _script(_V7),
 }
 CURRENT_VERSION = max(MIGRATIONS)
 
