@@ -105,6 +105,15 @@ ALTER TABLE pool ADD COLUMN held_reason TEXT
 """
 
 
+# Version 8 marks the traffic set (`feedback.pool`): pool items kept out of the uncertainty order, offered at
+# random, whose labels only judge challengers. NULL until the queue first sees the item and draws it; items
+# already answered before this version may have been trained on, so they are marked 0 (not traffic) now.
+_V8 = """
+ALTER TABLE pool ADD COLUMN traffic INTEGER;
+UPDATE pool SET traffic = 0 WHERE EXISTS (SELECT 1 FROM answers a WHERE a.text_hash = pool.text_hash)
+"""
+
+
 def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
     def apply(conn: sqlite3.Connection) -> None:
         # executescript() would COMMIT first, so run statement by statement inside our transaction.
@@ -118,7 +127,7 @@ def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _script(_V1), 2: _script(_V2), 3: _script(_V3), 4: _script(_V4), 5: _script(_V5),
-    6: _script(_V6), 7: _script(_V7),
+    6: _script(_V6), 7: _script(_V7), 8: _script(_V8),
 }
 CURRENT_VERSION = max(MIGRATIONS)
 
