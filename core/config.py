@@ -94,7 +94,10 @@ class Settings(HostingSettings):
     # Feedback and hosting: see core.hosting.HostingSettings for identity, admin and proxy settings.
     classify_per_minute: int = Field(60, ge=1)
     queue_per_minute: int = Field(120, ge=1, description="Queue requests (next, answer, skip) per client address.")
-    feedback_per_minute: int = Field(_S.writes_per_minute, ge=1)
+    feedback_per_minute: int = Field(_S.writes_per_minute, ge=1, description="Answers per anonymous browser id a minute.")
+    verified_feedback_per_minute: int = Field(
+        _S.verified_writes_per_minute, ge=1, description="Answers per signed-in account a minute."
+    )
     address_feedback_per_minute: int = Field(_S.address_writes_per_minute, ge=1, description="Answers per client address a minute.")
     max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
     max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
@@ -241,6 +244,7 @@ class Settings(HostingSettings):
         return StoreLimits(
             max_text_chars=self.max_feedback_chars,
             writes_per_minute=self.feedback_per_minute,
+            verified_writes_per_minute=self.verified_feedback_per_minute,
             address_writes_per_minute=self.address_feedback_per_minute,
             suspicious_confidence=self.suspicious_confidence,
         )

@@ -110,13 +110,15 @@ class StoreLimits:
     """Bounds on what the feedback store accepts."""
 
     max_text_chars: int = 5000  # longest text stored with an answer or a pool item
-    writes_per_minute: int = 30  # answers per annotator per minute
+    writes_per_minute: int = 30  # answers per anonymous annotator (a self-minted browser id) per minute
+    verified_writes_per_minute: int = 120  # per signed-in account: a fast keyboard labeller does about 60
     address_writes_per_minute: int = 90  # answers per client address per minute (a newsroom may share one)
     # Label smoothing (0.1) keeps the model's top probability below about 0.93, so 0.8 is "very sure".
     suspicious_confidence: float = 0.8  # an answer is suspicious when the model was this sure of another label
 
     def __post_init__(self) -> None:
-        if self.max_text_chars < 1 or self.writes_per_minute < 1 or self.address_writes_per_minute < 1:
+        if min(self.max_text_chars, self.writes_per_minute, self.verified_writes_per_minute,
+               self.address_writes_per_minute) < 1:
             raise ValueError("max_text_chars and writes_per_minute must be positive")
         if not 0.0 < self.suspicious_confidence <= 1.0:
             raise ValueError("suspicious_confidence must be in (0, 1]")

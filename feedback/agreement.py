@@ -11,7 +11,7 @@ import numpy as np
 from core.labels import LABELS
 from feedback.trust import MAINTAINER
 
-_DROPPED = ("undone", "rejected")
+_DROPPED = ("undone", "replaced", "rejected")
 
 
 @dataclass(frozen=True)

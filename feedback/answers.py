@@ -22,6 +22,7 @@ from feedback.trust import check_scores, contradiction_reason
 from feedback.validate import (
     KINDS,
     STATUSES,
+    WITHDRAWN,
     canonical_label,
     check_address,
     check_annotator,
@@ -36,13 +37,26 @@ from feedback.validate import (
 log = logging.getLogger(__name__)
 
 RATE_WINDOW_S = 60.0
+# The two paths an answer comes by: one click on a prediction (Classify), or the labelling queue. A person
+# has at most one live answer per text on each path: a change of mind replaces the earlier one.
+PATHS = (("confirm", "correct"), ("queue",))
+_LIVE = f"status NOT IN ({', '.join(repr(status) for status in WITHDRAWN)})"  # SQL: not taken back
+
+
+def path_of(kind: str) -> tuple[str, ...]:
+    """The kinds of answer that share `kind`'s path (see PATHS)."""
+    return next(kinds for kinds in PATHS if kind in kinds)
+
+
 @dataclass(frozen=True)
 class RecordResult:
-    """Outcome of `FeedbackStore.record`: the answer's id, whether it was already stored, its status."""
+    """Outcome of `FeedbackStore.record`: the answer's id, whether it was already stored, its status, and the
+    ids of the annotator's earlier answers on this text and path that it replaced."""
 
     id: int
     duplicate: bool
     status: str
+    replaced: tuple[int, ...] = ()
 
 
 def decoded(row: dict[str, Any]) -> dict[str, Any]:
@@ -52,7 +66,7 @@ def decoded(row: dict[str, Any]) -> dict[str, Any]:
 
 
 class Answers:
-    """Confirmations, corrections and queue labels, each kept for audit even when undone or rejected."""
+    """Confirmations, corrections and queue labels, each kept for audit even when undone, replaced or rejected."""
 
     def __init__(self, db: Database, limits: StoreLimits, clock: Callable[[], float]) -> None:
         self._db = db
@@ -73,7 +87,8 @@ class Answers:
         verified: bool = False,
         address: str | None = None,
     ) -> RecordResult:
-        """Store one answer unless the annotator already gave it; see `FeedbackStore.record`."""
+        """Store one answer unless the annotator already gave it, replacing their earlier live answer on the same
+        text and path; see `FeedbackStore.record`."""
         if not isinstance(text, str):
             raise FeedbackError("text must be a string")
         problem = text_problem(text, self._limits.max_text_chars)
@@ -116,26 +131,30 @@ class Answers:
             "verified": int(bool(verified)),
             "address": address,
         }
+        kinds = path_of(kind)
+        marks = ", ".join("?" for _ in kinds)
+        same_path = f"annotator = ? AND text_hash = ? AND kind IN ({marks}) AND {_LIVE}"
         with self._db.write() as db:
-            existing = next(
-                db.query(
-                    "SELECT id, status FROM answers WHERE annotator = ? AND text_hash = ? AND user_label = ? "
-                    "AND status != 'undone' ORDER BY id LIMIT 1",
-                    [annotator, digest, label],
-                ),
-                None,
-            )
+            earlier = list(db.query(f"SELECT id, status, user_label FROM answers WHERE {same_path} ORDER BY id",
+                                    [annotator, digest, *kinds]))
+            # A rejected answer stays the maintainer's verdict: repeating it is a duplicate, not a new answer.
+            existing = next((r for r in earlier if r["user_label"] == label), None)
             if existing:
                 return RecordResult(id=existing["id"], duplicate=True, status=existing["status"])
             if item_id is not None:
                 check_item(db, item_id, digest)
-            self._check_rate(db, "annotator", annotator, self._limits.writes_per_minute, now)
+            per_annotator = self._limits.verified_writes_per_minute if verified else self._limits.writes_per_minute
+            self._check_rate(db, "annotator", annotator, per_annotator, now)
             if address is not None:
                 self._check_rate(db, "address", address, self._limits.address_writes_per_minute, now)
+            replaced = tuple(int(r["id"]) for r in earlier if r["status"] != "rejected")
+            if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
+                db.execute(f"UPDATE answers SET status = 'replaced' WHERE {same_path} AND status != 'rejected'",
+                           [annotator, digest, *kinds])
             answer_id = db["answers"].insert(row).last_pk
         if reason:
             log.warning("answer %s from %s marked suspicious: %s", answer_id, annotator, reason)
-        return RecordResult(id=int(answer_id), duplicate=False, status=status)
+        return RecordResult(id=int(answer_id), duplicate=False, status=status, replaced=replaced)
 
     def _check_rate(self, db: sqlite_utils.Database, column: str, key: str, limit: int, now: float) -> None:
         """Refuse a write when `key` (an annotator or a client address) wrote `limit` answers in the window."""
@@ -155,14 +174,16 @@ class Answers:
         raise RateLimited(f"too many answers{who}: at most {limit} a minute; try again in {wait_s} s", wait_s)
 
     def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
-        """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it."""
+        """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it.
+
+        Answers it replaced stay replaced: an undo withdraws a change of mind, it never revives the old answer."""
         annotator = check_annotator(annotator)
         kinds = [check_kind(kind) for kind in kinds]
         marks = ", ".join("?" for _ in kinds)
         with self._db.write() as db:
             row = next(
                 db.query(
-                    f"SELECT * FROM answers WHERE annotator = ? AND status != 'undone' AND kind IN ({marks})"
+                    f"SELECT * FROM answers WHERE annotator = ? AND {_LIVE} AND kind IN ({marks})"
                     " ORDER BY id DESC LIMIT 1",
                     [annotator, *kinds],
                 ),
@@ -182,8 +203,9 @@ class Answers:
             row = next(db.query("SELECT * FROM answers WHERE id = ?", [answer_id]), None)
             if row is None:
                 raise FeedbackError(f"no answer with id {answer_id}")
-            if row["status"] == "undone":
-                raise FeedbackError(f"answer {answer_id} was undone by its annotator and cannot be reviewed")
+            if row["status"] in WITHDRAWN:
+                how = "undone" if row["status"] == "undone" else "replaced by a later answer"
+                raise FeedbackError(f"answer {answer_id} was {how} by its annotator and cannot be reviewed")
             db.execute("UPDATE answers SET status = ? WHERE id = ?", [status, answer_id])
         log.info("answer %s %s (was %s)", answer_id, status, row["status"])
         row["status"] = status
@@ -221,7 +243,7 @@ class Answers:
     def count_since(self, answer_id: int) -> int:
         """Live, unrejected answers with an id above `answer_id` (e.g. the last one a retrain used)."""
         with self._db.read() as db:
-            sql = "SELECT COUNT(*) FROM answers WHERE id > ? AND status NOT IN ('undone', 'rejected')"
+            sql = f"SELECT COUNT(*) FROM answers WHERE id > ? AND {_LIVE} AND status != 'rejected'"
             return int(db.execute(sql, [answer_id]).fetchone()[0])
 
     def stats(self) -> dict[str, Any]:
@@ -232,7 +254,7 @@ class Answers:
                 sql = f"SELECT {column} AS key, COUNT(*) AS n FROM answers {where} GROUP BY {column}"
                 return {row["key"]: row["n"] for row in db.query(sql)}
 
-            live = "WHERE status != 'undone'"
+            live = f"WHERE {_LIVE}"
             by_status = grouped("status")
             by_label = grouped("user_label", live)
             by_kind = grouped("kind", live)

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 UNSEEN = """
         NOT EXISTS (
             SELECT 1 FROM answers a
-            WHERE a.text_hash = p.text_hash AND a.annotator = :annotator AND a.status != 'undone'
+            WHERE a.text_hash = p.text_hash AND a.annotator = :annotator AND a.status NOT IN ('undone', 'replaced')
         )
         AND NOT EXISTS (SELECT 1 FROM skips s WHERE s.item_id = p.id AND s.annotator = :annotator)
 """
@@ -42,7 +42,7 @@ UNSEEN = """
 SETTLED = """
         EXISTS (
             SELECT 1 FROM answers a
-            WHERE a.text_hash = p.text_hash AND a.status NOT IN ('undone', 'rejected')
+            WHERE a.text_hash = p.text_hash AND a.status NOT IN ('undone', 'replaced', 'rejected')
             GROUP BY a.user_label HAVING COUNT(DISTINCT COALESCE(a.address, a.annotator)) >= :required
         )
 """
@@ -202,7 +202,7 @@ class Pool:
             counts = db.execute(
                 """
                 SELECT COUNT(p.gold_label), COUNT(*) FROM answers a LEFT JOIN pool p ON p.text_hash = a.text_hash
-                WHERE a.annotator = ? AND a.status != 'undone'
+                WHERE a.annotator = ? AND a.status NOT IN ('undone', 'replaced')
                 """,
                 [annotator],
             ).fetchone()
@@ -242,5 +242,5 @@ class Pool:
         """How many queue items this annotator has labelled (live answers)."""
         annotator = check_annotator(annotator)
         with self._db.read() as db:
-            sql = "SELECT COUNT(*) FROM answers WHERE annotator = ? AND kind = 'queue' AND status != 'undone'"
+            sql = "SELECT COUNT(*) FROM answers WHERE annotator = ? AND kind = 'queue' AND status NOT IN ('undone', 'replaced')"
             return int(db.execute(sql, [annotator]).fetchone()[0])

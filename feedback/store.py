@@ -94,13 +94,17 @@ class FeedbackStore:
         verified: bool = False,
         address: str | None = None,
     ) -> RecordResult:
-        """Store one answer; an identical live answer from the same annotator is returned, not repeated.
+        """Store one answer; an identical live answer from the same annotator on the same path is returned, not
+        repeated. A person has one live answer per text and path (a one-click answer on Classify, kinds
+        'confirm'/'correct', or a 'queue' answer): a different label replaces their earlier answer, which is
+        kept with status 'replaced' and counted nowhere (`RecordResult.replaced` names it).
 
         `probabilities` is {label: p} or four numbers in LABELS order; when `predicted_label` is
         omitted it is their argmax. The answer is 'suspicious' when the model was at least
         `limits.suspicious_confidence` sure of another label. Raises FeedbackError for bad input and
-        RateLimited when the annotator has written `limits.writes_per_minute` answers in the last 60 s, or
-        the client `address` (a keyed hash the page supplies) `limits.address_writes_per_minute`.
+        RateLimited when the annotator has written `limits.writes_per_minute` answers in the last 60 s
+        (`limits.verified_writes_per_minute` when `verified`), or the client `address` (a keyed hash the page
+        supplies) `limits.address_writes_per_minute`.
         `verified` says the host signed the annotator in (the trust rules weigh such answers, see
         `feedback.trust`).
         """
@@ -118,7 +122,8 @@ class FeedbackStore:
         )
 
     def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
-        """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it."""
+        """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it.
+        An answer it had replaced stays replaced: nothing comes back to life."""
         return self._answers.undo_last(annotator, kinds)
 
     def queue_left(self, annotator: str, policy: QueuePolicy) -> int:

@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 # Share of a new annotator's items that are checks until they have answered `min_checks` of them.
 EARLY_CHECK_SHARE = 1 / 3
 # Statuses whose answers never count: withdrawn by the annotator, or refused by a maintainer.
-NOT_COUNTED = ("undone", "rejected")
+NOT_COUNTED = ("undone", "replaced", "rejected")
 # The identity a maintainer's reviewed labels are stored under (`feedback.review.resolve`). Web identities are
 # always "user:..." or "anon:...", so no visitor can answer as it. Its label settles a text; it is never excluded.
 MAINTAINER = "maintainer"

@@ -13,7 +13,11 @@ from core.text import clean_text, text_hash
 from feedback.errors import FeedbackError
 
 KINDS = ("confirm", "correct", "queue")
-STATUSES = ("ok", "suspicious", "accepted", "rejected", "undone")
+# Appended only: exports number statuses by position (feedback.dataset's ClassLabel).
+STATUSES = ("ok", "suspicious", "accepted", "rejected", "undone", "replaced")
+# Answers their annotator took back: undone, or replaced by a later answer on the same text and path. They
+# stay for audit but nothing counts them.
+WITHDRAWN = ("undone", "replaced")
 REVIEW_STATUSES = ("accepted", "rejected")
 EXPORT_FORMATS = ("csv", "jsonl")
 _MAX_ID_CHARS = 200

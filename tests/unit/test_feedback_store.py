@@ -102,10 +102,12 @@ def test_identical_answer_is_stored_once(store: FeedbackStore) -> None:
 
 
 def test_changed_mind_and_other_annotators_are_new_answers(store: FeedbackStore) -> None:
-    answer(store)
+    first = answer(store)
     answer(store, user_label="World")
     answer(store, annotator="ben")
     assert store.count() == 3
+    # A change of mind is kept for audit, replaced: one live answer per person (tests/unit/test_feedback_replace.py).
+    assert store.get(first.id)["status"] == "replaced" and store.count("ok") == 2
 
 
 def test_identical_answer_from_racing_threads_is_stored_once(store: FeedbackStore) -> None:
