@@ -108,6 +108,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             session_minutes=settings.admin_session_minutes,
             trust=settings.trust_policy(),
             retrain=settings.retrain_policy(),
+            promotion=settings.gate_config(),
             hub_dataset=settings.hub_dataset,
             hub_token=settings.hub_token,
             **admin_state,

@@ -6,6 +6,7 @@ creates directories; `ensure_home()` does that at the edge that writes state.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -117,9 +118,14 @@ class Settings(HostingSettings):
 
     # Retrain gate and schedule.
     gate_margin: float = Field(_G.margin, ge=0.0, lt=1.0, description="Macro-F1 the challenger must gain.")
-    gate_alpha: float = Field(_G.alpha, gt=0.0, lt=1.0, description="McNemar p-value the challenger must beat.")
-    gate_recall_tolerance: float = Field(_G.recall_tolerance, ge=0.0, lt=1.0, description="Largest per-label recall drop.")
-    gate_base_tolerance: float = Field(_G.base_tolerance, ge=0.0, lt=1.0, description="Largest base-validation accuracy drop.")
+    gate_alpha: float = Field(_G.alpha, gt=0.0, lt=1.0, description="One-sided McNemar p-value a gain must beat.")
+    gate_base_margin: float = Field(_G.base_margin, gt=0.0, lt=1.0, description="Base-validation accuracy margin.")
+    gate_recall_margin: float = Field(_G.recall_margin, gt=0.0, lt=1.0, description="Per-label recall margin.")
+    gate_noninferiority_alpha: float = Field(_G.noninferiority_alpha, gt=0.0, lt=1.0)
+    gate_target_gain: float = Field(_G.target_gain, gt=0.0, lt=1.0, description="Traffic gain to size the set for.")
+    gate_power: float = Field(_G.power, gt=0.0, lt=1.0, description="Power to detect that gain.")
+    gate_discordance: float = Field(_G.discordance, gt=0.0, lt=1.0, description="Assumed disagreement, until measured.")
+    traffic_share: float = Field(_Q.traffic_share, ge=0.0, lt=1.0, description="Share of pool and queue that is traffic.")
     feedback_weight: float = Field(_R.feedback_weight, gt=0.0, le=100.0, description="Loss weight of a feedback row vs a base row.")
     retrain_lr_encoder: float = Field(3e-5, gt=0.0, lt=1.0, description="Encoder learning rate of a retrain.")
     retrain_lr_head: float = Field(3e-4, gt=0.0, lt=1.0, description="Head learning rate of a retrain.")
@@ -131,7 +137,7 @@ class Settings(HostingSettings):
     retrain_epochs: float = Field(_T.epochs, gt=0.0, le=20.0)
     retrain_max_minutes: float = Field(8.0, ge=0.0, description="Training time budget of a retrain; 0 = none.")
     warm_start: bool = _R.warm_start
-    retrain_min_feedback: int = Field(_R.min_feedback, ge=1)
+    retrain_min_feedback: int = Field(_R.min_feedback, ge=1, description="New trusted answers before watch retrains.")
     retrain_interval_min: float = Field(0.0, ge=0.0, description="In-app retrain schedule; 0 = off.")
 
     mlflow_tracking_uri: str = Field("", description="Overrides MLFLOW_TRACKING_URI; empty = SQLite in home.")
@@ -217,12 +223,9 @@ class Settings(HostingSettings):
         return self.train_config(**(values | overrides))
 
     def gate_config(self) -> GateConfig:
-        return GateConfig(
-            margin=self.gate_margin,
-            alpha=self.gate_alpha,
-            recall_tolerance=self.gate_recall_tolerance,
-            base_tolerance=self.gate_base_tolerance,
-        )
+        """Every GateConfig field that has a `gate_<field>` setting takes it; the rest keep their defaults."""
+        names = (f.name for f in dataclasses.fields(GateConfig))
+        return GateConfig(**{name: getattr(self, f"gate_{name}") for name in names if f"gate_{name}" in type(self).model_fields})
 
     def trust_policy(self) -> TrustPolicy:
         return TrustPolicy(
@@ -238,6 +241,7 @@ class Settings(HostingSettings):
             min_checks=self.min_checks,
             check_share=self.check_share,
             max_skips=self.max_skips,
+            traffic_share=self.traffic_share,
         )
 
     def store_limits(self) -> StoreLimits:

@@ -39,24 +39,32 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    """Thresholds a challenger must clear to replace the champion."""
+    """Thresholds a challenger must clear to replace the champion (see `retrain.gate`), and what the retrain
+    preview sizes the traffic set for."""
 
-    margin: float = 0.002  # macro-F1 the challenger must gain (absolute, 0..1)
-    alpha: float = 0.05  # exact McNemar p-value must be below this
-    recall_tolerance: float = 0.01  # largest allowed per-label recall drop on base validation (absolute)
-    base_tolerance: float = 0.0  # largest allowed accuracy drop on base validation (absolute)
-    holdout_weight: float = 0.5  # weight of the feedback holdout in the combined score, before small-set scaling
+    margin: float = 0.002  # combined macro-F1 the challenger must gain (absolute, 0..1)
+    alpha: float = 0.05  # one-sided exact McNemar p (Bonferroni-adjusted) must be below this to show a gain
+    # Non-inferiority on base validation: the challenger may not be shown worse by this much or more, at
+    # noninferiority_alpha, one-sided. 1 point of accuracy is ~16 of 1,600 rows; a label has ~400 rows,
+    # so its recall needs a wider margin to be provable at all after a retrain's ordinary churn.
+    base_margin: float = 0.01  # accuracy (absolute)
+    recall_margin: float = 0.03  # each label's recall (absolute)
+    noninferiority_alpha: float = 0.05
+    holdout_weight: float = 0.5  # weight of users' sets in the combined score, before small-set scaling
     min_discordant: int = 1  # fewer discordant pairs than this cannot be significant, so refuse
+    # The traffic set's size target (the preview's power calculation, `core.paired.rows_for_power`).
+    target_gain: float = 0.02  # accuracy gain on traffic to detect (absolute)
+    power: float = 0.8  # chance of detecting it with the gate's test
+    discordance: float = 0.10  # share of traffic rows the models disagree on, until a run has measured it
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.margin < 1.0:
             raise ValueError(f"margin must be in [0, 1), got {self.margin}")
-        if not 0.0 < self.alpha <= 1.0:
-            raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")
-        if not 0.0 <= self.recall_tolerance <= 1.0:
-            raise ValueError(f"recall_tolerance must be in [0, 1], got {self.recall_tolerance}")
-        if not 0.0 <= self.base_tolerance <= 1.0:
-            raise ValueError(f"base_tolerance must be in [0, 1], got {self.base_tolerance}")
+        for name in ("alpha", "noninferiority_alpha", "base_margin", "recall_margin", "target_gain", "power",
+                     "discordance"):
+            value = getattr(self, name)
+            if not 0.0 < value < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {value}")
         if not 0.0 <= self.holdout_weight <= 1.0:
             raise ValueError(f"holdout_weight must be in [0, 1], got {self.holdout_weight}")
         if self.min_discordant < 0:
@@ -97,12 +105,20 @@ class QueuePolicy:
     check_share: float = 0.1  # share of later items that are checks
     max_skips: int = 200  # skips one annotator may make; beyond it, the queue asks for an answer
     spread: int = 16  # each annotator's next item is drawn from this many of the most uncertain ones
+    # The traffic set: this share of pool items (by a salted hash of the text, fixed when the queue first
+    # sees the item) is kept out of the uncertainty order, and this share of queue turns offers one of them,
+    # uniformly at random among the newest `traffic_recent` unlabelled ones. Their labels are never trained
+    # on: they are the gate's unbiased sample of what users send (see feedback.snapshot).
+    traffic_share: float = 0.2
+    traffic_recent: int = 1000
 
     def __post_init__(self) -> None:
         if self.labels_required < 1 or self.min_checks < 0 or self.max_skips < 0 or self.spread < 1:
             raise ValueError("labels_required and spread must be >= 1; min_checks and max_skips >= 0")
         if not 0.0 <= self.check_share <= 1.0:
             raise ValueError(f"check_share must lie in [0, 1], got {self.check_share}")
+        if not 0.0 <= self.traffic_share < 1.0 or self.traffic_recent < 1:
+            raise ValueError("traffic_share must lie in [0, 1) and traffic_recent be >= 1")
 
 
 @dataclass(frozen=True)
@@ -150,4 +166,4 @@ class RetrainPolicy:
     distill_weight: float = 0.0  # share of the champion's own predictions in replayed rows' targets
     warm_start: bool = True  # start from the champion's weights rather than the base encoder
     holdout_fraction: float = 0.25  # share of trusted feedback kept out of training to judge the challenger
-    min_feedback: int = 50  # new trusted answers before a scheduled retrain
+    min_feedback: int = 50  # new trusted answers since the last run before a scheduled retrain (feedback.readiness)

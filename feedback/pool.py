@@ -17,6 +17,7 @@ from core.text import text_hash
 from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.pool_files import cleaned, read_pool_file
+from feedback.traffic import mark_new_items, traffic_turn
 from feedback.trust import check_due
 from feedback.validate import (
     PoolRow,
@@ -48,9 +49,16 @@ SETTLED = """
 """
 _NEXT_ITEM_SQL = f"""
         SELECT p.* FROM pool p
-        WHERE p.gold_label IS NULL AND {UNSEEN} AND NOT {SETTLED}
+        WHERE p.gold_label IS NULL AND p.traffic = 0 AND {UNSEEN} AND NOT {SETTLED}
         ORDER BY p.uncertainty DESC NULLS LAST, p.id
         LIMIT :spread
+"""
+# The traffic set's newest unlabelled items (see feedback.traffic): a traffic turn picks one at random.
+_TRAFFIC_ITEM_SQL = f"""
+        SELECT p.* FROM pool p
+        WHERE p.gold_label IS NULL AND p.traffic = 1 AND {UNSEEN} AND NOT {SETTLED}
+        ORDER BY p.id DESC
+        LIMIT :recent
 """
 _CHECKS_SQL = f"SELECT p.* FROM pool p WHERE p.gold_label IS NOT NULL AND {UNSEEN}"
 
@@ -185,9 +193,14 @@ class Pool:
         annotator = check_annotator(annotator)
         item = self.due_check(annotator, policy)
         if item is None:
+            mark_new_items(self._db, policy.traffic_share)
             with self._db.read() as db:
-                params = {"annotator": annotator, "required": policy.labels_required, "spread": policy.spread}
-                candidates = list(db.query(_NEXT_ITEM_SQL, params))
+                params = {"annotator": annotator, "required": policy.labels_required, "spread": policy.spread,
+                          "recent": policy.traffic_recent}
+                turns = [_NEXT_ITEM_SQL, _TRAFFIC_ITEM_SQL]  # the other kind when this kind has none left
+                if traffic_turn(db, annotator, policy.traffic_share):
+                    turns.reverse()
+                candidates = next((rows for sql in turns if (rows := list(db.query(sql, params)))), [])
             # Each annotator draws from the most uncertain few in their own order, so streams differ and a
             # check cannot be spotted as the one item that is not the same for every fresh identity.
             item = min(candidates, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.policies import TrustPolicy
 from feedback.answers import decoded
+from feedback.credible import CREDIBLE, credible_params
 from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError
 from feedback.trust import MAINTAINER
@@ -93,14 +95,16 @@ class Reviews:
         self._db = db
         self._clock = clock
 
-    def find(self, where: ReviewFilter) -> tuple[list[dict[str, Any]], int]:
-        """Answers matching `where`, newest first (at most `where.limit`, capped at MAX_SHOWN), and how many match."""
+    def find(self, where: ReviewFilter, trust: TrustPolicy | None = None) -> tuple[list[dict[str, Any]], int]:
+        """Answers matching `where` (at most `where.limit`, capped at MAX_SHOWN), and how many match: those of
+        signed-in or checked people first (`feedback.credible`, with `trust`'s check rule), newest first within."""
         condition, params = where.where()
         limit = max(1, min(int(where.limit), MAX_SHOWN))
+        first = credible_params(trust or TrustPolicy())
         with self._db.read() as conn:
             total = int(conn.execute(f"SELECT COUNT(*) FROM answers WHERE {condition}", params).fetchone()[0])
-            rows = [decoded(row) for row in
-                    conn.query(f"SELECT * FROM answers WHERE {condition} ORDER BY id DESC LIMIT ?", [*params, limit])]
+            sql = f"SELECT * FROM answers WHERE {condition} ORDER BY CASE WHEN {CREDIBLE} THEN 0 ELSE 1 END, id DESC LIMIT ?"
+            rows = [decoded(row) for row in conn.query(sql, [*params, *first, limit])]
         return rows, total
 
 

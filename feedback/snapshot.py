@@ -1,17 +1,19 @@
-"""Feedback for a retrain: back the database up, then read its trusted answers as train and holdout parts."""
+"""Feedback for a retrain: back the database up, then read its trusted answers as train, holdout and traffic parts."""
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.data import Example, split_by_hash
 from core.labels import label_index
 from core.policies import TrustPolicy
+from core.text import text_hash
 from feedback.dialect import is_database_url
 from feedback.store import FeedbackStore
+from feedback.traffic import read_traffic
 from feedback.trust import TrustedExample, select_trusted
 
 log = logging.getLogger(__name__)
@@ -22,11 +24,13 @@ HOLDOUT_SALT = "feedback-holdout"
 
 @dataclass(frozen=True)
 class FeedbackSplit:
-    """Trusted feedback split by text hash, and the newest answer id the snapshot held."""
+    """Trusted feedback: the traffic set's texts (judge only, see feedback.traffic), the rest split by text
+    hash into train and holdout; and the newest answer id the snapshot held."""
 
     train: list[Example]
     holdout: list[Example]
     last_answer_id: int
+    traffic: list[Example] = field(default_factory=list)
 
 
 def read_trusted(store: FeedbackStore, policy: TrustPolicy) -> list[TrustedExample]:
@@ -66,8 +70,22 @@ def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fractio
     try:
         trusted = read_trusted(store, policy)
         last_id = max((row["id"] for row in store.answers(limit=1)), default=0)
+        split = split_trusted(trusted, traffic_hashes(store), holdout_fraction)
     finally:
         store.close()
-    examples = [Example(t.text, label_index(t.label)) for t in trusted]
-    train, holdout = split_by_hash(examples, holdout_fraction, salt=HOLDOUT_SALT)
-    return FeedbackSplit(train=train, holdout=holdout, last_answer_id=last_id)
+    return FeedbackSplit(train=split.train, holdout=split.holdout, last_answer_id=last_id, traffic=split.traffic)
+
+
+def traffic_hashes(store: FeedbackStore) -> set[str]:
+    """The text hashes of the traffic set (pool items drawn at random; see feedback.traffic)."""
+    with store.database.read() as conn:
+        return read_traffic(conn)
+
+
+def split_trusted(trusted: list[TrustedExample], traffic: set[str], holdout_fraction: float) -> FeedbackSplit:
+    """Traffic texts apart (never trained on); the rest split by salted text hash into train and holdout."""
+    examples = [(Example(t.text, label_index(t.label)), t.text_hash or text_hash(t.text)) for t in trusted]
+    train, holdout = split_by_hash([e for e, digest in examples if digest not in traffic], holdout_fraction,
+                                   salt=HOLDOUT_SALT)
+    return FeedbackSplit(train=train, holdout=holdout, last_answer_id=0,
+                         traffic=[e for e, digest in examples if digest in traffic])

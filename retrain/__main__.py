@@ -103,25 +103,27 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import contextlib
     import time
 
+    from core.stages import read_last_run
+    from feedback.readiness import count_new_trusted
     from feedback.store import FeedbackStore
     from retrain.run import retrain
     from retrain.setup import RetrainSetup
-    from retrain.state import RetrainBusy, read_state
+    from retrain.state import RetrainBusy
 
     settings = load_settings()
     setup = RetrainSetup.from_settings(settings)
     interval = args.interval or 60.0
     min_new = args.min_new or setup.policy.min_feedback
     log = logging.getLogger("retrain.watch")
-    log.info("watching: a retrain runs when %d new answers have arrived (checked every %.0f s)", min_new, interval)
+    log.info("watching: a retrain runs when %d new trusted answers have arrived since the last run "
+             "(checked every %.0f s)", min_new, interval)
     while True:
-        last_id = read_state(setup.paths).get("last_run", {}).get("last_answer_id", 0)
         new = 0
         if setup.database_url or setup.paths.feedback_db.is_file():
             with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
-                new = store.count_since(last_id)
+                new = count_new_trusted(store, setup.trust, read_last_run(setup.paths))
         if new >= min_new:
-            log.info("%d new answers since the last run: retraining", new)
+            log.info("%d new trusted answers since the last run: retraining", new)
             try:
                 result = retrain(setup)
                 log.info("retrain %s: %s", result.decision, "; ".join(result.reasons) or "ok")
@@ -129,6 +131,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 log.info("a retrain is already running")
             except Exception:
                 log.exception("retrain failed")
+        else:
+            log.info("%d new trusted answers since the last run; waiting for %d", new, min_new)
         if args.once:
             return EXIT_OK
         time.sleep(interval)
@@ -156,10 +160,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    import contextlib
+    from dataclasses import asdict
+
     from core.registry import ModelRegistry
+    from core.stages import read_last_run
+    from feedback.readiness import readiness
+    from feedback.store import FeedbackStore
 
     settings = load_settings()
-    _print(ModelRegistry(settings.models_dir).status())
+    status = ModelRegistry(settings.models_dir).status()
+    if settings.database_url or settings.paths.feedback_db.is_file():
+        with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+            ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate_config(),
+                              read_last_run(settings.paths))
+        # The feedback a retrain would see, and how many more traffic labels the gate needs for the target gain.
+        status["feedback"] = asdict(ready) | {"enough": ready.enough, "traffic_more": ready.traffic.more}
+    _print(status)
     return EXIT_OK
 
 
@@ -222,16 +239,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", default="manual rollback")
     p.add_argument("--expect", default=None, help="roll back only if this version is still the champion")
     p.set_defaults(func=cmd_rollback)
-    p = sub.add_parser("watch", help="retrain whenever enough new feedback has arrived")
+    p = sub.add_parser("watch", help="retrain whenever enough new trusted feedback has arrived")
     p.add_argument("--interval", type=float, default=None, help="seconds between checks (default 60)")
-    p.add_argument("--min-new", type=int, default=None, help="new answers needed (default NEWSLOOP_RETRAIN_MIN_FEEDBACK)")
+    p.add_argument("--min-new", type=int, default=None,
+                   help="new trusted answers since the last run needed (default NEWSLOOP_RETRAIN_MIN_FEEDBACK)")
     p.add_argument("--once", action="store_true", help="check once and exit")
     p.set_defaults(func=cmd_watch)
     p = sub.add_parser("evaluate", help="score the serving champion on an AG-News-format CSV; prints JSON")
     p.add_argument("--csv", required=True)
     p.add_argument("--onnx-file", default=None, help="model.onnx or model.int8.onnx (default: the one served)")
     p.set_defaults(func=cmd_evaluate)
-    p = sub.add_parser("status", help="print the model registry as JSON")
+    p = sub.add_parser("status", help="print the model registry and the feedback a retrain would see, as JSON")
     p.set_defaults(func=cmd_status)
     p = sub.add_parser("baseline", help="TF-IDF + linear SVM on the same rows, for comparison")
     p.add_argument("--csv", default=None, help="also score on this AG-News-format CSV")

@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 
 from core.data import Example
+from core.decision import GateResult
 from core.metrics import evaluate_probabilities
 from core.paths import VALIDATION_PROBS
 from core.policies import GateConfig
 from core.registry import ModelVersion
 from core.serving import OnnxClassifier
 from core.text import text_hash
-from retrain.gate import BASE_SET, HOLDOUT_SET, EvalSet, GateDecision, decide
+from retrain.gate import BASE_SET, HOLDOUT_SET, TRAFFIC_SET, EvalSet, decide
 from retrain.tracking import Tracker
 
 
@@ -52,10 +53,11 @@ def judge(
     holdout: list[Example],
     config: GateConfig,
     tracker: Tracker,
-) -> GateDecision:
+    traffic: list[Example] | None = None,
+) -> GateResult:
     """Score both models through the same serving path on the same sets, then apply the pure gate."""
     sets = []
-    for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout)):
+    for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout), (TRAFFIC_SET, traffic or [])):
         if not examples:
             continue
         champion_probs = served_probs(champion, examples)
@@ -66,5 +68,5 @@ def judge(
             metrics = evaluate_probabilities(y, champion_probs)
             tracker.log_evaluation("champion_validation", y.tolist(), champion_probs, metrics)
     decision = decide(sets, config)
-    tracker.log_dict(decision.as_dict(), "gate.json")
+    tracker.log_dict(decision.to_dict(), "gate.json")
     return decision

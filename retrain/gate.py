@@ -1,28 +1,41 @@
-"""The champion/challenger promotion gate: margin, McNemar significance, base accuracy and per-label recall, as
-pure functions."""
+"""The champion/challenger promotion gate, a pure function of both models' predictions on the evaluation sets.
+
+It returns one typed record per rule (`core.decision`); the challenger is promoted when every rule passes:
+
+- MARGIN: the combined macro-F1 (base validation blended with the users' sets) gains at least `margin`;
+- DISCORDANT, GAIN: the challenger is significantly better, by a one-sided exact McNemar test, on at least
+  one of: the traffic set, the feedback holdout, base validation, all rows pooled (Bonferroni over the
+  tests made). The traffic set is the unbiased one: labels on pool items drawn at random, never trained on;
+- NOT_WORSE: it is not significantly worse on a users' set (traffic, feedback holdout);
+- BASE_ACCURACY, LABEL_RECALL: non-inferiority on base validation: a drop of `base_margin` in accuracy,
+  or of `recall_margin` in any label's recall, is ruled out at `noninferiority_alpha` (one-sided; Tango's
+  score test on the paired rows). Every one must hold, so no multiplicity correction is needed there.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
 
+from core.decision import USERS_SETS, EvalSetName, GateResult, PairedTest, Rule, RuleResult, SetScores
 from core.labels import LABELS, NUM_LABELS
 from core.metrics import classification_metrics
+from core.paired import discordant, mcnemar_p, noninferiority
 from core.policies import GateConfig
 
-BASE_SET = "base_validation"
-HOLDOUT_SET = "feedback_holdout"
-KNOWN_SETS = (BASE_SET, HOLDOUT_SET)
+BASE_SET = EvalSetName.BASE.value
+HOLDOUT_SET = EvalSetName.HOLDOUT.value
+TRAFFIC_SET = EvalSetName.TRAFFIC.value
+POOLED = EvalSetName.POOLED.value
+KNOWN_SETS = (BASE_SET, HOLDOUT_SET, TRAFFIC_SET)
 MODELS = ("champion", "challenger")
-POOLED = "pooled"
 
-# The holdout earns its full weight only at this many rows; below that its weight shrinks in proportion.
+# A users' set earns its full weight only at this many rows; below that its weight shrinks in proportion.
 HOLDOUT_FULL_WEIGHT_ROWS = 200
 
-# Scores and recalls are differences of floats: a gain of exactly the margin, or a drop of exactly the
-# tolerance, must not flip the decision through rounding (0.92 - 0.91 > 0.01 in binary floating point).
+# Scores are differences of floats: a gain of exactly the margin must not fail through rounding
+# (0.92 - 0.91 > 0.01 in binary floating point).
 _EPS = 1e-9
 
 
@@ -30,58 +43,20 @@ _EPS = 1e-9
 class EvalSet:
     """Gold labels and both models' predictions on one evaluation set."""
 
-    name: str  # "base_validation" or "feedback_holdout"
+    name: str  # one of KNOWN_SETS
     y_true: np.ndarray  # int labels 0..3
     champion_pred: np.ndarray
     challenger_pred: np.ndarray
 
 
-@dataclass(frozen=True)
-class GateDecision:
-    """The verdict and every number behind it, so a maintainer can read why."""
-
-    promote: bool
-    reasons: list[str]  # every reason for refusal (empty when promoted)
-    champion_score: float
-    challenger_score: float
-    delta: float
-    p_value: float  # smallest Bonferroni-adjusted McNemar p among the tests the challenger leads (else pooled)
-    discordant: dict[str, int]  # pooled over every set: {"challenger_only_right": b, "champion_only_right": c}
-    recall_drops: dict[str, float]  # per label: champion recall - challenger recall on base validation
-    recall_p_values: dict[str, float]  # per label: exact McNemar p on its base rows, times the number of labels
-    per_set: dict[str, dict]  # per set: n, weight, champion/challenger macro-F1 and accuracy
-
-    def as_dict(self) -> dict:
-        """Plain Python values only, for MLflow tags and the CLI's JSON."""
-        return asdict(self)
-
-
-def mcnemar_exact(champion_correct: np.ndarray, challenger_correct: np.ndarray) -> tuple[float, int, int]:
-    """Two-sided exact McNemar test on the discordant pairs; returns (p, b, c).
-
-    b = challenger right and champion wrong, c = the reverse; p = binomtest(b, b + c, 0.5, two-sided).
-    With no discordant pairs the models are indistinguishable, so p = 1.0.
-    """
-    champion = np.asarray(champion_correct).astype(bool)
-    challenger = np.asarray(challenger_correct).astype(bool)
-    if champion.ndim != 1 or challenger.ndim != 1:
-        raise ValueError("correct-vectors must be one-dimensional")
-    if champion.shape != challenger.shape:
-        raise ValueError(f"correct-vectors differ in length: {champion.size} vs {challenger.size}")
-    b = int(np.count_nonzero(challenger & ~champion))
-    c = int(np.count_nonzero(champion & ~challenger))
-    if b + c == 0:
-        return 1.0, b, c
-    return float(binomtest(b, b + c, 0.5, alternative="two-sided").pvalue), b, c
-
-
 def combined_score(sets: list[EvalSet], which: str, holdout_weight: float) -> float:
-    """Macro-F1 of `which` model ("champion" or "challenger") over base validation and the feedback holdout.
+    """Macro-F1 of `which` model ("champion" or "challenger") over base validation and the users' sets.
 
-    Base validation alone if it is the only set; otherwise (1 - w) * F1_base + w * F1_holdout with
-    w = holdout_weight * min(1, n_holdout / 200). The scaling is there because a handful of feedback rows
-    is noisy: ten corrections must not outweigh 1,600 validation rows, yet a large holdout, which reflects
-    what users actually send, should count in full.
+    Base validation alone if it is the only set. Otherwise the users' sets share `holdout_weight`: the
+    traffic set first, w_t = holdout_weight * min(1, n_traffic / 200), then the feedback holdout,
+    w_h = (holdout_weight - w_t) * min(1, n_holdout / 200); base validation gets the rest. The scaling is
+    there because a handful of rows is noisy: ten answers must not outweigh 1,600 validation rows, yet a
+    large sample of what users send should count in full.
     """
     if which not in MODELS:
         raise ValueError(f"which must be one of {', '.join(MODELS)}, got {which!r}")
@@ -91,134 +66,95 @@ def combined_score(sets: list[EvalSet], which: str, holdout_weight: float) -> fl
     return _combined(by_name, _weights(by_name, holdout_weight), which)
 
 
-def decide(sets: list[EvalSet], config: GateConfig) -> GateDecision:
-    """Promote only if the challenger clears the margin, wins significantly, is no worse on base validation
-    and drops no label's recall there."""
+def decide(sets: list[EvalSet], config: GateConfig) -> GateResult:
+    """Every rule's record; promote only when all pass (see the module's docstring)."""
     by_name = _validated(sets)
     weights = _weights(by_name, config.holdout_weight)
-    reasons: list[str] = []
-
     champion_score = _combined(by_name, weights, "champion")
     challenger_score = _combined(by_name, weights, "challenger")
-    delta = challenger_score - champion_score
-    if delta < config.margin - _EPS:
-        reasons.append(
-            f"macro-F1 gain {delta:.4f} is below the required margin {config.margin:.4f} "
-            f"(champion {champion_score:.4f}, challenger {challenger_score:.4f})"
-        )
-
+    rules = [
+        RuleResult(Rule.MARGIN, challenger_score - champion_score >= config.margin - _EPS,
+                   champion=champion_score, challenger=challenger_score, threshold=config.margin),
+    ]
     tests = significance_tests(by_name)
-    _, b, c = tests[POOLED]
-    p_value = _best_p(tests)
-    reasons.extend(_significance_reasons(tests, config))
-
+    pooled = tests[POOLED] if POOLED in tests else tests[BASE_SET]
+    pairs = pooled.challenger_only + pooled.champion_only
+    rules.append(RuleResult(Rule.DISCORDANT, pairs >= config.min_discordant, subject=pooled.subject, n=pooled.n,
+                            threshold=float(config.min_discordant), challenger_only=pooled.challenger_only,
+                            champion_only=pooled.champion_only))
+    gain_p = min(t.p_value for t in tests.values())
+    rules.append(RuleResult(Rule.GAIN, gain_p < config.alpha, n=pooled.n, threshold=config.alpha, p_value=gain_p,
+                            challenger_only=pooled.challenger_only, champion_only=pooled.champion_only,
+                            tests=tuple(tests.values())))
+    rules.extend(_not_worse(by_name, config.alpha))
     base = by_name[BASE_SET]
-    # A win on what users sent must not be paid for with the data everyone else sends.
-    champion_acc, challenger_acc = (float(np.mean(_pred(base, which) == base.y_true)) for which in MODELS)
-    if champion_acc - challenger_acc > config.base_tolerance + _EPS:
-        reasons.append(
-            f"accuracy on {BASE_SET} fell from {champion_acc:.4f} to {challenger_acc:.4f} "
-            f"(drop {champion_acc - challenger_acc:.4f} exceeds the tolerance {config.base_tolerance:.4f})"
-        )
-    champion_recall = _recalls(base, "champion")
-    challenger_recall = _recalls(base, "challenger")
-    recall_drops = {label: champion_recall[label] - challenger_recall[label] for label in LABELS}
-    recall_p = label_tests(base)
-    for label, drop in recall_drops.items():
-        # A regression must be both large enough to matter and more than churn: with ~400 rows a label,
-        # a retrain that changes nothing systematic still moves a recall by a point either way.
-        if drop > config.recall_tolerance + _EPS and recall_p[label] < config.alpha:
-            reasons.append(
-                f"{label} recall on {BASE_SET} fell from {champion_recall[label]:.4f} to "
-                f"{challenger_recall[label]:.4f} (drop {drop:.4f} exceeds the tolerance {config.recall_tolerance:.4f}; "
-                f"McNemar p = {recall_p[label]:.4g} on its rows)"
-            )
-
-    return GateDecision(
-        promote=not reasons,
-        reasons=reasons,
+    rules.append(_noninferior(Rule.BASE_ACCURACY, BASE_SET, base.champion_pred == base.y_true,
+                              base.challenger_pred == base.y_true, config.base_margin, config.noninferiority_alpha))
+    for index, label in enumerate(LABELS):
+        rows = base.y_true == index
+        rules.append(_noninferior(Rule.LABEL_RECALL, label, base.champion_pred[rows] == index,
+                                  base.challenger_pred[rows] == index, config.recall_margin,
+                                  config.noninferiority_alpha))
+    return GateResult(
+        promote=all(r.passed for r in rules),
+        rules=tuple(rules),
+        sets=tuple(_set_scores(s, weights[name]) for name, s in by_name.items()),
         champion_score=champion_score,
         challenger_score=challenger_score,
-        delta=float(delta),
-        p_value=p_value,
-        discordant={"challenger_only_right": b, "champion_only_right": c},
-        recall_drops=recall_drops,
-        recall_p_values=recall_p,
-        per_set={name: _set_summary(s, weights[name]) | _test_summary(tests.get(name)) for name, s in by_name.items()},
+        p_value=gain_p,
     )
 
 
-def significance_tests(by_name: dict[str, EvalSet]) -> dict[str, tuple[float, int, int]]:
-    """Exact McNemar (p, b, c) on all examples pooled and on each non-empty set alone, p Bonferroni-adjusted.
+def significance_tests(by_name: dict[str, EvalSet]) -> dict[str, PairedTest]:
+    """One-sided exact McNemar ("the challenger is better") on all rows pooled and on each non-empty set,
+    each p times the number of tests (Bonferroni).
 
-    Pooling is strongest when a gain is spread over both sets; a set alone is strongest when the gain sits
-    in one of them, typically the feedback holdout (what users corrected), which the pooled test would
-    drown in base-validation noise. Testing all of them and multiplying each p by the number of tests keeps
-    the chance of promoting a challenger that is no better at most alpha.
+    Pooling is strongest when a gain is spread over the sets; a set alone is strongest when the gain sits
+    in one of them, typically what users sent, which the pooled test would drown in base-validation noise.
+    Testing all of them and adjusting keeps the chance of promoting a challenger that is no better at
+    most alpha.
     """
     non_empty = {name: s for name, s in by_name.items() if s.y_true.size}
     groups = {name: [s] for name, s in non_empty.items()}
     if len(groups) > 1:
-        groups = {POOLED: list(non_empty.values())} | groups  # each example is one paired trial
+        groups = {POOLED: list(non_empty.values())} | groups  # each row is one paired trial
     tests = {}
-    for name, sets in groups.items():
-        y_true = np.concatenate([s.y_true for s in sets])
-        champion_correct = np.concatenate([s.champion_pred for s in sets]) == y_true
-        challenger_correct = np.concatenate([s.challenger_pred for s in sets]) == y_true
-        p, b, c = mcnemar_exact(champion_correct, challenger_correct)
-        tests[name] = (min(1.0, p * len(groups)), b, c)
-    if POOLED not in tests:
-        tests[POOLED] = tests[BASE_SET]
+    for name, members in groups.items():
+        y_true = np.concatenate([s.y_true for s in members])
+        n, b, c = discordant(np.concatenate([s.champion_pred for s in members]) == y_true,
+                             np.concatenate([s.challenger_pred for s in members]) == y_true)
+        tests[name] = PairedTest(name, n, b, c, min(1.0, mcnemar_p(b, c, "greater") * len(groups)))
     return tests
 
 
-def label_tests(base: EvalSet) -> dict[str, float]:
-    """Per label, exact McNemar p (Bonferroni over labels) on the base rows of that label: is its recall
-    change more than churn?"""
-    out = {}
-    for index, label in enumerate(LABELS):
-        rows = base.y_true == index
-        p, _, _ = mcnemar_exact(base.champion_pred[rows] == index, base.challenger_pred[rows] == index)
-        out[label] = min(1.0, p * len(LABELS))
-    return out
+def _not_worse(by_name: dict[str, EvalSet], alpha: float) -> list[RuleResult]:
+    """Per non-empty users' set: is the challenger significantly worse there (one-sided, Bonferroni)?"""
+    users = [by_name[name] for name in USERS_SETS if name in by_name and by_name[name].y_true.size]
+    rules = []
+    for s in users:
+        n, b, c = discordant(s.champion_pred == s.y_true, s.challenger_pred == s.y_true)
+        p = min(1.0, mcnemar_p(b, c, "less") * len(users))
+        rules.append(RuleResult(Rule.NOT_WORSE, p >= alpha, subject=s.name, n=n, champion=_mean(s, "champion"),
+                                challenger=_mean(s, "challenger"), threshold=alpha, p_value=p, challenger_only=b,
+                                champion_only=c))
+    return rules
 
 
-def _best_p(tests: dict[str, tuple[float, int, int]]) -> float:
-    """The strongest evidence for the challenger: the smallest adjusted p among tests it leads; if it leads
-    none, the pooled test's p (then evidence of a difference, in the champion's favour)."""
-    return min((p for p, b, c in tests.values() if b > c), default=tests[POOLED][0])
-
-
-def _describe(tests: dict[str, tuple[float, int, int]]) -> str:
-    return "; ".join(
-        f"{name}: challenger alone right on {b}, champion alone right on {c}, p = {p:.4g}"
-        for name, (p, b, c) in tests.items()
+def _noninferior(rule: Rule, subject: str, champion_correct: np.ndarray, challenger_correct: np.ndarray,
+                 margin: float, alpha: float) -> RuleResult:
+    n, b, c = discordant(champion_correct, challenger_correct)
+    test = noninferiority(n, b, c, margin, alpha)
+    return RuleResult(
+        rule, test.passed, subject=subject, n=n,
+        champion=float(np.mean(champion_correct)) if n else None,
+        challenger=float(np.mean(challenger_correct)) if n else None,
+        threshold=margin, p_value=test.p_value, bound=test.lower_bound if n else None, confidence=1.0 - alpha,
+        challenger_only=b, champion_only=c,
     )
 
 
-def _significance_reasons(tests: dict[str, tuple[float, int, int]], config: GateConfig) -> list[str]:
-    # At most one reason, the most telling: "worse" is checked before "not significant" because a significant
-    # loss is the case a maintainer most needs to see named. p-values are Bonferroni-adjusted.
-    _, b, c = tests[POOLED]
-    pairs = f"challenger alone right on {b}, champion alone right on {c}"
-    if b + c < config.min_discordant:
-        return [
-            f"only {b + c} discordant examples ({pairs}); the significance test needs at least {config.min_discordant}"
-        ]
-    worse = [(name, p) for name, (p, b_, c_) in tests.items() if c_ > b_ and p < config.alpha]
-    if worse:
-        name, p = worse[0]
-        return [f"challenger is significantly worse on {name} ({_describe({name: tests[name]})}; McNemar)"]
-    best = _best_p(tests)
-    if not any(b_ > c_ for _, b_, c_ in tests.values()):
-        return [f"challenger is not better on the discordant examples ({pairs}; McNemar p = {tests[POOLED][0]:.4g})"]
-    if best >= config.alpha:
-        return [f"McNemar p-value {best:.4g} is not below alpha {config.alpha:g} ({_describe(tests)})"]
-    return []
-
-
 def _validated(sets: list[EvalSet]) -> dict[str, EvalSet]:
-    """Check every set and index them by name; ValueError says what is wrong."""
+    """Check every set and index them by name, base validation first; ValueError says what is wrong."""
     by_name: dict[str, EvalSet] = {}
     for s in sets:
         if s.name not in KNOWN_SETS:
@@ -236,7 +172,7 @@ def _validated(sets: list[EvalSet]) -> dict[str, EvalSet]:
         raise ValueError(f"the {BASE_SET!r} set is required")
     if by_name[BASE_SET].y_true.size == 0:
         raise ValueError(f"the {BASE_SET!r} set is empty")
-    return by_name
+    return {name: by_name[name] for name in KNOWN_SETS if name in by_name}
 
 
 def _check_labels(set_name: str, field: str, values: np.ndarray) -> None:
@@ -254,10 +190,12 @@ def _check_labels(set_name: str, field: str, values: np.ndarray) -> None:
 
 
 def _weights(by_name: dict[str, EvalSet], holdout_weight: float) -> dict[str, float]:
-    holdout = by_name.get(HOLDOUT_SET)
-    n_holdout = 0 if holdout is None else holdout.y_true.size
-    w = holdout_weight * min(1.0, n_holdout / HOLDOUT_FULL_WEIGHT_ROWS)
-    return {BASE_SET: 1.0 - w} | ({HOLDOUT_SET: w} if holdout is not None else {})
+    left, weights = holdout_weight, {}
+    for name in (TRAFFIC_SET, HOLDOUT_SET):
+        if name in by_name:
+            weights[name] = left * min(1.0, by_name[name].y_true.size / HOLDOUT_FULL_WEIGHT_ROWS)
+            left -= weights[name]
+    return {BASE_SET: 1.0 - sum(weights.values())} | weights
 
 
 def _combined(by_name: dict[str, EvalSet], weights: dict[str, float], which: str) -> float:
@@ -269,27 +207,22 @@ def _pred(s: EvalSet, which: str) -> np.ndarray:
     return s.champion_pred if which == "champion" else s.challenger_pred
 
 
+def _mean(s: EvalSet, which: str) -> float:
+    return float(np.mean(_pred(s, which) == s.y_true))
+
+
 def _macro_f1(s: EvalSet, which: str) -> float:
     return classification_metrics(s.y_true, _pred(s, which))["macro_f1"]
 
 
-def _recalls(s: EvalSet, which: str) -> dict[str, float]:
-    per_label = classification_metrics(s.y_true, _pred(s, which))["per_label"]
-    return {label: per_label[label]["recall"] for label in LABELS}
-
-
-def _test_summary(test: tuple[float, int, int] | None) -> dict:
-    if test is None:
-        return {}
-    p, b, c = test
-    return {"p_value": p, "challenger_only_right": b, "champion_only_right": c}
-
-
-def _set_summary(s: EvalSet, weight: float) -> dict:
-    summary: dict = {"n": int(s.y_true.size), "weight": float(weight)}
-    for which in MODELS:
-        # sklearn refuses empty inputs; an empty holdout simply has no scores (and zero weight).
-        metrics = classification_metrics(s.y_true, _pred(s, which)) if s.y_true.size else None
-        summary[f"{which}_macro_f1"] = metrics["macro_f1"] if metrics else None
-        summary[f"{which}_accuracy"] = metrics["accuracy"] if metrics else None
-    return summary
+def _set_scores(s: EvalSet, weight: float) -> SetScores:
+    # sklearn refuses empty inputs; an empty set simply has no scores (and zero weight).
+    champion, challenger = (classification_metrics(s.y_true, _pred(s, which)) if s.y_true.size else None
+                            for which in MODELS)
+    return SetScores(
+        s.name, int(s.y_true.size), float(weight),
+        champion_macro_f1=champion["macro_f1"] if champion else None,
+        challenger_macro_f1=challenger["macro_f1"] if challenger else None,
+        champion_accuracy=champion["accuracy"] if champion else None,
+        challenger_accuracy=challenger["accuracy"] if challenger else None,
+    )

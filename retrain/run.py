@@ -10,14 +10,17 @@ serving; the next run removes leftovers.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import fields
 
 from core.data import load_corpus_or_seed
+from core.decision import Rule, RuleResult
 from core.mlflow_champion import is_tracking_server, mirror_versions
+from core.policies import GateConfig
 from core.registry import ChampionChanged, ModelRegistry
+from core.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
 from feedback.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
 from retrain.evaluate import judge
@@ -30,22 +33,7 @@ from retrain.tracking import RETRAIN_EXPERIMENT, Tracker, sync_aliases
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class RunResult:
-    decision: str  # "promoted" | "refused" | "failed"
-    reasons: list[str] = field(default_factory=list)
-    champion_before: str | None = None
-    challenger: str | None = None
-    champion_after: str | None = None
-    rows: dict[str, int] = field(default_factory=dict)
-    gate: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-    mlflow_run_id: str | None = None
-    last_answer_id: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+RunResult = RunRecord  # the name callers of `retrain` (bench/sim) know it by
 
 
 def retrain(
@@ -53,12 +41,13 @@ def retrain(
     *,
     model_factory: ModelFactory | None = None,
     track: bool = True,
-    on_stage: Callable[[str], None] | None = None,
-) -> RunResult:
-    """Run one retrain end to end and return its decision. Raises RetrainBusy if one is running."""
+    on_stage: Callable[[Stage], None] | None = None,
+) -> RunRecord:
+    """Run one retrain end to end and return its record (also kept in the state file, even when the run
+    fails). Raises RetrainBusy if one is running, and whatever a failed run raised."""
 
-    def stage(name: str) -> None:
-        write_progress(setup.paths, name)
+    def stage(name: Stage, decision: str = "") -> None:
+        write_progress(setup.paths, name, decision)
         if on_stage:
             on_stage(name)
 
@@ -68,73 +57,100 @@ def retrain(
         if track and is_tracking_server(setup.tracking.uri):
             mirror_versions(setup.tracking.uri, ModelRegistry(setup.paths.models_dir))  # start from @champion
         started = time.perf_counter()
-        result = RunResult(decision="failed")
+        previous = read_last_run(setup.paths)
+        result = RunRecord(decision=Outcome.FAILED.value)
         with Tracker(setup.tracking, RETRAIN_EXPERIMENT, f"retrain-{time.strftime('%Y%m%d-%H%M%S')}", enabled=track) as tracker:
             result.mlflow_run_id = tracker.run_id
             try:
                 _retrain(setup, tracker, result, factory, stage)
+            except Exception as exc:
+                result.decision = Outcome.FAILED.value
+                result.error = f"{type(exc).__name__}: {exc}"
+                # `watch` should try again once feedback allows, not wait for new answers beyond these.
+                result.last_answer_id = previous.last_answer_id if previous else 0
+                raise
             finally:
                 result.seconds = round(time.perf_counter() - started, 1)
-                tracker.set_tags({"decision": result.decision, "reasons": " | ".join(result.reasons)})
-        record_run(setup.paths, result.as_dict())
-        stage(f"done: {result.decision}")
+                result.refresh_reasons()
+                record_run(setup.paths, result)
+                stage(Stage.DONE, result.decision)
+                track_decision(tracker, result, setup.gate)
         return result
 
 
+def track_decision(tracker: Tracker, result: RunRecord, gate: GateConfig) -> None:
+    """The decision in MLflow: the gate's settings as params, every rule's verdict and the headline numbers as
+    tags (the full record is the run's gate.json artifact)."""
+    tracker.log_params({f"gate_{f.name}": getattr(gate, f.name) for f in fields(gate)} | {
+        "rows_traffic": result.rows.get("traffic", 0)})
+    tags = {"decision": result.decision, "reasons": " | ".join(result.reasons)}
+    if result.gate is not None:
+        tags |= {"gate_promote": result.gate.promote, "gate_p_value": result.gate.p_value,
+                 "gate_delta": result.gate.delta}
+    for rule in result.rules:
+        key = f"gate_rule_{rule.rule.value}" + (f"_{re.sub(r'[^A-Za-z0-9_]', '_', rule.subject)}" if rule.subject else "")
+        tags[key] = "passed" if rule.passed else "failed"
+    tracker.set_tags(tags)
+
+
 def _retrain(
-    setup: RetrainSetup, tracker: Tracker, result: RunResult, factory: ModelFactory, stage: Callable[[str], None]
+    setup: RetrainSetup, tracker: Tracker, result: RunRecord, factory: ModelFactory, stage: Callable[..., None]
 ) -> None:
     registry = ModelRegistry(setup.paths.models_dir)
     removed = registry.clean_staging()
     if removed:
         log.info("removed %d leftover staging director%s", len(removed), "y" if len(removed) == 1 else "ies")
     champion = registry.champion()
+    result.checks.append(RuleResult(Rule.CHAMPION, champion is not None, subject=champion.version if champion else ""))
     if champion is None:
-        result.reasons.append("no champion to compare against: run `python -m retrain bootstrap` first")
         return
     result.champion_before = result.champion_after = champion.version
 
-    stage("snapshot")
+    stage(Stage.SNAPSHOT)
     snapshot = backup_database(setup.feedback_location, setup.paths.backups_dir)
     split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction)
     result.last_answer_id = split.last_answer_id
     corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
     rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed)
-    result.rows = rows.counts
+    counts = rows.counts
+    result.rows = RowCounts(base_train=counts["base_train"], feedback_train=counts["feedback_train"],
+                            feedback_holdout=counts["feedback_holdout"], traffic=len(split.traffic),
+                            base_validation=counts["base_validation"])
+    result.checks.append(RuleResult(Rule.FEEDBACK, bool(rows.feedback), n=len(rows.feedback)))
     if not rows.feedback:
-        result.decision = "refused"
-        result.reasons.append("no trusted feedback to train on")
+        result.decision = Outcome.REFUSED.value
         return
 
-    stage("training")
+    stage(Stage.TRAINING)
     model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker)
 
-    stage("export")
+    stage(Stage.EXPORT)
     exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)
     challenger = exported.version
     result.challenger = challenger.version
     log_exported(tracker, exported, corpus.validation, "challenger", name="challenger")
 
-    stage("gate")
-    decision = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker)
-    result.gate = decision.as_dict()
-    result.reasons = list(decision.reasons)
-    tracker.set_tags({f"gate_{k}": v for k, v in result.gate.items() if k != "per_set"})
+    stage(Stage.GATE)
+    result.gate = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker, split.traffic)
     promoted = False
-    if decision.promote:
-        stage("promote")
-        reason = f"retrain: macro-F1 {decision.delta:+.4f}, p={decision.p_value:.2g}"
+    if result.gate.promote:
+        stage(Stage.PROMOTE)
+        reason = f"retrain: macro-F1 {result.gate.delta:+.4f}, p={result.gate.p_value:.2g}"
         try:
             # Compare-and-swap: a rollback (or another promotion) while this ran must not be silently undone.
             registry.promote(challenger.version, reason=reason, expected_champion=champion.version)
             promoted = True
-        except ChampionChanged as exc:
-            result.reasons = [str(exc)]
+        except ChampionChanged:
+            log.warning("not promoted: the champion changed while this run ran")
+        now = registry.champion()
+        result.checks.append(RuleResult(Rule.CHAMPION_UNCHANGED, promoted, subject=champion.version,
+                                        note=now.version if now else ""))
+    result.refresh_reasons()
     if promoted:
-        result.decision = "promoted"
+        result.decision = Outcome.PROMOTED.value
         result.champion_after = challenger.version
     else:
-        result.decision = "refused"
+        result.decision = Outcome.REFUSED.value
         registry.note(challenger.version, "refused", result.reasons)
     if tracker.enabled:
         try:

@@ -1,17 +1,17 @@
-"""The retrain's files under home: the one-run-at-a-time lock, the progress file and the last run's state."""
+"""The retrain's files under home: the one-run-at-a-time lock, and writing the progress file and the last run's
+state (`core.stages` reads them)."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from core.locks import LockBusy, file_lock
 from core.paths import HomePaths
 from core.registry import write_json_atomic
+from core.stages import Progress, RunRecord, Stage, state_payload
 from feedback.shared_state import Busy, database_lock
 
 
@@ -36,19 +36,13 @@ def retrain_lock(paths: HomePaths, database_url: str = "") -> Iterator[None]:
         yield
 
 
-def write_progress(paths: HomePaths, stage: str) -> None:
-    """Where the current run is, for the admin view and for tests that interrupt a run."""
-    write_json_atomic(paths.retrain_progress, {"stage": stage, "pid": os.getpid(), "at": time.time()})
+def write_progress(paths: HomePaths, stage: Stage, decision: str = "") -> None:
+    """Where the current run is, for the admin view and for tests that interrupt a run (`core.stages`)."""
+    write_json_atomic(paths.retrain_progress, Progress(stage, time.time(), os.getpid(), decision).to_dict())
 
 
-def record_run(paths: HomePaths, last_run: dict[str, Any]) -> None:
-    """Remember the last run (its decision, and the newest feedback it saw, for `watch`)."""
+def record_run(paths: HomePaths, record: RunRecord) -> None:
+    """Remember the last run (its decision and rules, and the newest feedback it saw, for `watch`)."""
     finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    write_json_atomic(paths.retrain_state, {"last_run": last_run, "finished_at": finished})
-
-
-def read_state(paths: HomePaths) -> dict[str, Any]:
-    try:
-        return json.loads(paths.retrain_state.read_text())
-    except FileNotFoundError:
-        return {}
+    record.finished_at = finished
+    write_json_atomic(paths.retrain_state, state_payload(record, finished))

@@ -16,10 +16,11 @@ import gradio as gr
 from pydantic import SecretStr
 
 from core.limits import FailureThrottle
-from core.policies import RetrainPolicy, TrustPolicy
+from core.policies import GateConfig, RetrainPolicy, TrustPolicy
 from core.registry import ModelRegistry
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
+from web import admin_report as report
 from web.identity import Gatekeeper
 from web.jobs import RetrainJobs
 
@@ -86,6 +87,7 @@ class AdminActions:
         session_minutes: float = 60.0,
         trust: TrustPolicy | None = None,
         retrain: RetrainPolicy | None = None,
+        promotion: GateConfig | None = None,
         hub_dataset: str = "",
         hub_token: SecretStr | None = None,
         sessions: SignedInBrowsers | None = None,
@@ -100,6 +102,7 @@ class AdminActions:
         self.throttle = FailureThrottle()
         self.trust = trust or TrustPolicy()
         self.retrain = retrain or RetrainPolicy()
+        self.promotion = promotion or GateConfig()  # the gate's settings: the preview sizes the traffic set by them
         self.hub_dataset = hub_dataset
         self.hub_token = hub_token
 
@@ -185,15 +188,18 @@ class AdminActions:
         """What a retrain would train on and how long it should take, before it starts."""
         if not self.is_admin(request):
             return "Sign in first.", gr.update(visible=False)
-        trusted = self.trusted_count() or 0
-        minutes = self.jobs.expected_seconds() / 60
-        text = (f"A retrain would train on **{trusted:,} trusted feedback text(s)** beside the base data and take "
-                f"about **{minutes:.0f} min**; the current model keeps serving meanwhile.")
-        if trusted < self.retrain.min_feedback:
-            text += (f"\n\n⚠️ **Few examples:** {trusted} is below NEWSLOOP_RETRAIN_MIN_FEEDBACK "
-                     f"({self.retrain.min_feedback}). The new model will most likely not be clearly better, "
-                     "and the gate will refuse it.")
-        return text, gr.update(visible=True)
+        if self.store is None:
+            return "There is no feedback store on this server.", gr.update(visible=False)
+        from feedback.readiness import readiness  # here: only the retrain preview needs it
+
+        ready = readiness(self.store, self.trust, self.retrain, self.promotion, self.jobs.last_run())
+        return report.preview_text(ready, self.jobs.expected_seconds() / 60), gr.update(visible=True)
+
+    def credible_waiting(self) -> int:
+        """Suspicious answers from signed-in or checked people waiting for review (see `report.review_line`)."""
+        from feedback.credible import credible_waiting
+
+        return credible_waiting(self.store.database, self.trust) if self.store is not None else 0
 
     def launch_retrain(self, request: gr.Request) -> tuple[str, dict[str, Any], gr.Timer]:
         if not self.is_admin(request):

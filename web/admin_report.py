@@ -3,64 +3,52 @@
 from __future__ import annotations
 
 import html
-import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.labels import LABELS
+from core.stages import RunRecord, Stage
 from feedback.agreement import Agreement
+from feedback.readiness import Readiness
+from web.decision_words import decision_text as decision_text  # the page's decision, rendered from the record
+from web.decision_words import traffic_sentence
 from web.jobs import JobStatus
-
-# Gate reasons (retrain/gate.py, retrain/run.py) in words a maintainer reads at a glance.
-_PLAIN = [
-    (r"macro-F1 gain (-?[\d.]+) is below the required margin ([\d.]+) \(champion ([\d.]+), challenger ([\d.]+)\)",
-     lambda m: f"The new model was not clearly better: it scored {float(m[4]):.1%} against {float(m[3]):.1%} "
-               f"(macro-F1) and needed {float(m[2]):.1%} more."),
-    (r"McNemar p-value ([\d.e-]+) is not below alpha ([\d.]+)",
-     lambda m: "The difference could be chance: the two models disagreed on too few articles to be sure "
-               f"(p = {float(m[1]):.2g}; it must be below {m[2]})."),
-    (r"only (\d+) discordant examples .*needs at least (\d+)",
-     lambda m: f"The two models disagreed on only {m[1]} articles; at least {m[2]} are needed to judge."),
-    (r"challenger is not better on the discordant examples",
-     lambda m: "Where the two models disagreed, the new one was not right more often."),
-    (r"challenger is significantly worse on (\w+)", lambda m: f"The new model is clearly worse on the {m[1]} set."),
-    (r"accuracy on (\w+) fell from ([\d.]+) to ([\d.]+)",
-     lambda m: f"It got worse on the base validation data ({float(m[2]):.1%} → {float(m[3]):.1%})."),
-    (r"(.+?) recall on \w+ fell from ([\d.]+) to ([\d.]+)",
-     lambda m: f"It finds fewer {m[1]} articles than the current model ({float(m[2]):.1%} → {float(m[3]):.1%})."),
-    (r"no trusted feedback", lambda m: "There is no trusted feedback to learn from yet."),
-    (r"the champion is now", lambda m: "Another model was put in service while it ran, so this one was not promoted."),
-]
 
 
 def now() -> str:
     return time.strftime("%H:%M:%S")
 
 
-def plain(reason: str) -> str:
-    for pattern, say in _PLAIN:
-        match = re.search(pattern, reason)
-        if match:
-            return say(match)
-    return reason[:1].upper() + reason[1:]
+def decision_numbers(run: RunRecord | None) -> dict[str, Any]:
+    """The last run's record for the accordion beside its decision: every rule with the numbers it compared."""
+    if run is None:
+        return {}
+    record = run.as_dict()
+    return {k: record[k] for k in ("decision", "reasons", "rows", "seconds", "challenger")} | {
+        "rules": [r.to_dict() for r in run.rules]}
 
 
-def decision_text(run: Mapping[str, Any]) -> str:
-    """The last retrain's outcome in plain words (the raw numbers go in an accordion beside it)."""
-    if not run:
-        return "No retrain has run yet."
-    before, after, new = run.get("champion_before"), run.get("champion_after"), run.get("challenger")
-    rows = run.get("rows") or {}
-    minutes = float(run.get("seconds") or 0) / 60
-    data = f" It trained on {rows.get('feedback', 0):,} feedback and {rows.get('base', 0):,} base rows in {minutes:.0f} min."
-    reasons = " ".join(plain(r) for r in run.get("reasons") or [])
-    if run.get("decision") == "promoted":
-        return f"**Promoted.** The new model **{after}** replaced **{before}**.{data}"
-    if run.get("decision") == "refused":
-        return f"**Not promoted.** **{before}** stays in service. {reasons}{data}"
-    return f"**The retrain failed**; **{before or new}** keeps serving. {reasons}"
+def review_line(waiting: int) -> str:
+    """How many true-looking corrections (suspicious answers from signed-in or checked people) wait for review."""
+    if not waiting:
+        return "No suspicious answers from signed-in or checked people wait for review."
+    return (f"**{waiting:,}** suspicious answer(s) from signed-in or checked people wait for your review (listed "
+            "first there): likely true corrections the model was sure of, left out of training until accepted.")
+
+
+def preview_text(ready: Readiness, minutes: float) -> str:
+    """The retrain preview: what a retrain would train and be judged on, whether enough is new, how long."""
+    text = (f"A retrain would train on **{ready.train:,} trusted feedback text(s)** beside the base data, hold out "
+            f"{ready.holdout:,} and judge on {ready.traffic.have:,} traffic labels; it should take about "
+            f"**{minutes:.0f} min**, and the current model keeps serving meanwhile.\n\n"
+            f"{traffic_sentence(ready.traffic)}\n\n{review_line(ready.credible_waiting)}")
+    if not ready.enough:
+        text += (f"\n\n⚠️ **Little new feedback:** {ready.new_trusted:,} new trusted answer(s) since the last run, "
+                 f"below NEWSLOOP_RETRAIN_MIN_FEEDBACK ({ready.min_new:,}). The new model will most likely not be "
+                 "clearly better, and the gate will refuse it.")
+    return text
 
 
 def tiles(stats: Mapping[str, Any], trusted: int | None, pool_left: int) -> str:
@@ -69,9 +57,9 @@ def tiles(stats: Mapping[str, Any], trusted: int | None, pool_left: int) -> str:
     answered = sum(a for _, a in checks)
     accuracy = f"{sum(r for r, _ in checks) / answered:.0%}" if answered else "–"
     status = stats.get("by_status") or {}
-    live = int(stats.get("answers", 0)) - int(status.get("undone", 0)) - int(status.get("replaced", 0))
+    live = int(stats.get("answers", 0)) - int(status.get("undone", 0))
     items = [
-        (f"{live:,}", "answers", "live answers (undone and replaced ones not counted)"),
+        (f"{live:,}", "answers", "live answers (undone ones not counted)"),
         ("–" if trusted is None else f"{trusted:,}", "trusted", "texts a retrain would train on"),
         (f"{int(status.get('suspicious', 0)):,}", "suspicious waiting", "answers waiting for your review"),
         (f"{pool_left:,}", "pool left", "queue articles still needing labels"),
@@ -91,23 +79,35 @@ def progress_html(job: JobStatus) -> str:
     if not job.command:
         return "No job started from this view since the server started."
     if job.running and job.command.startswith("run"):
-        left = f"about {max(job.seconds_left or 0, 60) / 60:.0f} min left" if job.seconds_left else "finishing"
+        if job.step == Stage.DONE:
+            left = f"{job.decision or 'ended'}, finishing up"
+        elif job.seconds_left:
+            left = f"about {max(job.seconds_left, 60) / 60:.0f} min left"
+        else:
+            left = "taking longer than the last run"
         return (f'<p><strong>{job.stage}</strong> · {job.percent:.0f}% · {left}</p>'
                 f'<progress max="100" value="{job.percent:.0f}" aria-label="Retrain progress" style="width:100%">'
                 f"{job.percent:.0f}%</progress>")
     if job.running:
         return f"<p>Running <code>{html.escape(job.command)}</code>…</p>"
-    outcome = "finished" if job.exit_code in (0, 3) else f"stopped with exit code {job.exit_code}"
-    return f"<p><code>retrain {html.escape(job.command)}</code> {outcome}.</p>"
+    return f"<p><code>retrain {html.escape(job.command)}</code> {_ENDINGS.get(job.exit_code or 0, _stopped(job))}.</p>"
+
+
+# What `python -m retrain` exit codes mean (retrain/__main__.py); the decision itself is shown beside.
+_ENDINGS = {0: "finished", 3: "finished: the gate kept the champion", 4: "did not run: another retrain is running"}
+
+
+def _stopped(job: JobStatus) -> str:
+    return f"stopped with exit code {job.exit_code}"
 
 
 def history_rows(events: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """Newest first, every reason in full and in plain words."""
+    """Newest first, every reason in full, as the run recorded it (`core.decision.describe`)."""
     rows = []
     for event in reversed(events):
         reasons = [event["reason"]] if event.get("reason") else list(event.get("reasons") or [])
         rows.append([str(event.get("at", ""))[:16].replace("T", " "), event.get("action"), event.get("version"),
-                     " ".join(plain(r) for r in reasons)])
+                     " ".join(reasons)])
     return rows
 
 

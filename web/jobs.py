@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from core.config import PROJECT_ROOT
 from core.paths import HomePaths
+from core.stages import RunRecord, Stage, read_last_run, read_progress
 
-# Where each stage `retrain/run.py` reports starts, as a share of a whole run (training dominates).
-STAGE_START = {"snapshot": 0.02, "training": 0.10, "export": 0.80, "gate": 0.90}
-STAGE_NAMES = {"snapshot": "Saving the feedback", "training": "Training the challenger",
-               "export": "Exporting and checking it", "gate": "Comparing it with the champion"}
 # A first run's duration guess: the retrain's default training budget (8 min) plus evaluation and export.
 DEFAULT_RETRAIN_S = 600.0
 
@@ -29,10 +24,12 @@ class JobStatus:
     command: str  # "run", "rollback", or "" when none was started
     running: bool
     exit_code: int | None
-    stage: str  # a retrain's stage in words
+    stage: str  # a retrain's stage in words (`core.stages.Stage.title`), "" for other jobs
     percent: float  # 0-100, estimated from the stage and the time spent
-    seconds_left: float | None
+    seconds_left: float | None  # None when not a running retrain; 0 when it runs past the expected time
     log_tail: str
+    step: Stage | None = None  # the retrain's stage itself
+    decision: str = ""  # how the retrain ended, once its stage is DONE
 
 
 class RetrainJobs:
@@ -53,38 +50,24 @@ class RetrainJobs:
                 return "A job is already running."
             logs = self.paths.logs_dir
             logs.mkdir(parents=True, exist_ok=True)
-            log_file = (logs / f"{args[0]}-{time.strftime('%Y%m%d-%H%M%S')}.log").open("wb")
-            self._job = subprocess.Popen(
-                [sys.executable, "-m", "retrain", *args], stdout=log_file, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT
-            )
-            self._job_log = Path(log_file.name)
+            log_path = logs / f"{args[0]}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+            with log_path.open("wb") as log_file:  # the child holds its own copy of the descriptor
+                self._job = subprocess.Popen(
+                    [sys.executable, "-m", "retrain", *args], stdout=log_file, stderr=subprocess.STDOUT,
+                    cwd=PROJECT_ROOT,
+                )
+            self._job_log = log_path
             self._args, self._started = args, time.time()
             return f"Started `retrain {' '.join(args)}`."
 
-    def progress(self) -> str:
-        """The last retrain stage the retrain wrote, and the state and log tail of the job started here."""
-        progress_file = self.paths.retrain_progress
-        lines = []
-        if progress_file.is_file():
-            lines.append("Last retrain stage: " + json.loads(progress_file.read_text()).get("stage", "?"))
-        job, job_log = self._job, self._job_log
-        if job is not None:
-            state = "running" if job.poll() is None else f"finished (exit {job.returncode})"
-            tail = job_log.read_text(errors="replace")[-1500:] if job_log is not None and job_log.is_file() else ""
-            lines.append(f"Job {state}.\n{tail}")
-        return "\n".join(lines)
-
-    def last_run(self) -> dict[str, Any]:
-        """The last finished retrain as `retrain/state.py` recorded it (decision, reasons, rows, gate, seconds)."""
-        try:
-            return json.loads(self.paths.retrain_state.read_text()).get("last_run") or {}
-        except (FileNotFoundError, ValueError):
-            return {}
+    def last_run(self) -> RunRecord | None:
+        """The last finished retrain as the state file records it (`core.stages.read_last_run`)."""
+        return read_last_run(self.paths)
 
     def expected_seconds(self) -> float:
         """How long a retrain should take here: the last run's duration, else DEFAULT_RETRAIN_S."""
-        seconds = self.last_run().get("seconds")
-        return float(seconds) if isinstance(seconds, int | float) and seconds > 0 else DEFAULT_RETRAIN_S
+        record = self.last_run()
+        return record.seconds if record is not None and record.seconds > 0 else DEFAULT_RETRAIN_S
 
     def wait(self, timeout_s: float) -> int | None:
         """Wait up to `timeout_s` for the job started here; its exit code, or None while it still runs."""
@@ -104,20 +87,16 @@ class RetrainJobs:
         tail = job_log.read_text(errors="replace")[-4000:] if job_log is not None and job_log.is_file() else ""
         # Whole lines only: a tail cut mid-word reads as garbage.
         tail = "\n".join(tail.splitlines()[1:] if len(tail) >= 4000 else tail.splitlines())[-1500:]
-        stage, percent, left = "", 100.0 if code is not None else 0.0, None
-        if self._args[:1] == ("run",) and code is None:
-            name = ""
-            if self.paths.retrain_progress.is_file():
-                try:
-                    progress = json.loads(self.paths.retrain_progress.read_text())
-                except ValueError:
-                    progress = {}
-                if float(progress.get("at", 0)) >= self._started - 1:
-                    name = str(progress.get("stage", ""))
-            expected, elapsed = self.expected_seconds(), time.time() - self._started
-            start = STAGE_START.get(name, 0.0)
-            following = min([v for v in STAGE_START.values() if v > start], default=1.0)
-            percent = 100 * min(following - 0.01, max(start, elapsed / expected))
-            stage = STAGE_NAMES.get(name, "Starting")
-            left = max(expected - elapsed, 0.0)
-        return JobStatus(" ".join(self._args), code is None, code, stage, percent, left, tail)
+        if self._args[:1] != ("run",) or code is not None:
+            return JobStatus(" ".join(self._args), code is None, code, "", 100.0 if code is not None else 0.0, None, tail)
+        progress = read_progress(self.paths)
+        step = progress.stage if progress is not None and progress.at >= self._started - 1 else None
+        expected, elapsed = self.expected_seconds(), time.time() - self._started
+        start = step.start if step else 0.0
+        following = step.following if step else Stage.SNAPSHOT.start
+        # Within a stage, time moves the bar on, but never into the next stage's share before the run says so.
+        percent = 100.0 if step == Stage.DONE else 100 * min(following - 0.01, max(start, elapsed / expected))
+        return JobStatus(
+            " ".join(self._args), True, None, step.title if step else "Starting", percent,
+            max(expected - elapsed, 0.0), tail, step, progress.decision if step == Stage.DONE and progress else "",
+        )

@@ -1,8 +1,210 @@
-"""The admin view's pure presentation helpers."""
+"""The admin view's decision, progress and preview, rendered from the typed records: every rule's refusal and a
+promotion are rendered, and every number on the page is checked against the record it came from."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.decision import GateResult, Rule, RuleResult
+from core.paired import traffic_sample_size
+from core.paths import HomePaths
+from core.policies import GateConfig
+from core.registry import write_json_atomic
+from core.stages import Outcome, Progress, RowCounts, RunRecord, Stage, read_last_run, state_payload
+from retrain.gate import EvalSet, decide
+from web import admin_report as report
 from web.admin_report import served_accuracy
+from web.decision_words import decision_text, p_text, pct, points, traffic_sentence
+from web.jobs import JobStatus, RetrainJobs
+
+ROWS = RowCounts(base_train=3000, feedback_train=14, feedback_holdout=5, traffic=0, base_validation=1600)
+
+
+def truth(per_class: int) -> np.ndarray:
+    return np.repeat(np.arange(4), per_class)
+
+
+def wrong_at(y: np.ndarray, positions: list[int]) -> np.ndarray:
+    pred = y.copy()
+    pred[positions] = (pred[positions] + 1) % 4
+    return pred
+
+
+def gate_for(case: str) -> GateResult:
+    """A real gate result in which `case` names the rule that fails (or "promote")."""
+    y = truth(400)
+    better = wrong_at(y, [i * 400 + k for i in range(4) for k in range(20)])  # a champion the challenger beats
+    if case == "promote":
+        return decide([EvalSet("base_validation", y, better, y.copy())], GateConfig())
+    if case == "margin":
+        return decide([EvalSet("base_validation", y, better, y.copy())], GateConfig(margin=0.2))
+    if case == "gain":
+        return decide([EvalSet("base_validation", y, wrong_at(y, [0, 400, 800]), wrong_at(y, [1]))],
+                      GateConfig(margin=0.0))
+    if case == "discordant":
+        return decide([EvalSet("base_validation", y, y.copy(), y.copy())], GateConfig(margin=0.0))
+    if case == "label_recall":
+        champion = wrong_at(y, [i * 400 + k for i in range(3) for k in range(40)])
+        return decide([EvalSet("base_validation", y, champion, wrong_at(y, list(range(1200, 1207))))], GateConfig())
+    if case == "base_accuracy":
+        y = truth(500)
+        users = truth(25)
+        holdout = EvalSet("feedback_holdout", users, wrong_at(users, list(range(40))), users.copy())
+        lost = [(k % 4) * 500 + k for k in range(13)]
+        return decide([EvalSet("base_validation", y, y.copy(), wrong_at(y, lost)), holdout], GateConfig())
+    if case == "not_worse":
+        users = truth(50)
+        traffic = EvalSet("traffic", users, users.copy(), wrong_at(users, list(range(0, 200, 20))))
+        return decide([EvalSet("base_validation", y, better, y.copy()), traffic], GateConfig(margin=0.0))
+    raise AssertionError(case)
+
+
+def record_for(case: str) -> RunRecord:
+    checks = [RuleResult(Rule.CHAMPION, True, subject="v0001")]
+    if case == "champion":
+        return RunRecord(Outcome.FAILED.value, checks=[RuleResult(Rule.CHAMPION, False)], seconds=1.0)
+    checks.append(RuleResult(Rule.FEEDBACK, case != "feedback", n=0 if case == "feedback" else 14))
+    if case == "feedback":
+        return RunRecord(Outcome.REFUSED.value, champion_before="v0001", champion_after="v0001", rows=ROWS,
+                         checks=checks, seconds=42.0)
+    gate = gate_for("promote" if case in ("promote", "champion_unchanged") else case)
+    if case in ("promote", "champion_unchanged"):
+        checks.append(RuleResult(Rule.CHAMPION_UNCHANGED, case == "promote", subject="v0001",
+                                 note="v0002" if case == "promote" else "v0003"))
+    promoted = case == "promote"
+    return RunRecord(Outcome.PROMOTED.value if promoted else Outcome.REFUSED.value, champion_before="v0001",
+                     challenger="v0002", champion_after="v0002" if promoted else "v0001", rows=ROWS, gate=gate,
+                     checks=checks, seconds=765.0)
+
+
+def shown_numbers(text: str) -> set[str]:
+    """Every number the text shows, versions (v0001) aside."""
+    return set(re.findall(r"(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:e[-+]?\d+)?", re.sub(r"v\d{4}", "", text)))
+
+
+def record_numbers(run: RunRecord) -> set[str]:
+    """Every number the record holds, in the formats the page uses."""
+    values: set[str] = {f"{v:,}" for v in run.rows.values()} | {f"{run.seconds / 60:.1f}"}
+    for r in run.rules:
+        for share in (r.champion, r.challenger, r.confidence):
+            if share is not None:
+                values.add(pct(share).rstrip("%"))
+        for diff in (r.difference, r.bound, r.threshold):
+            if diff is not None:
+                values |= {points(diff).split()[0], points(diff).split()[0].lstrip("+")}
+        values |= {p_text(r.p_value), f"{r.threshold or 0:g}", f"{r.threshold or 0:.0f}", f"{r.n:,}",
+                   f"{r.challenger_only:,}", f"{r.champion_only:,}", f"{r.challenger_only + r.champion_only:,}",
+                   str(len(r.tests))}
+        for t in r.tests:
+            values |= {f"{t.n:,}", f"{t.challenger_only:,}", f"{t.champion_only:,}"}
+    return values
+
+
+CASES = ["promote", "feedback", "champion", "margin", "discordant", "gain", "not_worse", "base_accuracy",
+         "label_recall", "champion_unchanged"]
+
+
+def test_every_rule_can_fail_in_these_cases() -> None:
+    failing = {r.rule for case in CASES for r in record_for(case).failed_rules}
+    assert failing == set(Rule)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_decision_shows_only_numbers_from_the_record(case: str, tmp_path: Path) -> None:
+    run = record_for(case)
+    run.refresh_reasons()
+    # Through the state file and back, as the page reads it.
+    paths = HomePaths(tmp_path)
+    write_json_atomic(paths.retrain_state, state_payload(run, "2026-01-01T00:00:00Z"))
+    stored = read_last_run(paths)
+    assert stored is not None and stored.rules == run.rules and stored.rows == run.rows
+    text = decision_text(stored)
+    extra = shown_numbers(text) - record_numbers(stored)
+    assert not extra, (extra, text)
+    for rule in stored.failed_rules:  # every failed rule is named, with its own numbers
+        if rule.rule in (Rule.BASE_ACCURACY, Rule.LABEL_RECALL, Rule.MARGIN, Rule.NOT_WORSE):
+            assert pct(rule.champion) in text and pct(rule.challenger) in text, (rule, text)
+        if rule.rule in (Rule.BASE_ACCURACY, Rule.LABEL_RECALL):
+            assert points(rule.difference) in text and points(rule.bound) in text
+        if rule.rule == Rule.LABEL_RECALL:
+            assert f"How many {rule.subject} articles" in text
+        if rule.rule in (Rule.GAIN, Rule.NOT_WORSE):
+            assert f"p = {p_text(rule.p_value)}" in text
+    if stored.decision == Outcome.PROMOTED:
+        assert text.startswith("**Promoted.** The new model **v0002** replaced **v0001**.")
+        gain = stored.gate.rule(Rule.GAIN)
+        assert f"p = {p_text(gain.p_value)}" in text and pct(stored.gate.rule(Rule.BASE_ACCURACY).challenger) in text
+    elif stored.decision == Outcome.REFUSED:
+        assert text.startswith("**Not promoted.** **v0001** stays in service.")
+    if stored.challenger:  # the old page said "0 feedback and 0 base rows" here
+        assert "trained on 14 feedback and 3,000 base rows" in text and "in 12.8 min" in text
+
+
+def test_the_numbers_accordion_holds_every_rule() -> None:
+    run = record_for("label_recall")
+    numbers = report.decision_numbers(run)
+    assert numbers["rows"]["feedback_train"] == 14
+    assert [r["rule"] for r in numbers["rules"]] == [r.rule.value for r in run.rules]
+    assert report.decision_numbers(None) == {}
+
+
+def test_traffic_sentence_states_the_need_and_its_assumptions() -> None:
+    need = traffic_sample_size(120, GateConfig(), tests=4)
+    text = traffic_sentence(need)
+    assert f"**{need.more:,} more** ({need.needed:,} in all)" in text
+    assert "2.00 points gain with 80.00% power" in text and "alpha 0.0125, adjusted for 4 tests" in text
+    assert "disagree on 10.00% of articles" in text
+    measured = traffic_sample_size(5000, GateConfig(), tests=3, measured=(300, 60))
+    assert "enough to detect" in traffic_sentence(measured) and "measured by the last run" in traffic_sentence(measured)
+
+
+def job(step: Stage | None, **overrides: object) -> JobStatus:
+    values: dict = {"command": "run", "running": True, "exit_code": None, "stage": step.title if step else "Starting",
+                    "percent": 50.0, "seconds_left": 120.0, "log_tail": "", "step": step}
+    return JobStatus(**(values | overrides))
+
+
+def test_progress_names_every_stage_to_the_end() -> None:
+    assert "about 2 min left" in report.progress_html(job(Stage.TRAINING))
+    assert "Putting it in service" in report.progress_html(job(Stage.PROMOTE))
+    done = report.progress_html(job(Stage.DONE, decision="promoted", percent=100.0))
+    assert "<strong>Done</strong> · 100% · promoted, finishing up" in done
+    assert "taking longer than the last run" in report.progress_html(job(Stage.TRAINING, seconds_left=0.0))
+    ended = job(None, running=False, exit_code=3)
+    assert "the gate kept the champion" in report.progress_html(ended)
+    assert "exit code 1" in report.progress_html(job(None, running=False, exit_code=1))
+
+
+def test_job_runner_reads_the_stage_the_run_wrote(tmp_path: Path) -> None:
+    paths = HomePaths(tmp_path)
+    jobs = RetrainJobs(paths)
+    write_json_atomic(paths.retrain_state, state_payload(RunRecord(Outcome.REFUSED.value, seconds=100.0), "t"))
+    # A stand-in child process, so the runner's own bookkeeping is what is tested.
+    jobs._job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    jobs._args, jobs._started = ("run",), time.time()
+    try:
+        for stage in Stage:
+            write_json_atomic(paths.retrain_progress, Progress(stage, time.time(), 1, "refused").to_dict())
+            status = jobs.status()
+            assert status.step == stage and status.stage == stage.title
+            low = 100 * stage.start
+            assert low <= status.percent <= (100.0 if stage == Stage.DONE else 100 * stage.following - 1)
+        assert status.decision == "refused"
+    finally:
+        jobs._job.kill()
+        jobs._job.wait()
+
+
+def test_review_line_counts_true_looking_corrections() -> None:
+    assert report.review_line(0).startswith("No suspicious answers")
+    assert report.review_line(1234).startswith("**1,234** suspicious answer(s) from signed-in or checked people")
 
 
 def test_served_accuracy_reads_the_file_the_version_serves() -> None:

@@ -208,7 +208,7 @@ def test_queue_offers_most_uncertain_items_first(store: FeedbackStore) -> None:
     store.rescore(scorer_from({"coin": 0.5, "fairly": 0.3}), "v1")
     store.add_to_pool(["added after scoring"], source="test")
     order = []
-    while (item := store.next_item("anna", QueuePolicy(spread=1))) is not None:
+    while (item := store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))) is not None:
         order.append(item["text"])
         store.skip("anna", item["id"])
     assert order == ["coin flip", "fairly unsure", "sure thing", "unscored later", "added after scoring"]
@@ -226,9 +226,9 @@ def test_rescore_only_scores_items_not_scored_by_this_model(store: FeedbackStore
     assert store.rescore(counting, "v1") == 0
     store.add_to_pool(["gamma"], source="test")
     assert store.rescore(counting, "v1") == 1
-    assert store.next_item("anna", QueuePolicy(spread=1))["text"] == "beta"
+    assert store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "beta"
     assert store.rescore(scorer_from({"alpha": 0.5}), "v2") == 3  # a new model rescores everything
-    item = store.next_item("anna", QueuePolicy(spread=1))
+    item = store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))
     assert (item["text"], item["scored_by"], item["uncertainty"]) == ("alpha", "v2", pytest.approx(1.0))
     assert seen == ["alpha", "beta", "gamma"]
 
@@ -241,38 +241,38 @@ def test_scorer_with_wrong_shape_is_refused(store: FeedbackStore) -> None:
 
 def test_answered_and_skipped_items_are_not_offered_again(store: FeedbackStore) -> None:
     store.add_to_pool(["first", "second", "third"], source="test")
-    item = store.next_item("anna", QueuePolicy(spread=1))
+    item = store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))
     store.record(text=item["text"], user_label="World", annotator="anna", kind="queue", item_id=item["id"])
-    store.skip("anna", store.next_item("anna", QueuePolicy(spread=1))["id"])
-    assert store.next_item("anna", QueuePolicy(spread=1))["text"] == "third"
-    assert store.next_item("ben", QueuePolicy(spread=1))["text"] == "second"  # one label is enough by default
-    assert store.next_item("ben", QueuePolicy(labels_required=2, spread=1))["text"] == "first"
+    store.skip("anna", store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["id"])
+    assert store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "third"
+    assert store.next_item("ben", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "second"  # one label is enough by default
+    assert store.next_item("ben", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["text"] == "first"
     assert store.progress("anna") == 1 and store.progress("ben") == 0
     store.undo_last("anna")  # an undone answer puts the item back in the annotator's queue
-    assert store.next_item("anna", QueuePolicy(spread=1))["text"] == "first"
+    assert store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "first"
     assert store.progress("anna") == 0
 
 
 def test_labels_required_two_keeps_item_until_two_agreeing_labels(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "f.db")
     store.add_to_pool(["contested story"], source="test")
-    item_id = store.next_item("a", QueuePolicy(labels_required=2, spread=1))["id"]
+    item_id = store.next_item("a", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"]
 
     def label(annotator: str, topic: str) -> None:
         store.record(text="contested story", user_label=topic, annotator=annotator, kind="queue", item_id=item_id)
 
     label("a", "World")
-    assert store.next_item("b", QueuePolicy(labels_required=2, spread=1))["id"] == item_id
-    assert store.next_item("b", QueuePolicy(labels_required=1)) is None
+    assert store.next_item("b", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"] == item_id
+    assert store.next_item("b", QueuePolicy(traffic_share=0.0, labels_required=1)) is None
     label("b", "Sports")  # disagreement: still one vote per label
-    assert store.next_item("c", QueuePolicy(labels_required=2, spread=1))["id"] == item_id
+    assert store.next_item("c", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"] == item_id
     label("c", "World")
-    assert store.next_item("d", QueuePolicy(labels_required=2, spread=1)) is None
+    assert store.next_item("d", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1)) is None
 
 
 def test_queue_answers_must_name_a_matching_item(store: FeedbackStore) -> None:
     store.add_to_pool(["pool story"], source="test")
-    item_id = store.next_item("anna", QueuePolicy(spread=1))["id"]
+    item_id = store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["id"]
     with pytest.raises(FeedbackError, match="needs the item_id"):
         store.record(text="pool story", user_label="World", annotator="anna", kind="queue")
     with pytest.raises(FeedbackError, match="does not match queue item"):
@@ -291,6 +291,6 @@ def test_each_annotator_draws_from_the_most_uncertain_few_in_an_order_of_their_o
     # Uncertainty falls with the index: items 0-3 are the four most uncertain.
     store.rescore(lambda batch: np.array([[0.25 + 0.0175 * int(t.split()[-1]), 0.25, 0.25, 0.25 - 0.0175 * int(t.split()[-1])]
                                           for t in batch]) / 1.0, "v1")
-    policy = QueuePolicy(spread=4)
+    policy = QueuePolicy(traffic_share=0.0, spread=4)
     firsts = {store.next_item(f"anon:{i}", policy)["text"] for i in range(16)}
     assert firsts <= set(texts[:4]) and len(firsts) > 1

@@ -1,0 +1,119 @@
+"""One meaning of "enough new feedback" (new trusted answers since the last run) for `retrain watch`, the in-app
+schedule (which runs `watch --once`) and the retrain preview; and true-looking corrections first in review."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.config import load_settings
+from core.labels import LABELS
+from core.paths import HomePaths
+from core.policies import GateConfig, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
+from core.registry import write_json_atomic
+from core.stages import Outcome, RunRecord, state_payload
+from feedback.credible import credible_waiting
+from feedback.readiness import count_new_trusted, readiness
+from feedback.review import ReviewFilter
+from feedback.store import FeedbackStore
+from tests.pg_cluster import StoreFactory
+from web import admin_report as report
+
+SURE_OF_WORLD = {"World": 0.9, "Sports": 0.05, "Business": 0.03, "Sci/Tech": 0.02}
+
+
+@pytest.fixture
+def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
+    return make_store(tmp_path / "feedback.db")
+
+
+def answer(store: FeedbackStore, i: int, who: str, **extra: object) -> int:
+    return store.record(text=f"story {i}", user_label=LABELS[i % 4], annotator=who, kind="correct", **extra).id
+
+
+def test_only_trusted_answers_since_the_last_run_count(store: FeedbackStore) -> None:
+    signed_in = TrustPolicy(train_on="signed_in")
+    for i in range(5):
+        answer(store, i, "user:ann", verified=True)
+    for i in range(5, 30):
+        answer(store, i, "anon:burst")  # not signed in: stored, never trusted under train_on=signed_in
+    suspicious = store.record(text="story 99", user_label="Sports", annotator="user:ann", kind="correct",
+                              probabilities=SURE_OF_WORLD, verified=True)
+    assert suspicious.status == "suspicious"  # waits for review: not trusted yet
+    assert count_new_trusted(store, signed_in, None) == 5
+    assert count_new_trusted(store, TrustPolicy(), None) == 30  # anyone may train: the burst counts too
+    last = RunRecord(Outcome.REFUSED.value, last_answer_id=suspicious.id)
+    assert count_new_trusted(store, signed_in, last) == 0
+    answer(store, 100, "user:ann", verified=True)
+    answer(store, 101, "anon:burst")
+    assert count_new_trusted(store, signed_in, last) == 1
+    store.set_status(suspicious.id, "accepted")  # reviewed now, but it is older than the last run
+    assert count_new_trusted(store, signed_in, last) == 1
+
+
+def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: FeedbackStore) -> None:
+    store.add_to_pool([f"pool story {i}" for i in range(100)], source="test")
+    store.next_item("anyone", QueuePolicy())  # draws the traffic set
+    with store.database.read() as db:
+        pool = list(db.query("SELECT id, text, traffic FROM pool ORDER BY id"))
+    for row in pool:
+        store.record(text=row["text"], user_label="World", annotator="user:ann", kind="queue", item_id=row["id"],
+                     verified=True)
+    store.record(text="a chip maker's earnings", user_label="Business", annotator="user:ann", kind="correct",
+                 probabilities=SURE_OF_WORLD, verified=True)
+    ready = readiness(store, TrustPolicy(), RetrainPolicy(min_feedback=150), GateConfig(), None)
+    traffic = sum(row["traffic"] for row in pool)
+    assert ready.traffic.have == traffic > 0 and ready.train + ready.holdout + traffic == ready.trusted == 100
+    assert ready.new_trusted == 100 and not ready.enough and ready.credible_waiting == 1
+    assert ready.traffic.tests == 4 and ready.traffic.more == ready.traffic.needed - traffic
+    text = report.preview_text(ready, minutes=9.6)
+    assert f"train on **{ready.train:,} trusted feedback text(s)**" in text and "about **10 min**" in text
+    assert f"**{ready.traffic.more:,} more**" in text and "**1** suspicious answer(s)" in text
+    assert "100 new trusted answer(s) since the last run, below NEWSLOOP_RETRAIN_MIN_FEEDBACK (150)" in text
+
+
+def test_true_looking_corrections_come_first_in_review(store: FeedbackStore) -> None:
+    store.add_to_pool(["check one", "check two", "check three"], source="checks", labels=["World"] * 3)
+    checked, failing = "anon:checked", "anon:guesser"
+    with store.database.read() as db:
+        checks = list(db.query("SELECT id, text FROM pool"))
+    for row in checks:
+        store.record(text=row["text"], user_label="World", annotator=checked, kind="queue", item_id=row["id"])
+        store.record(text=row["text"], user_label="Sports", annotator=failing, kind="queue", item_id=row["id"])
+    ids = {}
+    for who, verified in ((checked, False), ("user:signed", True), (failing, False), ("anon:new", False)):
+        ids[who] = store.record(text=f"confident story for {who}", user_label="Sports", annotator=who,
+                                kind="correct", probabilities=SURE_OF_WORLD, verified=verified).id
+    rows, total = store.reviews.find(ReviewFilter(status="suspicious"))
+    assert total == 4
+    order = [row["id"] for row in rows]
+    assert set(order[:2]) == {ids[checked], ids["user:signed"]}  # signed in or passed checks: first
+    assert order[2:] == [ids["anon:new"], ids[failing]]  # the rest newest first
+    assert credible_waiting(store.database, TrustPolicy()) == 2
+    assert credible_waiting(store.database, TrustPolicy(min_checks=4)) == 1  # three checks are not enough now
+    store.set_status(ids["user:signed"], "accepted")
+    assert credible_waiting(store.database, TrustPolicy()) == 1
+
+
+def test_watch_retrains_on_new_trusted_answers_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import retrain.run
+    from retrain.__main__ import main
+
+    monkeypatch.setenv("NEWSLOOP_HOME", str(tmp_path))
+    monkeypatch.setenv("NEWSLOOP_TRAIN_ON", "signed_in")
+    runs: list[object] = []
+    monkeypatch.setattr(retrain.run, "retrain", lambda setup: runs.append(setup) or RunRecord(Outcome.REFUSED.value))
+    settings = load_settings()
+    store = FeedbackStore(settings.feedback_db, StoreLimits(writes_per_minute=10_000))
+    for i in range(10):
+        answer(store, i, "anon:someone")  # many answers, none trusted
+    assert main(["watch", "--once", "--min-new", "3"]) == 0 and runs == []
+    ids = [answer(store, 20 + i, "user:ann", verified=True) for i in range(3)]
+    assert main(["watch", "--once", "--min-new", "3"]) == 0 and len(runs) == 1
+    # The last run saw them: nothing new until three more trusted answers arrive.
+    write_json_atomic(HomePaths(tmp_path).retrain_state,
+                      state_payload(RunRecord(Outcome.REFUSED.value, last_answer_id=ids[-1]), "t"))
+    answer(store, 40, "user:ann", verified=True)
+    assert main(["watch", "--once", "--min-new", "3"]) == 0 and len(runs) == 1
+    store.close()
