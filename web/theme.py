@@ -25,6 +25,12 @@ THEME = gr.themes.Default(primary_hue="blue", neutral_hue="gray").set(
     link_text_color="*primary_700",
     link_text_color_visited="*primary_800",
     checkbox_label_text_color_selected="*neutral_900",
+    # "Stop" buttons (Reject, Roll back): white on red-700 is 6.5:1; Gradio's red-500 gave 3.8:1.
+    button_cancel_background_fill="#b91c1c",
+    button_cancel_background_fill_hover="#991b1b",
+    button_cancel_border_color="#b91c1c",
+    button_cancel_text_color="white",
+    button_cancel_text_color_hover="white",
 )
 
 CSS = """
@@ -43,16 +49,33 @@ footer, footer a, footer button { color: var(--neutral-700) !important; }
 .tile { flex: 1 1 140px; border: 1px solid var(--neutral-300); border-radius: 8px; padding: 10px 12px; }
 .tile .n { font-size: 1.6em; font-weight: 700; color: var(--neutral-900); }
 .tile .what { color: var(--neutral-700); }
+/* The admin review list: every answer on its own full-width line, its text in full; the list scrolls. */
+#review-list .wrap { flex-direction: column; flex-wrap: nowrap; gap: 6px; max-height: 60vh; overflow-y: auto; }
+#review-list label { width: 100%; align-items: flex-start; }
+#review-list label span { white-space: pre-line; line-height: 1.45; }
+.disagreement { border: 1px solid var(--neutral-300); border-radius: 8px; padding: 8px 12px; gap: 4px; }
+.disagreement p { margin: 0 0 4px 0; }
+.guidelines .prose { font-size: 0.95em; }
+/* The numbers panel (gr.JSON): Gradio's syntax colours are 2-3:1 on white; these are all >= 7:1. */
+.gradio-container .json-node { --text-color: #9a3412; --string-color: #9a3412; --number-color: #1e40af;
+    --bracket-color: #115e59; --square-bracket-color: #9f1239; --punctuation-color: #374151;
+    --line-number-color: #4b5563; }
+/* Keyboard hints mean nothing on a touch screen. */
+@media (hover: none) and (pointer: coarse) { .kbd-hint { display: none; } }
 /* On a phone the result and the answer buttons come right under Classify; the examples go last. */
 @media (max-width: 700px) {
   #classify-row { flex-direction: column; }
   #classify-input { display: contents; }
   #news-text { order: 1; } #char-count { order: 2; } #classify-btn { order: 3; } #classify-hint { order: 4; }
-  #classify-result { order: 5; } #classify-examples { order: 6; }
+  #classify-result { order: 5; } #classify-examples { order: 6; } #classify-guidelines { order: 7; }
 }
 """
 
 
+SCRIPTS = ("keys.js", "layout.js", "review_keys.js")  # the page's keys, phone layout, admin review keys
+
+
 def head_html() -> str:
-    """The page's keyboard script (web/keys.js) as a <head> element."""
-    return "<script>\n" + Path(__file__).with_name("keys.js").read_text(encoding="utf-8") + "\n</script>"
+    """The page's scripts (SCRIPTS, beside this file) as <head> elements."""
+    return "".join("<script>\n" + Path(__file__).with_name(name).read_text(encoding="utf-8") + "\n</script>"
+                   for name in SCRIPTS)
