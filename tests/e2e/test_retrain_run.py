@@ -17,8 +17,8 @@ from core.data import load_seed
 from core.labels import LABELS
 from core.paths import HomePaths
 from core.policies import StoreLimits
-from core.stages import read_last_run
 from core.registry import ModelRegistry
+from core.stages import read_last_run
 from feedback.store import FeedbackStore
 from retrain.run import RunResult, retrain
 from retrain.setup import RetrainSetup
