@@ -163,7 +163,7 @@ def start_schedule(settings: Settings) -> threading.Thread | None:
     def loop() -> None:
         while True:
             time.sleep(settings.retrain_interval_min * 60)
-            # `watch --once` checks the count of new answers itself; the retrain lock prevents overlap.
+            # `watch --once` counts new trusted answers itself (feedback.readiness); the retrain lock prevents overlap.
             subprocess.run([sys.executable, "-m", "retrain", "watch", "--once"], check=False)
 
     thread = threading.Thread(target=loop, name="retrain-schedule", daemon=True)
