@@ -7,6 +7,7 @@ when there is none.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -19,11 +20,12 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from core.config import ConfigError, Settings, ensure_home, load_settings
-from core.mlflow_champion import champion_source
+from core.locks import LockBusy, file_lock
+from core.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
 from core.registry import ModelRegistry
 from core.snapshot_schedule import SnapshotSchedule, restore_if_fresh
 from core.starter import install_starter
-from feedback.shared_state import SharedAdminSessions, SharedMap, SharedRateLimiter
+from feedback.shared_state import Busy, SharedAdminSessions, SharedMap, SharedRateLimiter, database_lock
 from feedback.store import FeedbackStore
 from web.actions import Classifier, NewsLoopActions, PageLimits
 from web.admin import AdminActions
@@ -142,6 +144,20 @@ def ensure_champion(settings: Settings) -> None:
     subprocess.run([sys.executable, "-m", "retrain", "bootstrap"], check=True)
 
 
+def register_starter_on_server(settings: Settings) -> None:
+    """A fresh tracking server has no @champion: the first replica to find none registers the shipped starter,
+    under the retrain lock (this home's, and the shared database's advisory lock, which excludes every machine).
+    A replica that finds the lock held serves @champion as soon as the holder registers it."""
+    if not is_tracking_server(settings.tracking_uri) or alias_version(settings.tracking_uri) is not None:
+        return
+    shared = database_lock(settings.database_url) if settings.database_url else contextlib.nullcontext()
+    try:
+        with file_lock(settings.paths.retrain_lock, blocking=False), shared:
+            register_starter(settings.tracking_uri)
+    except (LockBusy, Busy):
+        log.info("the retrain lock is held elsewhere: serving @champion once it is registered")
+
+
 def start_snapshots(settings: Settings) -> SnapshotSchedule | None:
     """Restore a wiped host from the durable directory, then keep snapshotting to it (see core.durable)."""
     if settings.durable_dir is None:
@@ -177,6 +193,7 @@ def main() -> None:
     ensure_home(settings)
     start_snapshots(settings)
     ensure_champion(settings)
+    register_starter_on_server(settings)
     from core.serving import ChampionService  # here, so `import app` (tests, tools) does not load ONNX Runtime
 
     service = ChampionService(

@@ -4,7 +4,8 @@
 `AliasChampionSource` answers them from the registered model's `champion` alias, downloading that
 version's ONNX files through the tracking server into a local cache once. `mirror_versions` copies the
 registered versions into a machine's file registry, so a retrain on any machine starts from the champion
-and numbers its challenger after every version already registered.
+and numbers its challenger after every version already registered. `register_starter` gives a fresh tracking
+server the shipped starter as its first @champion, so replicas serve without a bootstrap.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
 from core.paths import CHECKPOINT_DIR, META_FILE
 from core.registry import ModelRegistry, ModelVersion, RegistryError
+from core.starter import STARTER_DIR, installed_meta, starter_fits, starter_meta
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +29,7 @@ REGISTERED_MODEL = "newsloop-classifier"
 VERSION_TAG = "newsloop_version"  # the project's version name (v0003) on each registered version
 CHAMPION_ALIAS = "champion"
 HISTORY_TAG = "newsloop_history"  # on the registered model: the champions before @champion, oldest first
+STARTER_EXPERIMENT = "newsloop-starter"  # the runs that carry a registered starter's files
 SERVER_SCHEMES = ("http://", "https://")
 
 
@@ -81,6 +86,18 @@ def download_version(tracking_uri: str, mv: Any, dest: Path, *, checkpoint: bool
     return dest
 
 
+def alias_version(tracking_uri: str, model: str = REGISTERED_MODEL, alias: str = CHAMPION_ALIAS) -> Any | None:
+    """The registered version `alias` names, or None when there is no such model or alias."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return _client(tracking_uri).get_model_version_by_alias(model, alias)
+    except MlflowException as exc:
+        if "RESOURCE_DOES_NOT_EXIST" in str(exc.error_code) or "not found" in str(exc).lower():
+            return None
+        raise
+
+
 class AliasChampionSource:
     """The registered model's @champion, served from `cache_dir` (one directory per version)."""
 
@@ -89,14 +106,7 @@ class AliasChampionSource:
         self._last: object = None
 
     def _alias(self) -> Any | None:
-        from mlflow.exceptions import MlflowException
-
-        try:
-            return _client(self.tracking_uri).get_model_version_by_alias(self.model, self.alias)
-        except MlflowException as exc:
-            if "RESOURCE_DOES_NOT_EXIST" in str(exc.error_code) or "not found" in str(exc).lower():
-                return None
-            raise
+        return alias_version(self.tracking_uri, self.model, self.alias)
 
     def marker(self) -> object:
         """The alias's version number; on a tracking-server error, the last one seen (keep serving)."""
@@ -113,7 +123,8 @@ class AliasChampionSource:
             if mv is None:
                 return None
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            path = download_version(self.tracking_uri, mv, self.cache_dir / project_version(mv))
+            # Keyed by the registered number too: two machines' bootstraps may both have named theirs v0001.
+            path = download_version(self.tracking_uri, mv, self.cache_dir / f"{project_version(mv)}-m{mv.version}")
             meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
         except RegistryError:
             raise
@@ -122,10 +133,57 @@ class AliasChampionSource:
         return ModelVersion(project_version(mv), path, meta)
 
 
+def ensure_registered_model(client: Any) -> None:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_registered_model(REGISTERED_MODEL)
+    except MlflowException:
+        client.create_registered_model(REGISTERED_MODEL, description="NewsLoop topic classifier (ONNX)")
+
+
+def register_starter(tracking_uri: str, starter_dir: Path = STARTER_DIR) -> str | None:
+    """Register the shipped starter as @champion on a tracking server that has none; returns its version name.
+
+    None when the server has a champion already or no starter fits the labels. Run under the retrain lock, so
+    one replica or worker registers it however many start at once. Only MLflow's client and the shipped files
+    (ONNX, tokenizer, metadata, and the checkpoint a retrain warm-starts from): no training code, no torch.
+    """
+    if alias_version(tracking_uri) is not None:
+        return None
+    meta = starter_meta(starter_dir)
+    if not starter_fits(meta):
+        log.info("no starter model fits the labels in %s: nothing to register", starter_dir)
+        return None
+    assert meta is not None
+    client = _client(tracking_uri)
+    ensure_registered_model(client)
+    taken = [project_version(mv) for mv in client.search_model_versions(f"name='{REGISTERED_MODEL}'")]
+    numbers = [int(name[1:]) for name in taken if name[:1] == "v" and name[1:].isdigit()]
+    version = f"v{max(numbers, default=0) + 1:04d}"
+    experiment = client.get_experiment_by_name(STARTER_EXPERIMENT)
+    experiment_id = experiment.experiment_id if experiment else client.create_experiment(STARTER_EXPERIMENT)
+    run = client.create_run(experiment_id, run_name=f"starter-{version}", tags={"kind": "starter"})
+    with tempfile.TemporaryDirectory() as tmp:
+        files = Path(tmp) / "model"
+        shutil.copytree(starter_dir, files, ignore=shutil.ignore_patterns(META_FILE))
+        committed = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        (files / META_FILE).write_text(
+            json.dumps(installed_meta(meta) | {"version": version, "committed_at": committed}), encoding="utf-8"
+        )
+        client.log_artifacts(run.info.run_id, str(files), "model")
+    client.set_terminated(run.info.run_id)
+    source = f"{run.info.artifact_uri.rstrip('/')}/model"
+    mv = client.create_model_version(REGISTERED_MODEL, source, run_id=run.info.run_id, tags={VERSION_TAG: version})
+    client.set_registered_model_tag(REGISTERED_MODEL, HISTORY_TAG, "[]")
+    client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION_ALIAS, mv.version)
+    log.info("registered the shipped starter as %s (model version %s) @%s on %s", version, mv.version,
+             CHAMPION_ALIAS, tracking_uri)
+    return version
+
+
 def _same(tracking_uri: str, mv: Any, local: ModelVersion) -> bool:
     """Whether a local version is the registered one: the same name and commit time in their metadata."""
-    import tempfile
-
     from mlflow.artifacts import download_artifacts
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,11 +192,13 @@ def _same(tracking_uri: str, mv: Any, local: ModelVersion) -> bool:
     return all(remote.get(key) == local.meta.get(key) for key in ("version", "committed_at"))
 
 
-def mirror_versions(tracking_uri: str, registry: ModelRegistry) -> str | None:
+def mirror_versions(tracking_uri: str, registry: ModelRegistry, starter_dir: Path = STARTER_DIR) -> str | None:
     """Copy registered versions missing from `registry` into it, and adopt @champion as its champion.
 
-    Returns the champion's version name, or None when the server has none yet. Run under the retrain lock.
+    A server with no champion first gets the shipped starter (`register_starter`). Returns the champion's version
+    name, or None when the server has none (no starter fits the labels). Run under the retrain lock.
     """
+    register_starter(tracking_uri, starter_dir)
     client = _client(tracking_uri)
     versions = client.search_model_versions(f"name='{REGISTERED_MODEL}'")
     have = set(registry.versions())
@@ -153,7 +213,7 @@ def mirror_versions(tracking_uri: str, registry: ModelRegistry) -> str | None:
             download_version(tracking_uri, mv, staging / "files", checkpoint=True)
             registry.install(name, staging / "files")
             log.info("mirrored registered version %s (%s) from %s", mv.version, name, tracking_uri)
-    champion = AliasChampionSource(tracking_uri, registry.versions_dir)._alias()
+    champion = alias_version(tracking_uri)
     if champion is None:
         return None
     name = project_version(champion)

@@ -31,6 +31,13 @@ def starter_fits(meta: dict | None, labels: tuple[str, ...] = LABELS) -> bool:
     return bool(meta) and tuple(meta.get("labels", ())) == tuple(labels) and bool(meta.get("serve_file"))
 
 
+def installed_meta(meta: dict) -> dict:
+    """The starter's metadata as a model version of its own: marked a starter, its version and commit time left to
+    whoever installs or registers it."""
+    kept = {key: value for key, value in meta.items() if key not in ("version", "committed_at")}
+    return kept | {"kind": "starter", "starter_of": meta.get("source_version")}
+
+
 def install_starter(registry: ModelRegistry, starter_dir: Path = STARTER_DIR) -> ModelVersion | None:
     """Make the shipped starter the champion of an empty registry; returns the new version, or None.
 
@@ -47,8 +54,7 @@ def install_starter(registry: ModelRegistry, starter_dir: Path = STARTER_DIR) ->
     assert meta is not None
     staging = registry.new_staging()
     shutil.copytree(starter_dir, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns(META_FILE))
-    meta = {key: value for key, value in meta.items() if key not in ("version", "committed_at")}
-    version = registry.commit(staging, meta | {"kind": "starter", "starter_of": meta.get("source_version")})
+    version = registry.commit(staging, installed_meta(meta))
     promoted = registry.promote(version.version, reason="starter shipped with the project")
     log.info("installed the starter model as %s (%s)", promoted.version, meta.get("data", ""))
     return promoted

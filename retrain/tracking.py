@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.mlflow_champion import HISTORY_TAG, REGISTERED_MODEL, VERSION_TAG
+from core.mlflow_champion import HISTORY_TAG, REGISTERED_MODEL, VERSION_TAG, ensure_registered_model
 from core.paths import CHECKPOINT_DIR, META_FILE, ONNX_FILES, TOKENIZER_FILE
 from core.policies import TrainConfig
 from core.registry import ModelRegistry
@@ -154,7 +154,7 @@ class Tracker:
         if (model_dir / CHECKPOINT_DIR).is_dir():  # so a retrain on any machine can warm-start from this version
             self._mlflow.log_artifacts(str(model_dir / CHECKPOINT_DIR), f"model/{CHECKPOINT_DIR}")
         client = self._mlflow.MlflowClient()
-        _ensure_registered_model(client)
+        ensure_registered_model(client)
         source = f"{self._mlflow.get_artifact_uri('model')}"
         mv = client.create_model_version(REGISTERED_MODEL, source, run_id=self.run_id, tags={VERSION_TAG: version})
         if alias:
@@ -162,20 +162,11 @@ class Tracker:
         return str(mv.version)
 
 
-def _ensure_registered_model(client: Any) -> None:
-    from mlflow.exceptions import MlflowException
-
-    try:
-        client.get_registered_model(REGISTERED_MODEL)
-    except MlflowException:
-        client.create_registered_model(REGISTERED_MODEL, description="NewsLoop topic classifier (ONNX)")
-
-
 def sync_aliases(tracking_uri: str, registry: ModelRegistry, challenger: str | None = None) -> dict[str, str]:
     """Point the MLflow `champion` (and `challenger`) aliases at the versions the project registry names."""
     mlflow = _mlflow(tracking_uri)
     client = mlflow.MlflowClient()
-    _ensure_registered_model(client)
+    ensure_registered_model(client)
     by_project_version = {
         mv.tags.get(VERSION_TAG): mv.version
         for mv in client.search_model_versions(f"name='{REGISTERED_MODEL}'")
