@@ -45,6 +45,7 @@ def page_limits(settings: Settings) -> PageLimits:
         classify_per_minute=settings.classify_per_minute,
         queue_per_minute=settings.queue_per_minute,
         session_capacity=settings.session_capacity,
+        session_memory_bytes=int(settings.session_memory_mb * 1024 * 1024),
     )
 
 

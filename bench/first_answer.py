@@ -33,7 +33,7 @@ def first_answer_seconds(home: Path, timeout_s: float, log: Path) -> tuple[float
             if proc.poll() is not None:
                 raise RuntimeError(f"the app exited with {proc.returncode}; see {log}")
             try:
-                label, _info = Client(f"http://127.0.0.1:{port}/", verbose=False).predict(HEADLINE, api_name="/classify")
+                label = Client(f"http://127.0.0.1:{port}/", verbose=False).predict(HEADLINE, api_name="/classify")[0]
             except Exception:
                 time.sleep(0.2)
                 continue

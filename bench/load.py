@@ -153,7 +153,7 @@ def run_client(number: int, client, args: argparse.Namespace, run_id: str, deadl
     rng = random.Random(f"{args.seed}-{number}")
     # Feedback only follows a classification, so after one it comes with probability p: share = p / (1 + p).
     after_classify = min(1.0, args.feedback_share / max(1e-9, 1.0 - args.feedback_share))
-    classified = False
+    classified, shown, text = False, "", ""
     for request in range(args.requests):
         if time.monotonic() > deadline:
             tally.outcomes["not sent (duration)"] += args.requests - request
@@ -161,12 +161,12 @@ def run_client(number: int, client, args: argparse.Namespace, run_id: str, deadl
         kind = "feedback" if classified and rng.random() < after_classify else "classify"
         if kind == "classify":
             text = f"{rng.choice(ARTICLES)} [load {run_id} c{number} r{request}]"
-            payload, endpoint = text, "/classify"
-        else:
-            payload, endpoint = rng.choice(FEEDBACK_CHOICES), "/feedback"
+            payload, endpoint = (text,), "/classify"
+        else:  # an answer names the prediction on screen (its id) and the text it was made for
+            payload, endpoint = (rng.choice(FEEDBACK_CHOICES), shown, text), "/feedback"
         start = time.perf_counter()
         try:
-            result = client.submit(payload, api_name=endpoint).result(timeout=args.request_timeout)
+            result = client.submit(*payload, api_name=endpoint).result(timeout=args.request_timeout)
         except Exception as exc:  # any failure to get an answer is what this script counts
             tally.errors.append(f"{kind}: {type(exc).__name__}: {exc}"[:300])
             tally.outcomes[f"{kind} error"] += 1
@@ -178,11 +178,12 @@ def run_client(number: int, client, args: argparse.Namespace, run_id: str, deadl
         if kind == "feedback" and outcome == "saved":
             tally.saved += 1
         classified = kind == "classify" and outcome == "ok"
+        shown = result[2] if classified else ""
     return tally
 
 
 def _classify_outcome(result: object) -> str:
-    label, info = result if isinstance(result, tuple | list) and len(result) == 2 else (None, str(result))
+    label, info = result[:2] if isinstance(result, tuple | list) and len(result) == 3 else (None, str(result))
     if str(info).startswith("Too many requests"):
         return "rate-limited"
     if not isinstance(label, dict) or label.get("label") not in LABELS:

@@ -103,6 +103,9 @@ class Settings(HostingSettings):
     max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
     max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
     session_capacity: int = Field(10_000, ge=10, description="Sessions whose memory is kept (least recent dropped).")
+    session_memory_mb: float = Field(
+        64.0, gt=0.0, description="Memory for what each session's answers need (shown prediction, queue item)."
+    )
     labels_required: int = Field(default_factory=lambda: 2 if on_public_host() else 1, ge=1, le=10)
     max_feedback_chars: int = Field(_S.max_text_chars, ge=100)
     min_checks: int = Field(

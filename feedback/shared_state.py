@@ -1,7 +1,7 @@
 """Web state in the feedback database, shared by every replica: rate limits, admin sessions, queue items.
 
 Each class has the methods of the in-memory one it replaces (`core.limits.RateLimiter`,
-`web.admin.AdminSessions`, `web.identity.BoundedMap`), so `app.py` picks one or the other. Times are
+`web.admin.AdminSessions`, `web.session_memory.BoundedMap`), so `app.py` picks one or the other. Times are
 wall-clock (`time.time`), the one clock machines share. Concurrency is the database's: every change is one
 write transaction (SQLite's BEGIN IMMEDIATE; on PostgreSQL an advisory lock per key, so a client's rate-limit
 check never waits for another client's or for answers being written).

@@ -18,9 +18,13 @@ from core.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
-from web.identity import BoundedMap, Gatekeeper, Identity, LastPrediction, SessionMap
+from web.answer_rules import RIGHT, names_shown, new_shown_id, snippet, storable, topic_of
+from web.identity import Gatekeeper, Identity
+from web.labelling import LabellingQueue
+from web.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
 
-RIGHT = "Right"
+__all__ = ["RIGHT", "AnswerOutcome", "Classifier", "NewsLoopActions", "PageLimits", "storable"]
+STALE = "This result is no longer on screen: classify the text again."
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.~-]+)*[\\/]([\w.-]+)")  # a file path; group 1 is its last part
 
 
@@ -42,30 +46,26 @@ class PageLimits:
     classify_per_minute: int  # per client address
     queue_per_minute: int = 120  # queue requests (next, answer, skip) per client address
     session_capacity: int = 10_000  # sessions whose last prediction and queue item are remembered
+    session_memory_bytes: int = 64 * 1024 * 1024  # and the memory those may take, each map
 
 
-def storable(text: str) -> str:
-    """`text` with anything UTF-8 cannot hold (a lone surrogate) replaced, so what is shown can be saved."""
-    return text.encode("utf-8", "replace").decode("utf-8")
+@dataclass(frozen=True)
+class AnswerOutcome:
+    """What became of a one-click answer: the message to show, whether it is stored (now or before), and
+    whether it named a prediction no longer on screen (the page then makes the result unanswerable)."""
 
-
-def snippet(text: str, words: int = 8) -> str:
-    """The first words of an article, quoted, so a message names the article it is about."""
-    parts = " ".join(text.split()).split(" ")
-    return "“" + " ".join(parts[:words]) + ("…" if len(parts) > words else "") + "”"
-
-
-def _topic(label: object) -> str | None:
-    """A button's or API caller's label, if it names a topic (or RIGHT)."""
-    if not isinstance(label, str) or len(label) > 40:
-        return None
-    return label if label == RIGHT or label in LABELS else None
+    message: str
+    saved: bool = False
+    stale: bool = False
 
 
 class NewsLoopActions:
     """What each button does, independent of the page layout.
 
-    Who is asking comes from `gate` (web.identity): a server-issued identity, never the client's choice.
+    Who is asking comes from `gate` (web.identity): a server-issued identity, never the client's choice;
+    `profile` is the `gr.OAuthProfile` Gradio injects when a Hugging Face account is signed in. Every
+    answer names what was on screen by the id the server issued when it showed it (a prediction, a queue
+    item); an answer naming anything else is refused. The queue's buttons are `labelling` (web.labelling).
     """
 
     def __init__(
@@ -87,56 +87,90 @@ class NewsLoopActions:
         self.limits = limits
         self.queue = queue
         self.gate = gate
-        self.memory: BoundedMap[LastPrediction] = BoundedMap(limits.session_capacity)
-        self.queue_items: SessionMap = queue_items or BoundedMap(limits.session_capacity)
+        budget, capacity = limits.session_memory_bytes, limits.session_capacity
+        self.memory: BoundedMap[LastPrediction] = BoundedMap(capacity, budget, lambda last: last.nbytes)
+        self.queue_items: SessionMap = queue_items or BoundedMap(capacity, budget, queue_item_bytes)
         self.classify_limit: Limiter = classify_limit or RateLimiter(limits.classify_per_minute, 60.0)
         self.queue_limit: Limiter = queue_limit or RateLimiter(limits.queue_per_minute, 60.0)
         self._scored_version: str | None = None
         self._rescore_lock = threading.Lock()
+        self.labelling = LabellingQueue(classifier, store, policy=queue, gate=gate, limit=self.queue_limit,
+                                        items=self.queue_items, before_next=self._rescore_if_needed)
 
     # Classify.
-    def classify(self, text: str | None, request: gr.Request | None = None) -> tuple[dict[str, float] | None, str]:
+    def classify(
+        self, text: str | None, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+    ) -> tuple[dict[str, float] | None, str, str]:
+        """(probabilities, note, prediction id): the id names this result in answers ("" when none can be given)."""
+        who = self.gate.identify(request, profile)
+        if who.session:
+            self.memory.pop(who.session)  # whatever this tab showed is replaced, by a result or by a message
         if text is not None and not isinstance(text, str):
-            return None, "Send the text to classify as a string."
+            return None, "Send the text to classify as a string.", ""
         raw = storable(text or "")
         if len(raw) > self.limits.max_input_chars:
             return None, (
                 f"This text is {len(raw):,} characters long; the limit is {self.limits.max_input_chars:,}. "
                 "Paste the headline and first paragraphs instead."
-            )
+            ), ""
         if not clean_text(raw):
-            return None, "Paste a news headline or article to classify."
-        who = self.gate.identify(request)
+            return None, "Paste a news headline or article to classify.", ""
         wait = self.classify_limit.check(who.address)
         if wait:
-            return None, f"Too many requests: try again in {wait:.0f} s."
+            return None, f"Too many requests: try again in {wait:.0f} s.", ""
         start = time.perf_counter()
         prediction = self.classifier.predict([raw])[0]
         elapsed_ms = (time.perf_counter() - start) * 1000.0
-        if who.session:
-            last = LastPrediction(raw, prediction.label, prediction.probabilities, prediction.model_version)
-            self.memory.put(who.session, last)
         note = f"Model **{prediction.model_version}** · {elapsed_ms:.0f} ms"
         if prediction.truncated:
             note += " · long text: only its first part was read"
-        return prediction.probabilities, note
+        return prediction.probabilities, note, self._remember(who, raw, prediction)
 
-    # Feedback on the last prediction.
-    def feedback(self, label: str, request: gr.Request | None = None) -> str:
+    def _remember(self, who: Identity, raw: str, prediction: Any) -> str:
+        """Keep what an answer to this prediction needs, under a fresh id; "" when no answer can be stored."""
+        if self.store is None or not who.session:
+            return ""
+        shown = LastPrediction(
+            id=new_shown_id(),
+            # The model reads only the start of a long text; keep what fits the store's limit.
+            text=raw[: self.store.limits.max_text_chars],
+            text_digest=text_digest(raw),
+            label=prediction.label,
+            probabilities=prediction.probabilities,
+            model_version=prediction.model_version,
+        )
+        self.memory.put(who.session, shown)
+        return shown.id
+
+    # Feedback on the prediction on screen.
+    def feedback(
+        self, label: str, prediction: str, text: str,
+        request: gr.Request | None = None, profile: gr.OAuthProfile | None = None,
+    ) -> str:
+        """Answer the prediction `prediction` (its id) made for `text` (the box's content): the API's form."""
+        return self.answer(label, prediction, text, request, profile).message
+
+    def answer(
+        self, label: object, prediction: object, text: object, request: Any = None, profile: Any = None
+    ) -> AnswerOutcome:
+        """Store `label` for the prediction on this tab's screen, if `prediction` names it and the box still
+        holds the text it was made for; a different label than this person's earlier one replaces it."""
         if self.store is None:
-            return "Feedback is not being collected on this server."
-        topic = _topic(label)
+            return AnswerOutcome("Feedback is not being collected on this server.")
+        topic = topic_of(label)
         if topic is None:
-            return f"Not saved: the topic must be one of {', '.join(LABELS)}."
-        who = self.gate.identify(request)
+            return AnswerOutcome(f"Not saved: the topic must be one of {', '.join(LABELS)}.")
+        who = self.gate.identify(request, profile)
         last = self.memory.get(who.session) if who.session else None
         if last is None:
-            return "Classify a text first, then tell us whether the topic is right."
+            return AnswerOutcome("Classify a text first, then tell us whether the topic is right.", stale=True)
+        box = storable(text) if isinstance(text, str) else None
+        if not names_shown(prediction, last.id) or box is None or text_digest(box) != last.text_digest:
+            return AnswerOutcome(STALE, stale=True)
         user_label = last.label if topic == RIGHT else topic
         try:
             result = self.store.record(
-                # The model reads only the start of a long text; keep what fits the store's limit.
-                text=last.text[: self.store.limits.max_text_chars],
+                text=last.text,
                 user_label=user_label,
                 annotator=who.annotator,
                 kind="confirm" if user_label == last.label else "correct",
@@ -147,12 +181,13 @@ class NewsLoopActions:
                 address=who.address,
             )
         except FeedbackError as exc:
-            return f"Not saved: {exc}"
+            return AnswerOutcome(f"Not saved: {exc}")
         if user_label != last.label and not result.duplicate:
             self._queue_candidate(last.text)
         if result.duplicate:
-            return f"Already saved: **{user_label}** for {snippet(last.text)}."
-        return f"Thanks, saved as **{user_label}**: {snippet(last.text)}." + (" You can undo it." if result.id else "")
+            return AnswerOutcome(f"Already saved: **{user_label}** for {snippet(last.text)}.", saved=True)
+        done = "Changed your answer: saved as" if result.replaced else "Thanks, saved as"
+        return AnswerOutcome(f"{done} **{user_label}**: {snippet(last.text)}. You can undo it.", saved=True)
 
     def _queue_candidate(self, text: str) -> None:
         """A corrected text goes to the labelling queue, so others (whose answers may train) label it too."""
@@ -163,7 +198,7 @@ class NewsLoopActions:
         except FeedbackError:
             pass  # a text the pool refuses stays a stored answer only
 
-    # Labelling queue.
+    # The labelling queue's order (its buttons are `self.labelling`).
     def _rescore_if_needed(self) -> None:
         """Order the pool by the current champion's uncertainty (once per champion)."""
         version = self.classifier.version
@@ -174,102 +209,17 @@ class NewsLoopActions:
                 self.store.rescore(self.classifier.proba_in_label_order, version)
                 self._scored_version = version
 
-    def _queue_refusal(self, who: Identity) -> str | None:
-        if self.store is None:
-            return "The labelling queue is not available on this server."
-        if not who.session:
-            return "Your browser did not send its NewsLoop id: reload the page (cookies must be on)."
-        wait = self.queue_limit.check(who.address)
-        return f"Too many requests: try again in {wait:.0f} s." if wait else None
-
-    def _next(self, who: Identity) -> tuple[str, str]:
-        assert self.store is not None
-        self._rescore_if_needed()
-        item = self.store.next_item(who.annotator, self.queue)
-        return self._show(who, item)
-
-    def _show(self, who: Identity, item: dict[str, Any] | None) -> tuple[str, str]:
-        assert self.store is not None
-        done = self.store.progress(who.annotator)
-        if item is None:
-            self.queue_items.pop(who.session)
-            return "", f"Nothing left to label. You have labelled **{done}** article(s). Thank you!"
-        self.queue_items.put(who.session, item)
-        # Checks and ordinary items are counted together (feedback.progress): the count never tells them apart.
-        left = max(self.store.queue_left(who.annotator, self.queue), 1)
-        return item["text"], f"You have labelled **{done}**, **{left}** left."
-
-    def queue_next(self, request: gr.Request | None = None) -> tuple[str, str]:
-        who = self.gate.identify(request)
-        refusal = self._queue_refusal(who)
-        return ("", refusal) if refusal else self._next(who)
-
-    def queue_answer(self, label: str, request: gr.Request | None = None) -> tuple[str, str, str]:
-        who = self.gate.identify(request)
-        refusal = self._queue_refusal(who)
-        if refusal:
-            return "", "", refusal
-        assert self.store is not None
-        topic = _topic(label)
-        item = self.queue_items.get(who.session)
-        if item is None:
-            text, progress = self._next(who)
-            return text, progress, "Here is an article: choose its topic."
-        if topic is None or topic == RIGHT:
-            return item["text"], "", f"Not saved: the topic must be one of {', '.join(LABELS)}."
-        prediction = self.classifier.predict([item["text"]])[0]
-        try:
-            self.store.record(
-                text=item["text"], user_label=topic, annotator=who.annotator, kind="queue",
-                item_id=item["id"], predicted_label=prediction.label,
-                probabilities=prediction.probabilities, model_version=prediction.model_version,
-                verified=who.verified, address=who.address,
-            )
-        except FeedbackError as exc:
-            return item["text"], "", f"Not saved: {exc}"
-        text, progress = self._next(who)
-        return text, progress, f"Saved as **{topic}**: {snippet(item['text'])}."
-
-    def queue_skip(self, request: gr.Request | None = None) -> tuple[str, str, str]:
-        who = self.gate.identify(request)
-        refusal = self._queue_refusal(who)
-        if refusal:
-            return "", "", refusal
-        assert self.store is not None
-        item = self.queue_items.get(who.session)
-        if item is not None:
-            try:
-                self.store.skip(who.annotator, item["id"], self.queue.max_skips)
-            except FeedbackError as exc:
-                return item["text"], "", f"Not skipped: {exc}."
-        text, progress = self._next(who)
-        return text, progress, "Skipped." if item is not None else ""
-
-    def undo(self, request: gr.Request | None = None) -> str:
+    def undo(self, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None) -> str:
+        """Withdraw this person's last answer given on the Classify tab (the queue has its own undo)."""
         if self.store is None:
             return "Feedback is not being collected on this server."
-        who = self.gate.identify(request)
+        who = self.gate.identify(request, profile)
         if not who.annotator:
             return "Nothing to undo."
-        # Only this tab's answers: the queue has its own undo.
         undone = self.store.undo_last(who.annotator, ("confirm", "correct"))
         if undone is None:
             return "Nothing to undo."
         return f"Undone: your answer **{undone['user_label']}** for {snippet(undone['text'])}."
-
-    def queue_undo(self, request: gr.Request | None = None) -> tuple[str, str, str]:
-        """Withdraw this annotator's last queue answer and show that article again, to label it anew."""
-        who = self.gate.identify(request)
-        refusal = self._queue_refusal(who)
-        if refusal:
-            return "", "", refusal
-        assert self.store is not None
-        undone = self.store.undo_last(who.annotator, ("queue",))
-        if undone is None or undone.get("item_id") is None:
-            item = self.queue_items.get(who.session)
-            return (item or {}).get("text", ""), "", "Nothing to undo in the queue."
-        text, progress = self._show(who, {"id": undone["item_id"], "text": undone["text"]})
-        return text, progress, f"Undone: **{undone['user_label']}** for {snippet(undone['text'])}. Label it again."
 
     # The footer.
     def model_note(self) -> str:

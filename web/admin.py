@@ -110,29 +110,36 @@ class AdminActions:
     def enabled(self) -> bool:
         return (self.password is not None and bool(self.password.get_secret_value())) or bool(self.admins)
 
-    def is_admin(self, request: Any) -> bool:
-        """Whether this request (a gr.Request or a Starlette request) comes from a signed-in admin."""
+    def is_admin(self, request: Any, profile: gr.OAuthProfile | None = None) -> bool:
+        """Whether this request (a gr.Request or a Starlette request) comes from a signed-in admin: a password
+        session, or a `NEWSLOOP_ADMINS` Hugging Face account (`profile`, which Gradio injects into handlers)."""
         if request is None:
             return False
-        who = self.gate.identify(request)
+        who = self.gate.identify(request, profile)
         if who.verified and who.annotator.removeprefix("user:") in self.admins:
             return True
         return self.sessions.valid(who.browser)
 
-    def restore(self, request: gr.Request) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def restore(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """On page load: a browser still signed in gets its panel back without the password."""
-        if not self.is_admin(request):
+        if not self.is_admin(request, profile):
             return "", gr.update(visible=False), gr.update(visible=True)
         return "Signed in.", gr.update(visible=True), gr.update(visible=False)
 
-    def login(self, password: str, request: gr.Request) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def login(
+        self, password: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
         message, panel = self._login(password, request)
         return message, panel, gr.update(visible=message != "Signed in.")
 
-    def _login(self, password: str, request: gr.Request) -> tuple[str, dict[str, Any]]:
+    def _login(
+        self, password: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any]]:
         if not self.enabled:
             return "The admin view is disabled on this server.", gr.update(visible=False)
-        if self.is_admin(request):
+        if self.is_admin(request, profile):
             return "Signed in.", gr.update(visible=True)
         who = self.gate.identify(request)
         if not who.browser:
@@ -151,12 +158,16 @@ class AdminActions:
         log.info("admin signed in from %s", who.address)
         return "Signed in.", gr.update(visible=True)
 
-    def logout(self, request: gr.Request) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def logout(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
         self.sessions.close(self.gate.identify(request).browser)
         return "Signed out.", gr.update(visible=False), gr.update(visible=True)
 
-    def review(self, answer_id: float | None, verdict: str, request: gr.Request | None) -> str:
-        if not self.is_admin(request):
+    def review(
+        self, answer_id: float | None, verdict: str, request: gr.Request | None, profile: gr.OAuthProfile | None = None
+    ) -> str:
+        if not self.is_admin(request, profile):
             return "Sign in first."
         if self.store is None or answer_id is None:
             return "Enter the id of an answer."
@@ -166,15 +177,15 @@ class AdminActions:
             return f"Not changed: {exc}"
         return f"Answer {answer['id']} {verdict}."
 
-    def accept(self, answer_id: float | None, request: gr.Request) -> str:
-        return self.review(answer_id, "accepted", request)
+    def accept(self, answer_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        return self.review(answer_id, "accepted", request, profile)
 
-    def reject(self, answer_id: float | None, request: gr.Request) -> str:
-        return self.review(answer_id, "rejected", request)
+    def reject(self, answer_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        return self.review(answer_id, "rejected", request, profile)
 
-    def pick(self, evt: gr.SelectData, request: gr.Request) -> float | None:
+    def pick(self, evt: gr.SelectData, request: gr.Request, profile: gr.OAuthProfile | None = None) -> float | None:
         """A click on a suspicious answer's row puts its id in the review box (no retyping)."""
-        if not self.is_admin(request):
+        if not self.is_admin(request, profile):
             return None
         row = evt.row_value if isinstance(evt.row_value, list) else []
         return float(row[0]) if row and isinstance(row[0], int | float) else None
@@ -184,9 +195,11 @@ class AdminActions:
 
         return len(read_trusted(self.store, self.trust)) if self.store is not None else None
 
-    def retrain_preview(self, request: gr.Request) -> tuple[str, dict[str, Any]]:
+    def retrain_preview(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """What a retrain would train on and how long it should take, before it starts."""
-        if not self.is_admin(request):
+        if not self.is_admin(request, profile):
             return "Sign in first.", gr.update(visible=False)
         if self.store is None:
             return "There is no feedback store on this server.", gr.update(visible=False)
@@ -201,16 +214,18 @@ class AdminActions:
 
         return credible_waiting(self.store.database, self.trust) if self.store is not None else 0
 
-    def launch_retrain(self, request: gr.Request) -> tuple[str, dict[str, Any], gr.Timer]:
-        if not self.is_admin(request):
+    def launch_retrain(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any], gr.Timer]:
+        if not self.is_admin(request, profile):
             return "Sign in first.", gr.update(visible=False), gr.Timer(active=False)
         message = self.jobs.start("run")
         started = message.startswith("Started")
         shown = "Retrain started: progress below, refreshed every few seconds." if started else message
         return shown, gr.update(visible=False), gr.Timer(active=True)
 
-    def rollback(self, request: gr.Request) -> str:
-        if not self.is_admin(request):
+    def rollback(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        if not self.is_admin(request, profile):
             return "Sign in first."
         champion = self.registry.champion()
         if champion is None or not self.registry.status()["previous"]:
@@ -226,8 +241,10 @@ class AdminActions:
         tail = self.jobs.status().log_tail.strip().splitlines()[-1:] or ["no output"]
         return f"Not rolled back: {tail[0]}" if code is not None else "The rollback is still running…"
 
-    def import_pool(self, file: str | None, checks: bool, request: gr.Request) -> str:
-        if not self.is_admin(request):
+    def import_pool(
+        self, file: str | None, checks: bool, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> str:
+        if not self.is_admin(request, profile):
             return "Sign in first."
         if self.store is None or not file:
             return "Choose a CSV or JSONL file."
@@ -238,8 +255,8 @@ class AdminActions:
         what = "known-answer check(s)" if checks else "article(s)"
         return f"Imported {report.added} {what} ({report.duplicates} already in the pool)."
 
-    def export(self, fmt: str, request: gr.Request) -> dict[str, Any] | None:
-        if not self.is_admin(request) or self.store is None or fmt not in EXPORTS:
+    def export(self, fmt: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict[str, Any] | None:
+        if not self.is_admin(request, profile) or self.store is None or fmt not in EXPORTS:
             return None
         fd, path = tempfile.mkstemp(prefix="newsloop-feedback-", suffix=f".{fmt}")
         os.close(fd)
@@ -255,8 +272,8 @@ class AdminActions:
     def can_push(self) -> bool:
         return bool(self.hub_dataset and self.hub_token and self.hub_token.get_secret_value())
 
-    def push_to_hub(self, request: gr.Request) -> str:
-        if not self.is_admin(request):
+    def push_to_hub(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        if not self.is_admin(request, profile):
             return "Sign in first."
         if self.store is None or not self.can_push or self.hub_token is None:
             return "Pushing needs NEWSLOOP_HUB_DATASET and NEWSLOOP_HUB_TOKEN."

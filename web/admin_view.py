@@ -22,9 +22,9 @@ class AdminDashboard:
         self.admin = admin
         self._was_running = False
 
-    def overview(self, request: gr.Request) -> list[Any]:
+    def overview(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> list[Any]:
         """Everything the panel shows; the first output is a status line ("Sign in first." to strangers)."""
-        if not self.admin.is_admin(request):
+        if not self.admin.is_admin(request, profile):
             return ["Sign in first.", *[gr.skip()] * (len(self.outputs) - 1)]
         admin, store = self.admin, self.admin.store
         stats = store.stats() if store else {}
@@ -67,9 +67,9 @@ class AdminDashboard:
             gr.Timer(active=job.running),
         ]
 
-    def poll(self, request: gr.Request) -> list[Any]:
+    def poll(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> list[Any]:
         """While a job runs: its progress only; when it has just finished, the whole overview."""
-        if not self.admin.is_admin(request):
+        if not self.admin.is_admin(request, profile):
             return ["Sign in first.", *[gr.skip()] * (len(self.outputs) - 2), gr.Timer(active=False)]
         job = self.admin.jobs.status()
         if job.running or not self._was_running:
@@ -77,7 +77,7 @@ class AdminDashboard:
             skipped = [gr.skip()] * (len(self.outputs) - 1)
             skipped[8], skipped[-1] = report.progress_html(job), gr.Timer(active=job.running)
             return [gr.skip(), *skipped]
-        return self.overview(request)
+        return self.overview(request, profile)
 
 
 def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:

@@ -1,4 +1,4 @@
-"""Who is asking: an identity the server vouches for, the client address it believes, and per-session memory.
+"""Who is asking: an identity the server vouches for, and the client address it believes.
 
 A visitor's identity is never the session hash the client chooses. It is either an account the host
 signed in (Gradio `auth=`, or Hugging Face sign-in on a Space), which is *verified*, or a random browser
@@ -12,67 +12,20 @@ import contextlib
 import hashlib
 import hmac
 import ipaddress
+import json
+import os
 import secrets
-import threading
-from collections import OrderedDict
+import time
+from base64 import b64decode
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
+
+from starlette.requests import HTTPConnection
 
 COOKIE = "newsloop_id"
 _COOKIE_MAX_AGE_S = 400 * 24 * 3600  # browsers cap cookie lifetime at about 400 days
-
-V = TypeVar("V")
-
-
-class BoundedMap(Generic[V]):
-    """A thread-safe map that forgets its least recently used keys beyond `capacity` (per-session memory)."""
-
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._items: OrderedDict[str, V] = OrderedDict()
-        self._lock = threading.Lock()
-        self.capacity = capacity
-
-    def put(self, key: str, value: V) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-
-    def get(self, key: str) -> V | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def pop(self, key: str) -> V | None:
-        with self._lock:
-            return self._items.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-class SessionMap(Protocol):
-    """Per-session memory: `BoundedMap` in this process, or one shared through a database by replicas."""
-
-    def put(self, key: str, value: Any) -> None: ...
-
-    def get(self, key: str) -> Any | None: ...
-
-    def pop(self, key: str) -> Any | None: ...
-
-
-@dataclass
-class LastPrediction:
-    text: str
-    label: str
-    probabilities: dict[str, float]
-    model_version: str
-
 
 @dataclass(frozen=True)
 class Identity:
@@ -151,35 +104,67 @@ class Gatekeeper:
         forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
         return "addr:" + self._mac(self.proxy.client_address(peer, forwarded), "address")[:16]
 
-    def identify(self, request: Any) -> Identity:
-        """The identity behind a request (a gr.Request in handlers; None when called outside a request)."""
+    def identify(self, request: Any, profile: Any = None) -> Identity:
+        """The identity behind a request (a gr.Request in handlers; None when called outside a request).
+
+        `profile` is the `gr.OAuthProfile` Gradio injects into a handler that asks for one (Hugging Face
+        sign-in); a plain Starlette request, where Gradio injects nothing, is read by `hf_session_user`."""
         address = self.address_of(request) if request is not None else "addr:none"
         cookies = getattr(request, "cookies", None) or {}
         browser = self.browser_id(cookies.get(COOKIE) if hasattr(cookies, "get") else None)
         browser_key = self._mac(browser, "browser")[:16] if browser else ""
         tab = getattr(request, "session_hash", None) or ""
         session = f"{browser_key}:{tab}" if browser_key else ""
-        user = signed_in_user(request)
+        user = signed_in_user(request, profile)
+        if user is None and profile is None and isinstance(request, HTTPConnection):
+            user = hf_session_user(request)
         if user:
             return Identity(f"user:{user}", True, browser_key, address, session or f"user:{user}:{tab}")
         annotator = f"anon:{browser_key}" if browser_key else ""
         return Identity(annotator, False, browser_key, address, session)
 
 
-def signed_in_user(request: Any) -> str | None:
-    """The account name the host signed in: Gradio's `auth=`, or Hugging Face sign-in on a Space."""
-    if request is None:
+def signed_in_user(request: Any, profile: Any = None) -> str | None:
+    """The account name the host signed in: Gradio's `auth=` (`request.username`), or Hugging Face sign-in on
+    a Space, the `gr.OAuthProfile` Gradio injects into a handler with a `gr.OAuthProfile | None` parameter."""
+    username = getattr(request, "username", None) if request is not None else None
+    if isinstance(username, str) and username:
+        return username
+    name = getattr(profile, "username", None)
+    return name if isinstance(name, str) and name else None
+
+
+_HF_SESSION_COOKIE = "session"  # Starlette SessionMiddleware's cookie, as gradio.oauth.attach_oauth installs it
+_HF_SESSION_MAX_AGE_S = 14 * 24 * 3600  # SessionMiddleware's default max_age, which gradio keeps
+
+
+def hf_session_user(request: HTTPConnection) -> str | None:
+    """The Hugging Face account in Gradio's signed session cookie, for a plain Starlette request.
+
+    Only the upload guard (`web.server.RequestGuard`) needs this: it runs outside Gradio, before Gradio's
+    SessionMiddleware (installed on the mounted page) has decoded the cookie, and Gradio cannot inject a
+    `gr.OAuthProfile` there. So the cookie is read the way that middleware and gradio.oauth write it: base64
+    JSON signed by itsdangerous' TimestampSigner with sha256(OAUTH_CLIENT_SECRET + "-v4"), the profile under
+    "oauth_info" -> "userinfo", unexpired. Every page handler gets the injected profile instead.
+    """
+    secret = os.environ.get("OAUTH_CLIENT_SECRET")
+    cookie = request.cookies.get(_HF_SESSION_COOKIE)
+    if not secret or not cookie or len(cookie) > 16_384:
         return None
-    username = getattr(request, "username", None)
-    if username:
-        return str(username)
+    import itsdangerous  # Starlette's session dependency; only a Space with Hugging Face sign-in gets here
+
+    signer = itsdangerous.TimestampSigner(hashlib.sha256(f"{secret}-v4".encode()).hexdigest())
     try:
-        session = request.session  # present only when Gradio attached Hugging Face OAuth
-    except (AssertionError, AttributeError, KeyError):
+        info = json.loads(b64decode(signer.unsign(cookie.encode(), max_age=_HF_SESSION_MAX_AGE_S))).get("oauth_info")
+    except (itsdangerous.BadSignature, ValueError, AttributeError):
         return None
-    info = session.get("oauth_info") if isinstance(session, dict) else None
-    name = ((info or {}).get("userinfo") or {}).get("preferred_username")
-    return str(name) if name else None
+    if not isinstance(info, dict) or not isinstance(info.get("userinfo"), dict):
+        return None
+    expires = info.get("expires_at")
+    if isinstance(expires, int | float) and expires < time.time():
+        return None  # as gradio.oauth: an expired sign-in is signed out
+    name = info["userinfo"].get("preferred_username")
+    return name if isinstance(name, str) and name else None
 
 
 Scope = MutableMapping[str, Any]

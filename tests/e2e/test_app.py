@@ -30,7 +30,8 @@ def client(url: str) -> Client:
 
 def test_classify_returns_a_confidence_for_every_label(served) -> None:  # type: ignore[no-untyped-def]
     url, _ = served
-    label, info = client(url).predict("Stocks rallied after the earnings report.", api_name="/classify")
+    label, info, shown = client(url).predict("Stocks rallied after the earnings report.", api_name="/classify")
+    assert len(shown) >= 16  # the server's id of this prediction, which an answer must name
     confidences = {c["label"]: c["confidence"] for c in label["confidences"]}
     assert set(confidences) == set(LABELS)
     assert abs(sum(confidences.values()) - 1.0) < 1e-4
@@ -41,20 +42,20 @@ def test_classify_returns_a_confidence_for_every_label(served) -> None:  # type:
 @pytest.mark.parametrize("text", ["", "   \n\t ", "\x00\x01\x02"])
 def test_empty_text_gets_a_friendly_message(served, text: str) -> None:  # type: ignore[no-untyped-def]
     url, _ = served
-    label, info = client(url).predict(text, api_name="/classify")
-    assert "Paste a news headline" in info
+    label, info, shown = client(url).predict(text, api_name="/classify")
+    assert "Paste a news headline" in info and shown == ""  # nothing on screen to answer
     assert not label or not label.get("confidences")
 
 
 def test_oversized_text_is_refused_with_the_limit(served) -> None:  # type: ignore[no-untyped-def]
     url, _ = served
-    _, info = client(url).predict("word " * 2_000, api_name="/classify")
+    _, info, _ = client(url).predict("word " * 2_000, api_name="/classify")
     assert "limit is 5,000" in info
 
 
 def test_text_longer_than_the_model_reads_is_classified_with_a_note(served) -> None:  # type: ignore[no-untyped-def]
     url, _ = served
-    label, info = client(url).predict("markets " * 300, api_name="/classify")
+    label, info, _ = client(url).predict("markets " * 300, api_name="/classify")
     assert label["label"] in LABELS
     assert "only its first part was read" in info
 
@@ -63,10 +64,10 @@ def test_correction_stores_exactly_one_complete_row(served) -> None:  # type: ig
     url, store = served
     c = client(url)
     text = "The striker signed a new three-year contract with the club on Monday."
-    label, _ = c.predict(text, api_name="/classify")
+    label, _, shown = c.predict(text, api_name="/classify")
     predicted = label["label"]
     correction = next(name for name in LABELS if name != predicted)
-    ack = c.predict(correction, api_name="/feedback")
+    ack = c.predict(correction, shown, text, api_name="/feedback")
     assert "saved" in ack.lower()
     rows = [r for r in store.answers() if r["text"] == text]
     assert len(rows) == 1
@@ -82,7 +83,38 @@ def test_correction_stores_exactly_one_complete_row(served) -> None:  # type: ig
 
 def test_feedback_before_any_classification_is_explained(served) -> None:  # type: ignore[no-untyped-def]
     url, _ = served
-    assert "Classify a text first" in client(url).predict("Sports", api_name="/feedback")
+    assert "Classify a text first" in client(url).predict("Sports", "", "", api_name="/feedback")
+
+
+def test_an_answer_must_name_the_prediction_on_screen_and_its_text(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    c = client(url)
+    first = "The central bank held rates on Thursday and signalled cuts next spring."
+    _, _, old = c.predict(first, api_name="/classify")
+    second = "The striker scored twice as the champions won the derby on Sunday."
+    _, _, current = c.predict(second, api_name="/classify")
+    stale = "This result is no longer on screen: classify the text again."
+    assert c.predict("Sports", old, first, api_name="/feedback") == stale  # an earlier prediction of this tab
+    assert c.predict("Sports", current, second + " Edited.", api_name="/feedback") == stale  # the box was edited
+    assert c.predict("Sports", "", second, api_name="/feedback") == stale
+    c.predict("", api_name="/classify")  # an empty submit clears the result: nothing is left to answer
+    assert "Classify a text first" in c.predict("Sports", current, second, api_name="/feedback")
+    assert not [row for row in store.answers() if row["text"] in (first, second)]
+    _, _, current = c.predict(second, api_name="/classify")
+    assert c.predict("Sports", current, second, api_name="/feedback").startswith("Thanks, saved as **Sports**")
+
+
+def test_a_change_of_mind_replaces_the_answer_and_undo_revives_nothing(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    c = client(url)
+    text = "A new phone chip doubles battery life, its maker said at a trade fair."
+    _, _, shown = c.predict(text, api_name="/classify")
+    assert c.predict("Sci/Tech", shown, text, api_name="/feedback").startswith("Thanks, saved as **Sci/Tech**")
+    assert c.predict("Business", shown, text, api_name="/feedback").startswith("Changed your answer: saved as")
+    rows = sorted((r for r in store.answers() if r["text"] == text), key=lambda r: r["id"])
+    assert [(r["user_label"], r["status"]) for r in rows] == [("Sci/Tech", "replaced"), ("Business", "ok")]
+    assert c.predict(api_name="/undo").startswith("Undone: your answer **Business**")
+    assert {r["status"] for r in store.answers() if r["text"] == text} == {"replaced", "undone"}  # none live
 
 
 def test_queue_serves_a_1000_row_pool_from_its_most_uncertain_items(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -96,14 +128,14 @@ def test_queue_serves_a_1000_row_pool_from_its_most_uncertain_items(served, tmp_
     assert store.import_pool(pool).added == 1000
 
     c = client(url)
-    first_text, progress = c.predict(api_name="/queue_next")
+    first_text, progress, _, shown = c.predict(api_name="/queue_next")
     assert first_text.startswith("Report ") and "labelled **0**" in progress
     answered = [first_text]
     for i in range(9):
-        text, progress, ack = c.predict(LABELS[i % 4], api_name="/queue_answer")
+        text, progress, ack, shown = c.predict(LABELS[i % 4], shown, api_name="/queue_answer")
         assert "Saved as" in ack
         answered.append(text)
-    _, progress, _ = c.predict("World", api_name="/queue_answer")
+    _, progress, _, _ = c.predict("World", shown, api_name="/queue_answer")
     assert "labelled **10**" in progress
 
     with sqlite3.connect(store.path) as conn:
@@ -119,8 +151,8 @@ def test_queue_skip_moves_on_without_storing(served) -> None:  # type: ignore[no
     url, store = served
     c = client(url)
     before = store.count()
-    first, _ = c.predict(api_name="/queue_next")
-    second, _, ack = c.predict(api_name="/queue_skip")
+    first, _, _, shown = c.predict(api_name="/queue_next")
+    second, _, ack, _ = c.predict(shown, api_name="/queue_skip")
     assert ack == "Skipped." and second != first
     assert store.count() == before
 
@@ -134,12 +166,32 @@ def test_checks_are_mixed_in_at_positions_fresh_identities_cannot_predict(served
     # Each is served a check first with probability 1/3, so all 8 seeing one would mean checks come first.
     assert sum(text in checks for text in firsts) < 8
     c = client(url)
-    served_texts = [c.predict(api_name="/queue_next")[0]]
+    text, _, _, shown = c.predict(api_name="/queue_next")
+    served_texts = [text]
     for _ in range(20):
-        served_texts.append(c.predict("Sports", api_name="/queue_answer")[0])
+        text, _, _, shown = c.predict("Sports", shown, api_name="/queue_answer")
+        served_texts.append(text)
     assert any(text in checks for text in served_texts), "a labeller answering 20 items meets checks"
     scores = {name: score for name, score in store.stats()["checks_right"].items() if score != "0/0"}
     assert f"{sum(text in checks for text in served_texts[:-1])}/{sum(text in checks for text in served_texts[:-1])}" in scores.values()
+
+
+def test_queue_answers_and_skips_must_name_the_article_on_screen(served) -> None:  # type: ignore[no-untyped-def]
+    url, store = served
+    store.add_to_pool([f"Stale-id story {i} about ports, pitches and profits" for i in range(4)], source="test")
+    c = client(url)
+    first, _, _, shown = c.predict(api_name="/queue_next")
+    before = store.count()
+    second, _, ack, next_shown = c.predict("World", shown, api_name="/queue_answer")
+    assert "Saved as" in ack and next_shown != shown
+    # The same press again (a double tap): it names the article that is gone, so nothing is stored or skipped.
+    text, _, ack, again = c.predict("Sports", shown, api_name="/queue_answer")
+    assert ack.startswith("Not saved: that article is no longer on screen") and (text, again) == (second, next_shown)
+    text, _, ack, again = c.predict(shown, api_name="/queue_skip")
+    assert ack.startswith("Not skipped: that article is no longer on screen") and (text, again) == (second, next_shown)
+    assert store.count() == before + 1
+    newest = store.answers(limit=1)[0]
+    assert (newest["text"], newest["user_label"]) == (first, "World")
 
 
 def test_client_cannot_choose_its_rate_limit_identity_with_a_forged_header() -> None:

@@ -82,18 +82,19 @@ def test_forty_minted_identities_get_no_wrong_label_trusted(space: Served) -> No
     wrong: dict[str, str] = {}
     for i in range(40):
         attacker = space.visitor(botnet[i % len(botnet)], spoof=f"10.9.{i}.1")  # a fresh browser each time
-        text = attacker.call("queue_next")[0]
+        text, _, _, shown = attacker.call("queue_next")[0]
         for _ in range(2):  # pool items wrong in agreeing pairs: every identity gives the same wrong label
             predicted = attacker.call("classify", text)[0]["label"]
             label = wrong.setdefault(text, LABELS[(LABELS.index(predicted) + 1) % 4])
-            text = attacker.call("queue_answer", label)[0][0]
+            text, _, _, shown = attacker.call("queue_answer", label, shown)[0]
         attacker.close()
     for t in range(5):  # the one-click path: two identities per text give it one wrong label
         text = f"Unclear story {t}: talks on chips, tariffs and the cup"
         for k in range(2):
             attacker = space.visitor(botnet[(t + k) % len(botnet)])
-            predicted = attacker.call("classify", text)[0]["label"]
-            assert attacker.call("feedback", LABELS[(LABELS.index(predicted) + 1) % 4])[0].startswith("Thanks, saved")
+            result, _, shown = attacker.call("classify", text)
+            wrong_label = LABELS[(LABELS.index(result["label"]) + 1) % 4]
+            assert attacker.call("feedback", wrong_label, shown, text)[0].startswith("Thanks, saved")
             attacker.close()
     # Their corrections may not train, but each corrected text became a queue candidate for others.
     with sqlite3.connect(space.store.path) as db:
@@ -191,17 +192,20 @@ def test_new_identities_do_not_reset_the_limits(space: Served) -> None:
     saved = 0
     for i in range(15):
         visitor = space.visitor(address)  # a new browser id each time
-        visitor.call("classify", f"Budget story number {i} from the capital")
-        answer = visitor.call("feedback", "World")[0]
+        story = f"Budget story number {i} from the capital"
+        _, _, shown = visitor.call("classify", story)
+        answer = visitor.call("feedback", "World", shown, story)[0]
         saved += answer.startswith("Thanks, saved")
     assert saved == space.settings.address_feedback_per_minute
     assert "too many answers from this address" in answer
     address = real_address()
-    skips = [space.visitor(address, keep_cookies=False).call("queue_skip")[2] for _ in range(31)]
+    skips = [space.visitor(address, keep_cookies=False).call("queue_skip", "")[0][2] for _ in range(31)]
     assert "Too many requests" in skips[-1] and not any("Too many" in s for s in skips[:30])
     patient = space.visitor(real_address())
-    patient.call("queue_next")
-    results = [patient.call("queue_skip")[2] for _ in range(6)]
+    shown, results = patient.call("queue_next")[0][3], []
+    for _ in range(6):
+        _, _, message, shown = patient.call("queue_skip", shown)[0]
+        results.append(message)
     assert results[:5] == ["Skipped."] * 5 and "skipped 5 articles" in results[5]
 
 
@@ -218,10 +222,12 @@ def test_uploads_need_an_admin_and_a_size_limit_and_session_memory_is_bounded(sp
     assert admin.post("/gradio_api/upload", files={"files": ("a.csv", b"text\nhello\n")}).status_code == 200
 
     first = space.visitor(real_address())
-    first.call("classify", "The first visitor's story about the harvest")
+    harvest = "The first visitor's story about the harvest"
+    shown = first.call("classify", harvest)[2]
     for _ in range(space.settings.session_capacity + 2):  # more sessions than are kept
         space.visitor(real_address()).call("classify", "Another visitor's story")
-    assert first.call("feedback", "World")[0].startswith("Classify a text first")
+    assert first.call("feedback", "World", shown, harvest)[0].startswith("Classify a text first")
+
 
 
 # 7. Cross-client mixing ----------------------------------------------------------------------------------
@@ -229,26 +235,29 @@ def test_one_client_cannot_act_on_another_clients_text(space: Served) -> None:
     address = real_address()
     alice = space.visitor(address)
     private = "Alice's private draft about a merger nobody knows of"
-    alice.call("classify", private)
+    shown = alice.call("classify", private)[2]
     for bob in (space.visitor(address), space.visitor(address, keep_cookies=False)):
-        assert bob.call("feedback", "Business")[0].startswith("Classify a text first")
+        # Even alice's prediction id and text (say, leaked) do not let bob answer for her.
+        assert bob.call("feedback", "Business", shown, private)[0].startswith("Classify a text first")
         assert bob.call("undo")[0] == "Nothing to undo."
         bob.session_hash = alice.session_hash  # even naming alice's tab does not make bob alice
-        assert bob.call("feedback", "Business")[0].startswith("Classify a text first")
+        assert bob.call("feedback", "Business", shown, private)[0].startswith("Classify a text first")
     assert not [row for row in space.store.answers() if row["text"] == private]
-    assert alice.call("feedback", "Business")[0].startswith("Thanks, saved")
+    assert alice.call("feedback", "Business", shown, private)[0].startswith("Thanks, saved")
     assert alice.call("undo")[0].startswith("Undone")
 
 
 # 8. Bad input gets a message, never a traceback -------------------------------------------------------------
 def test_every_write_path_answers_bad_input_with_a_message(space: Served) -> None:
     visitor = space.visitor(real_address())
-    _, note = visitor.call("classify", "Lone surrogate \ud800 in a story about the league")
+    surrogate = "Lone surrogate \ud800 in a story about the league"
+    _, note, shown = visitor.call("classify", surrogate)
     assert note.startswith("Model")
-    assert visitor.call("feedback", "Sports")[0].startswith("Thanks, saved")
+    assert visitor.call("feedback", "Sports", shown, surrogate)[0].startswith("Thanks, saved")
+    item = visitor.call("queue_next")[0][3]
     for label in ("²", "9" * 5000, 12345, None, "Weather", "x" * 100_000):
-        assert visitor.call("feedback", label)[0].startswith("Not saved: the topic must be one of")
-        assert visitor.call("queue_answer", label)[0][2] in (
+        assert visitor.call("feedback", label, shown, surrogate)[0].startswith("Not saved: the topic must be one of")
+        assert visitor.call("queue_answer", label, item)[0][2] in (
             "Here is an article: choose its topic.", f"Not saved: the topic must be one of {', '.join(LABELS)}."
         )
     assert visitor.call("classify", 42)[1].startswith("Model")  # the page reads it as the text "42"

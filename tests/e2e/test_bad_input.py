@@ -51,9 +51,11 @@ def client(url: str) -> Client:
     return Client(url, verbose=False, download_files=False, analytics_enabled=False)
 
 
-def _assert_valid_answer(answer: tuple[dict, str]) -> str:
-    """A normal classification: one of the labels, a confidence for each of the four, summing to 1."""
-    label, info = answer
+def _assert_valid_answer(answer: tuple[dict, str, str]) -> str:
+    """A normal classification: one of the labels, a confidence for each of the four, summing to 1, and the id
+    an answer to it must name."""
+    label, info, shown = answer
+    assert shown, "a classification comes with its prediction id"
     assert label and label.get("label") in LABELS, f"no classification; info: {info!r}"
     confidences = {c["label"]: c["confidence"] for c in label["confidences"]}
     assert set(confidences) == set(LABELS)
@@ -66,9 +68,10 @@ def _assert_valid_answer(answer: tuple[dict, str]) -> str:
 def _classify_then_correct(url: str, text: str) -> tuple[str, str, str]:
     """Classify `text` and correct it to another label in one session; (predicted, correction, ack)."""
     c = client(url)
-    predicted = _assert_valid_answer(c.predict(text, api_name="/classify"))
+    answer = c.predict(text, api_name="/classify")
+    predicted = _assert_valid_answer(answer)
     correction = next(name for name in LABELS if name != predicted)
-    return predicted, correction, c.predict(correction, api_name="/feedback")
+    return predicted, correction, c.predict(correction, answer[2], text, api_name="/feedback")
 
 
 def _stored_texts(store: FeedbackStore) -> list[str]:
@@ -94,8 +97,8 @@ def _export_csv(store: FeedbackStore, tmp_path: Path) -> list[dict[str, str]]:
 )
 def test_empty_after_cleaning_gets_the_paste_message(served, text: str) -> None:  # type: ignore[no-untyped-def]
     url, _ = served
-    label, info = client(url).predict(text, api_name="/classify")
-    assert info == "Paste a news headline or article to classify."
+    label, info, shown = client(url).predict(text, api_name="/classify")
+    assert info == "Paste a news headline or article to classify." and shown == ""
     assert not label or not label.get("confidences")
 
 
@@ -103,7 +106,7 @@ def test_one_megabyte_is_refused_quickly_with_the_limit(served) -> None:  # type
     url, _ = served
     text = "news " * 200_000  # 1,000,000 characters
     start = time.perf_counter()
-    label, info = client(url).predict(text, api_name="/classify")
+    label, info, _ = client(url).predict(text, api_name="/classify")
     elapsed = time.perf_counter() - start
     assert info.startswith("This text is 1,000,000 characters long; the limit is 20,000.")
     assert not label or not label.get("confidences")
@@ -146,11 +149,11 @@ def test_html_and_script_are_ordinary_text(served) -> None:  # type: ignore[no-u
         "<b>Markets</b> rallied as the central bank held rates. <iframe src=javascript:alert(2)></iframe>"
     )
     c = client(url)
-    label, info = c.predict(text, api_name="/classify")
-    _assert_valid_answer((label, info))
+    label, info, shown = c.predict(text, api_name="/classify")
+    _assert_valid_answer((label, info, shown))
     # Nothing of the input comes back to be rendered.
     assert "<" not in info and "script" not in json.dumps(label)
-    ack = c.predict("Business", api_name="/feedback")
+    ack = c.predict("Business", shown, text, api_name="/feedback")
     assert "saved as **Business**" in ack
     assert _stored_texts(store).count(text) == 1
 
@@ -205,8 +208,9 @@ def test_feedback_with_an_unknown_label_is_not_saved(served, label: str) -> None
     url, store = served
     text = f"Rain is expected across the north on Tuesday, forecasters said. [{label!r}]"
     c = client(url)
-    _assert_valid_answer(c.predict(text, api_name="/classify"))
-    ack = c.predict(label, api_name="/feedback")
+    answer = c.predict(text, api_name="/classify")
+    _assert_valid_answer(answer)
+    ack = c.predict(label, answer[2], text, api_name="/feedback")
     assert ack == "Not saved: the topic must be one of World, Sports, Business, Sci/Tech."
     assert text not in _stored_texts(store)
 

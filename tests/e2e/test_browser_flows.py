@@ -160,6 +160,7 @@ def test_a_keyboard_only_labeller_labels_twenty_items(browser, served) -> None: 
     start = time.perf_counter()
     for n in range(1, 21):
         before = page.inner_text("#queue-article article")
+        page.wait_for_timeout(250)  # the article is read before it is answered: keys.js drops faster presses
         page.keyboard.press(str((n % 4) + 1))
         _wait_for_text(page, "#queue-progress", f"labelled {n},")
         page.wait_for_function("(b) => document.querySelector('#queue-article article').innerText !== b", arg=before)
@@ -172,8 +173,10 @@ def test_a_keyboard_only_labeller_labels_twenty_items(browser, served) -> None: 
     assert rate > 0
     # Enter never repeats the last label; S skips; U undoes the last queue answer (not a Classify one).
     page.keyboard.press("Enter")
+    page.wait_for_timeout(250)
     page.keyboard.press("s")
     _wait_for_text(page, "#queue-ack", "Skipped")
+    page.wait_for_timeout(250)
     page.keyboard.press("u")
     ack = _wait_for_text(page, "#queue-ack", "Undone")
     assert "Queue story" in ack and "labelled 19," in page.inner_text("#queue-progress")

@@ -97,8 +97,8 @@ def burst(urls: list[str], texts: list[tuple[str, str]], kill: tuple[subprocess.
         for r in range(ROUNDS):
             text, label = texts[i * ROUNDS + r]
             try:
-                client.predict(text, api_name="/classify")
-                ack = client.predict(label, api_name="/feedback")
+                shown = client.predict(text, api_name="/classify")[2]
+                ack = client.predict(label, shown, text, api_name="/feedback")
             except Exception as exc:  # the killed replica's clients fail; that is expected
                 failed.append((url, repr(exc)))
                 return

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gradio as gr
 import pytest
+from starlette.requests import Request as StarletteRequest
 
 from core.limits import FailureThrottle
+from tests.oauth import SESSION_COOKIE, signed_session_cookie
 from web.admin import AdminSessions
-from web.identity import COOKIE, BoundedMap, Gatekeeper, ProxyPolicy
+from web.identity import COOKIE, Gatekeeper, ProxyPolicy, hf_session_user
+from web.session_memory import BoundedMap, LastPrediction
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 
@@ -46,8 +50,35 @@ def test_identify_gives_unverified_browsers_and_verified_accounts() -> None:
     nobody = gate.identify(Request(None))
     assert (nobody.annotator, nobody.session, nobody.browser, nobody.verified) == ("", "", "", False)
     assert gate.identify(Request(cookie, username="ada")).annotator == "user:ada"
-    hf = gate.identify(Request(None, session={"oauth_info": {"userinfo": {"preferred_username": "grace"}}}))
-    assert (hf.annotator, hf.verified) == ("user:grace", True)
+    # Hugging Face sign-in: the profile Gradio injects into a handler, never a session the request carries.
+    hf = gate.identify(Request(cookie), profile(username="grace"))
+    assert (hf.annotator, hf.verified, hf.session) == ("user:grace", True, anon.session)
+    carried = gate.identify(Request(cookie, session={"oauth_info": {"userinfo": {"preferred_username": "grace"}}}))
+    assert (carried.annotator, carried.verified) == (anon.annotator, False)
+
+
+def profile(username: str) -> gr.OAuthProfile:
+    return gr.OAuthProfile({"name": username.title(), "preferred_username": username,
+                            "profile": f"https://huggingface.co/{username}", "picture": ""})
+
+
+def starlette_request(cookies: dict[str, str]) -> StarletteRequest:
+    header = "; ".join(f"{name}={value}" for name, value in cookies.items()).encode()
+    return StarletteRequest({"type": "http", "method": "POST", "path": "/gradio_api/upload", "query_string": b"",
+                             "headers": [(b"cookie", header)], "client": ("192.0.2.9", 1234)})
+
+
+def test_the_upload_guard_reads_gradios_signed_session_cookie(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OAUTH_CLIENT_SECRET", "the space's secret")
+    gate = Gatekeeper(SECRET)
+    signed = {SESSION_COOKIE: signed_session_cookie("boss")}
+    assert hf_session_user(starlette_request(signed)) == "boss"
+    assert gate.identify(starlette_request(signed)).annotator == "user:boss"
+    for cookie in (signed_session_cookie("boss", client_secret="another secret"),
+                   signed_session_cookie("boss", expires_in_s=-1), "garbage", signed[SESSION_COOKIE][:-2]):
+        assert hf_session_user(starlette_request({SESSION_COOKIE: cookie})) is None
+    monkeypatch.delenv("OAUTH_CLIENT_SECRET")  # no Hugging Face sign-in on this server: nobody is signed in
+    assert hf_session_user(starlette_request(signed)) is None
 
 
 def test_only_the_configured_proxies_hops_are_believed() -> None:
@@ -74,6 +105,26 @@ def test_bounded_map_forgets_the_least_recently_used() -> None:
     assert memory.get("a") == 1
     memory.put("c", 3)
     assert (memory.get("a"), memory.get("b"), memory.get("c"), len(memory)) == (1, None, 3, 2)
+
+
+def test_bounded_map_keeps_within_its_byte_budget_too() -> None:
+    memory: BoundedMap[str] = BoundedMap(capacity=1000, max_bytes=10_000, weigh=len)
+    for i in range(10):
+        memory.put(f"s{i}", str(i) * 3_000)
+    assert len(memory) == 3 and memory.nbytes == 9_000  # the 3 most recent; the count alone allowed 1000
+    assert memory.get("s9") and memory.get("s6") is None
+    memory.put("s9", "small")  # replacing a value re-weighs it
+    assert memory.nbytes == 6_005
+    memory.put("huge", "x" * 20_000)  # larger than the whole budget: not kept, and nothing else is lost
+    assert memory.get("huge") is None and len(memory) == 3
+    memory.pop("s9")
+    assert memory.nbytes == 6_000
+
+
+def test_a_remembered_prediction_weighs_its_text_not_more() -> None:
+    short = LastPrediction("id", "x" * 100, "d", "World", {"World": 1.0}, "v1")
+    long = LastPrediction("id", "x" * 5_000, "d", "World", {"World": 1.0}, "v1")
+    assert long.nbytes - short.nbytes == 4_900 and short.nbytes < 2_000
 
 
 def test_failure_throttle_counts_failures_per_key_and_backs_off_globally() -> None:

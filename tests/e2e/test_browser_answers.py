@@ -1,0 +1,147 @@
+"""Every stored answer names what was on screen, in headless Chromium against a launched app, checked in the app's
+own database: an empty submit, an edit or an example makes the old result unanswerable; a change of mind leaves
+one live answer; keys pressed faster than the queue renders store one answer, for the article on screen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.policies import StoreLimits
+from feedback.store import FeedbackStore
+from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
+from tests.helpers import launched_app, tiny_settings
+
+pytestmark = pytest.mark.browser
+
+ANSWERS = ("#fb-right", "#fb-0", "#fb-1", "#fb-2", "#fb-3")
+STALE = "This result is no longer on screen: classify the text again."
+LIVE = ("ok", "suspicious", "accepted")
+
+
+@pytest.fixture(scope="module")
+def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FeedbackStore]]:
+    settings = tiny_settings(tiny_champion_home, classify_per_minute=10_000, queue_per_minute=10_000)
+    store = FeedbackStore(tmp_path_factory.mktemp("answers_db") / "feedback.db",
+                          StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
+    store.add_to_pool([f"Queue article {i}: harbour cranes, a cup final and a chip plant" for i in range(30)],
+                      source="test")
+    with launched_app(settings, store) as (url, _):
+        yield url, store
+
+
+@pytest.fixture
+def page(served):  # type: ignore[no-untyped-def]
+    with playwright_sync.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(STEP_TIMEOUT_MS)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(served[0], wait_until="domcontentloaded")
+        page.wait_for_selector("#classify-btn")
+        yield page
+        assert not errors
+        browser.close()
+
+
+def classify(page, text: str) -> None:  # type: ignore[no-untyped-def]
+    page.fill("#news-text textarea", text)
+    page.click("#classify-btn")
+    _wait_for_text(page, "#classify-info", "Model")
+    page.wait_for_function("() => !document.querySelector('#fb-right').disabled")
+
+
+def answerable(page) -> list[bool]:  # type: ignore[no-untyped-def]
+    return [not page.locator(selector).is_disabled() for selector in ANSWERS]
+
+
+def rows(store: FeedbackStore, text: str) -> list[dict]:
+    return sorted((r for r in store.answers() if r["text"] == text), key=lambda r: r["id"])
+
+
+def press_everything(page) -> None:  # type: ignore[no-untyped-def]
+    """Try every answer button as a person would (a disabled button ignores the click), then let any request land."""
+    for selector in ANSWERS:
+        page.locator(selector).click(force=True)
+    page.wait_for_timeout(1_000)
+
+
+def test_an_empty_submit_then_right_stores_nothing(page, served) -> None:  # type: ignore[no-untyped-def]
+    store = served[1]
+    text = "Envoys reach the capital as ceasefire talks resume after months of fighting."
+    classify(page, text)
+    assert all(answerable(page))
+    page.fill("#news-text textarea", "")
+    page.click("#classify-btn")
+    _wait_for_text(page, "#classify-info", "Paste a news headline")
+    assert not any(answerable(page))
+    assert "%" not in page.inner_text("#topic-label")  # the old result is gone
+    press_everything(page)
+    assert rows(store, text) == []
+
+
+def test_an_edit_or_an_example_makes_the_old_result_unanswerable(page, served) -> None:  # type: ignore[no-untyped-def]
+    store = served[1]
+    text = "Shares slide as the retailer cuts its profit forecast for the holiday quarter."
+    classify(page, text)
+    page.locator("#news-text textarea").press_sequentially(" And more.")
+    assert not any(answerable(page)) and "%" not in page.inner_text("#topic-label")
+    press_everything(page)
+    classify(page, text)
+    page.locator("#classify-examples button").first.click()  # an example fills the box
+    page.wait_for_function("(t) => document.querySelector('#news-text textarea').value !== t", arg=text)
+    assert not any(answerable(page))
+    press_everything(page)
+    # An edit and a click in the same instant (before the page can disable anything): the server refuses it,
+    # because the box no longer holds the text that was classified.
+    classify(page, text)
+    page.evaluate("""() => { const box = document.querySelector('#news-text textarea');
+        box.value += ' Edited.'; box.dispatchEvent(new Event('input', {bubbles: true}));
+        document.querySelector('#fb-1').click(); }""")
+    page.wait_for_timeout(1_500)
+    assert page.inner_text("#feedback-ack").strip() in ("", STALE)
+    assert rows(store, text) == [] and rows(store, text + " Edited.") == []
+
+
+def test_a_change_of_mind_leaves_one_live_answer_with_the_last_label(page, served) -> None:  # type: ignore[no-untyped-def]
+    store = served[1]
+    text = "New chip promises longer battery life for laptops, its maker said on Tuesday."
+    classify(page, text)
+    page.click("#fb-3")  # Sci/Tech
+    _wait_for_text(page, "#feedback-ack", "saved as")
+    page.click("#fb-2")  # no: Business
+    assert "Business" in _wait_for_text(page, "#feedback-ack", "Changed your answer")
+    assert "✓" in page.inner_text("#fb-2") and "✓" not in page.inner_text("#fb-3")
+    answers = rows(store, text)
+    assert [r["user_label"] for r in answers if r["status"] in LIVE] == ["Business"]
+    assert [(r["user_label"], r["status"]) for r in answers[:-1]] == [("Sci/Tech", "replaced")]
+    page.click("#fb-undo")
+    _wait_for_text(page, "#feedback-ack", "Undone")
+    assert [r for r in rows(store, text) if r["status"] in LIVE] == []  # the replaced answer stays replaced
+
+
+def test_three_key_presses_30_ms_apart_store_one_answer(page, served) -> None:  # type: ignore[no-untyped-def]
+    store = served[1]
+    page.get_by_role("tab", name="Label queue").click()
+    _wait_for_text(page, "#queue-article", "Queue article")
+    page.wait_for_function("() => !document.querySelector('#q-0').disabled")
+    shown = page.inner_text("#queue-article article")
+    before = store.count()
+    page.locator("#queue-article article").focus()
+    page.wait_for_timeout(400)  # a person reads first (keys.js drops presses within 200 ms of a new article)
+    for _ in range(3):
+        page.keyboard.press("1")
+        page.wait_for_timeout(30)
+    _wait_for_text(page, "#queue-ack", "Saved as")
+    page.wait_for_function("(b) => document.querySelector('#queue-article article').innerText !== b", arg=shown)
+    page.wait_for_timeout(1_500)  # any press that got through would have landed by now
+    assert store.count() == before + 1
+    newest = store.answers(limit=1)[0]
+    assert (newest["text"], newest["user_label"], newest["kind"]) == (shown.strip(), "World", "queue")
+    assert shown.strip()[:20] in page.inner_text("#queue-ack")  # the confirmation names the article on screen
+    assert "labelled 1," in page.inner_text("#queue-progress")
+    page.keyboard.press("2")  # the next article, once read, is answered as usual
+    _wait_for_text(page, "#queue-progress", "labelled 2,")

@@ -1,0 +1,38 @@
+"""How the page reads an answer: the topics it may name, the ids of what was shown, texts fit to store and quote."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+
+from core.labels import LABELS
+
+RIGHT = "Right"  # the answer that confirms the prediction on screen
+
+
+def storable(text: str) -> str:
+    """`text` with anything UTF-8 cannot hold (a lone surrogate) replaced, so what is shown can be saved."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def snippet(text: str, words: int = 8) -> str:
+    """The first words of an article, quoted, so a message names the article it is about."""
+    parts = " ".join(text.split()).split(" ")
+    return "“" + " ".join(parts[:words]) + ("…" if len(parts) > words else "") + "”"
+
+
+def topic_of(label: object) -> str | None:
+    """A button's or API caller's label, if it names a topic (or RIGHT)."""
+    if not isinstance(label, str) or len(label) > 40:
+        return None
+    return label if label == RIGHT or label in LABELS else None
+
+
+def new_shown_id() -> str:
+    """A fresh id for something put on a tab's screen (a prediction, a queue item): random, never reused."""
+    return secrets.token_urlsafe(12)
+
+
+def names_shown(given: object, shown: object) -> bool:
+    """Whether the id a client sent is the one the server issued for what is on screen (never an empty one)."""
+    return isinstance(given, str) and isinstance(shown, str) and bool(shown) and hmac.compare_digest(given, shown)
