@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from core.sqlite_guard import is_live, watch
 from feedback.errors import FeedbackError
 from feedback.schema import migrate
 
@@ -42,6 +43,9 @@ class Database:
     `BEGIN IMMEDIATE` transactions, which makes check-then-insert rules (duplicates, rate limit)
     race-free. `durable=False` trades the fsync per answer (synchronous=FULL) for synchronous=NORMAL:
     still safe against process crashes, but the last answers can be lost on power failure.
+
+    While it exists, nothing in this process may open the file (or its -wal and -shm files) other than
+    through SQLite: closing it would drop the process's locks (`core.sqlite_guard`).
     """
 
     def __init__(self, path: Path, *, durable: bool = True) -> None:
@@ -50,6 +54,7 @@ class Database:
             raise FeedbackError(f"directory {self.path.parent} does not exist; create it first")
         self._synchronous = "FULL" if durable else "NORMAL"
         self._local = threading.local()
+        self._watch = watch(self.path)
         # Switching a new file to WAL takes an exclusive lock without waiting on the busy timeout, so
         # processes opening the same fresh database at once can see "locked": retry until the timeout.
         deadline = time.monotonic() + BUSY_TIMEOUT_S
@@ -111,8 +116,8 @@ class Database:
     def backup(self, dest: Path) -> None:
         """Copy the whole database to `dest` with SQLite's online backup API (consistent while in use)."""
         dest = Path(dest)
-        if dest.resolve() == self.path.resolve():
-            raise FeedbackError("backup destination is the database itself")
+        if dest.resolve() == self.path.resolve() or is_live(dest):
+            raise FeedbackError(f"backup destination {dest} is a live database's file")
         target = sqlite3.connect(dest)
         try:
             self.connection().conn.backup(target)

@@ -130,6 +130,10 @@ def build_server(
         max_file_size=options.max_upload_bytes, ssr_mode=False, footer_links=["api"],
         theme=THEME, css=CSS, head=head_html(),
     )
+    # Gradio checks the file paths an event's inputs name (uploads only, never blocked_paths) only in an app
+    # it launched itself. Mounted, it would hash and copy any file a visitor names: the live database (which
+    # drops this process's SQLite locks, see core.sqlite_guard), the identity key, or /dev/zero, forever.
+    demo.has_launched = True
     # Starlette runs the last-added middleware first: browser ids must exist before the guard looks.
     app.add_middleware(RequestGuard, is_admin=is_admin, max_bytes=options.max_upload_bytes)
     app.add_middleware(BrowserIdMiddleware, gatekeeper=gate)
