@@ -30,13 +30,16 @@ from feedback.validate import (
 
 log = logging.getLogger(__name__)
 
-# Items an annotator has neither answered (live) nor skipped.
+# Items an annotator has neither answered (live) nor skipped, and that anybody may be shown: not held for a
+# maintainer's review (`Pool.add` with `held`), or released by an accepted answer on their text.
 UNSEEN = """
         NOT EXISTS (
             SELECT 1 FROM answers a
             WHERE a.text_hash = p.text_hash AND a.annotator = :annotator AND a.status NOT IN ('undone', 'replaced')
         )
         AND NOT EXISTS (SELECT 1 FROM skips s WHERE s.item_id = p.id AND s.annotator = :annotator)
+        AND (p.held_by IS NULL OR EXISTS (
+            SELECT 1 FROM answers v WHERE v.text_hash = p.text_hash AND v.status = 'accepted'))
 """
 # An item leaves the queue once `required` client addresses (identities sharing one are one voice, as in
 # feedback.trust) agree on a label, so minted identities cannot take items away from honest labellers.
@@ -61,6 +64,13 @@ _TRAFFIC_ITEM_SQL = f"""
         LIMIT :recent
 """
 _CHECKS_SQL = f"SELECT p.* FROM pool p WHERE p.gold_label IS NOT NULL AND {UNSEEN}"
+_HELD_SQL = """
+        SELECT p.id AS item_id, p.text, p.held_by, p.held_reason, a.id AS answer_id, a.user_label, a.predicted_label
+        FROM pool p JOIN answers a ON a.text_hash = p.text_hash AND a.annotator = p.held_by
+        WHERE p.held_by IS NOT NULL AND a.status NOT IN ('undone', 'replaced', 'rejected')
+        AND NOT EXISTS (SELECT 1 FROM answers v WHERE v.text_hash = p.text_hash AND v.status = 'accepted')
+        ORDER BY p.id DESC LIMIT ?
+"""
 
 
 @dataclass(frozen=True)
@@ -104,12 +114,19 @@ def check_item(db: sqlite_utils.Database, item_id: int, digest: str) -> None:
         raise FeedbackError(f"the text does not match queue item {item_id}")
 
 
-def _insert_pool_row(conn: sqlite3.Connection, row: PoolRow, source: str, added_at: str) -> bool:
-    """Insert one pool item unless its text is already there; True when it was added."""
+def _insert_pool_row(
+    conn: sqlite3.Connection, row: PoolRow, source: str, added_at: str, held: tuple[str, str] | None = None
+) -> bool:
+    """Insert one pool item unless its text is already there; True when it was added. Adding a text that is
+    held, without `held` (a maintainer's import, a signed-in author's correction), releases it."""
+    by, reason = held or (None, None)
     cursor = conn.execute(
-        "INSERT OR IGNORE INTO pool (text, text_hash, source, added_at, gold_label) VALUES (?, ?, ?, ?, ?)",
-        (row.text, row.text_hash, source, added_at, row.label),
+        "INSERT OR IGNORE INTO pool (text, text_hash, source, added_at, gold_label, held_by, held_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (row.text, row.text_hash, source, added_at, row.label, by, reason),
     )
+    if cursor.rowcount == 0 and held is None:
+        conn.execute("UPDATE pool SET held_by = NULL, held_reason = NULL WHERE text_hash = ?", (row.text_hash,))
     return cursor.rowcount == 1
 
 
@@ -127,8 +144,12 @@ class Pool:
         rows = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=checks)
         return self._add_rows(rows, source or path.name)
 
-    def add(self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None) -> ImportReport:
-        """Add texts, all or nothing (problems are numbered from 1 like lines); see `FeedbackStore.add_to_pool`."""
+    def add(
+        self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,
+        held: tuple[str, str] | None = None,
+    ) -> ImportReport:
+        """Add texts, all or nothing (problems are numbered from 1 like lines); see `FeedbackStore.add_to_pool`.
+        `held` = (who brought them, why they wait): nobody is served them until an answer on them is accepted."""
         if labels is not None and len(labels) != len(texts):
             raise FeedbackError(f"{len(labels)} labels for {len(texts)} texts")
         rows: list[PoolRow] = []
@@ -147,15 +168,15 @@ class Pool:
         if problems:
             listed = "; ".join(f"item {number}: {problem}" for number, problem in problems[:20])
             raise PoolImportError(f"{len(problems)} bad texts; nothing was added: {listed}", problems)
-        return self._add_rows(rows, source)
+        return self._add_rows(rows, source, None if labels is not None else held)
 
-    def _add_rows(self, rows: list[PoolRow], source: str) -> ImportReport:
+    def _add_rows(self, rows: list[PoolRow], source: str, held: tuple[str, str] | None = None) -> ImportReport:
         added_at = iso_time(self._clock())
         added = 0
         # One transaction: a crash part-way leaves the pool exactly as it was.
         with self._db.write() as db:
             for row in rows:
-                added += _insert_pool_row(db.conn, row, source, added_at)
+                added += _insert_pool_row(db.conn, row, source, added_at, held)
         report = ImportReport(rows=len(rows), added=added, duplicates=len(rows) - added)
         log.info("pool import from %s: %d added, %d duplicates", source, report.added, report.duplicates)
         return report
@@ -182,6 +203,11 @@ class Pool:
                 )
         log.info("rescored %d pool items with model %s", len(pending), model_version)
         return len(pending)
+
+    def held(self, limit: int = 200) -> list[dict[str, Any]]:
+        """Items held for review, newest first, each with the live answer of who brought it (for the admin)."""
+        with self._db.read() as db:
+            return list(db.query(_HELD_SQL, [int(limit)]))
 
     def gold_labels(self) -> dict[str, str]:
         """The known-answer checks: text_hash -> the label a maintainer gave."""

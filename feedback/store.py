@@ -191,12 +191,22 @@ class FeedbackStore:
         """
         return self._pool.import_file(path, source=source, checks=checks)
 
-    def add_to_pool(self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None) -> ImportReport:
+    def add_to_pool(
+        self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,
+        held: tuple[str, str] | None = None,
+    ) -> ImportReport:
         """Add texts to the labelling pool, all or nothing (problems are numbered from 1 like lines).
 
-        With `labels` (one topic per text) the texts become known-answer checks, as in `import_pool`.
+        With `labels` (one topic per text) the texts become known-answer checks, as in `import_pool`. With
+        `held` = (who brought them, why), the queue serves them to nobody until a maintainer accepts an answer
+        on their text; adding a held text again without `held` releases it.
         """
-        return self._pool.add(texts, source=source, labels=labels)
+        return self._pool.add(texts, source=source, labels=labels, held=held)
+
+    def held_items(self, limit: int = 200) -> list[dict[str, Any]]:
+        """Pool items held for a maintainer's review, newest first, with the id and label of the answer that
+        brought each in: accepting that answer (`set_status`) lets the queue serve the item."""
+        return self._pool.held(limit)
 
     def rescore(self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256) -> int:
         """Recompute uncertainty for pool items not yet scored by `model_version`; returns how many.

@@ -9,16 +9,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.policies import TrustPolicy
+from feedback.checks import (  # noqa: F401 - check_due, CheckScore, EARLY_CHECK_SHARE: imported from here too
+    EARLY_CHECK_SHARE,
+    CheckScore,
+    check_due,
+    failed_checks,
+    passed_checks,
+    score_checks,
+)
 
 log = logging.getLogger(__name__)
 
-# Share of a new annotator's items that are checks until they have answered `min_checks` of them.
-EARLY_CHECK_SHARE = 1 / 3
 # Statuses whose answers never count: withdrawn by the annotator, or refused by a maintainer.
 NOT_COUNTED = ("undone", "replaced", "rejected")
 # The identity a maintainer's reviewed labels are stored under (`feedback.review.resolve`). Web identities are
 # always "user:..." or "anon:...", so no visitor can answer as it. Its label settles a text; it is never excluded.
 MAINTAINER = "maintainer"
+# Kinds of answer on a text the annotator brought in themselves (pasted on Classify), rather than one the
+# queue chose for them: anyone can bring in any text, so under "checked" such answers need an independent voice.
+SELF_BROUGHT = ("confirm", "correct")
 
 
 @dataclass(frozen=True)
@@ -56,30 +65,6 @@ class AnnotatorAgreement:
     @property
     def rate(self) -> float:
         return self.agreed / self.compared if self.compared else 1.0
-
-
-@dataclass(frozen=True)
-class CheckScore:
-    """How an annotator did on known-answer checks (pool items whose label a maintainer gave)."""
-
-    annotator: str
-    answered: int
-    right: int
-
-    @property
-    def accuracy(self) -> float:
-        return self.right / self.answered if self.answered else 1.0
-
-
-def check_due(checks_answered: int, draw: float, *, min_checks: int, share: float) -> bool:
-    """Whether an annotator's next queue item should be a known-answer check.
-
-    `draw` is a number in [0, 1) the caller derives from something the client cannot predict, so checks
-    sit at random positions of each annotator's stream: a fresh identity is not served checks first,
-    and rotating identities does not reveal them. Until `min_checks` are answered about one item in
-    three is a check, then about `share` of them.
-    """
-    return draw < (max(share, EARLY_CHECK_SHARE) if checks_answered < min_checks else share)
 
 
 def contradiction_reason(
@@ -173,16 +158,9 @@ def annotator_agreement(rows: Iterable[Mapping[str, Any]]) -> dict[str, Annotato
 
 
 def check_scores(rows: Iterable[Mapping[str, Any]], gold: Mapping[str, str]) -> dict[str, CheckScore]:
-    """Per annotator, counted answers on known-answer checks (`gold`: text_hash -> label) and how many
-    gave the known label."""
-    answered: Counter[str] = Counter()
-    right: Counter[str] = Counter()
-    for row in counted_answers(rows):
-        known = gold.get(row["text_hash"])
-        if known is not None:
-            answered[row["annotator"]] += 1
-            right[row["annotator"]] += row["user_label"] == known
-    return {name: CheckScore(name, answered[name], right[name]) for name in sorted(answered)}
+    """Per annotator, counted answers on known-answer checks (`gold`: text_hash -> label), how many gave the
+    known label, and the same on telling checks (see `feedback.checks`)."""
+    return score_checks(counted_answers(rows), gold)
 
 
 def flagged_annotators(
@@ -194,11 +172,6 @@ def flagged_annotators(
         for name, agreement in agreements.items()
         if agreement.compared >= min_answers_for_agreement and agreement.rate < min_annotator_agreement
     }
-
-
-def failed_checks(scores: Mapping[str, CheckScore], *, min_checks: int, min_accuracy: float) -> set[str]:
-    """Annotators with at least `min_checks` answered checks and an accuracy on them below `min_accuracy`."""
-    return {name for name, score in scores.items() if score.answered >= min_checks and score.accuracy < min_accuracy}
 
 
 def excluded_annotators(
@@ -229,12 +202,36 @@ def _not_eligible(
     if policy.train_on == "signed_in":
         return {row["annotator"] for row in rows if not row.get("verified")}
     if policy.train_on == "checked":
-        passed = {
-            name for name, score in scores.items()
-            if score.answered >= policy.min_checks and score.accuracy >= policy.min_check_accuracy
-        }
+        passed = passed_checks(scores, min_checks=policy.min_checks, min_accuracy=policy.min_check_accuracy)
         return {row["annotator"] for row in rows} - passed
     return set()
+
+
+def _self_brought(row: Mapping[str, Any]) -> bool:
+    """A one-click answer on a text its annotator brought in, that no maintainer accepted."""
+    return row.get("kind") in SELF_BROUGHT and row["status"] != "accepted" and row["annotator"] != MAINTAINER
+
+
+def independently_agreed(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`rows` less the self-brought answers no independent answer agrees with.
+
+    An answer on a text its annotator brought in stays only when another annotator, on another client
+    address, gave the same label to that text on a path the annotator did not choose: a queue answer (the
+    server picked what they saw), an answer a maintainer accepted, or the maintainer's own label. Two
+    identities pasting the same text agree only with each other, so they count for nothing.
+    """
+    rows = [dict(row) for row in rows]
+    independent: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if not _self_brought(row):
+            independent[(row["text_hash"], row["user_label"])].append(row)
+    return [
+        row for row in rows
+        if not _self_brought(row) or any(
+            other["annotator"] != row["annotator"] and _voice(other) != _voice(row)
+            for other in independent[(row["text_hash"], row["user_label"])]
+        )
+    ]
 
 
 def select_trusted(
@@ -254,8 +251,10 @@ def select_trusted(
        accuracy below `policy.min_check_accuracy` is flagged the same way. Answers on checks never become
        training examples themselves.
     4. `policy.train_on`: "signed_in" keeps only answers of identities the host signed in; "checked" only
-       those of annotators who answered at least `policy.min_checks` checks and passed them (one-click
-       and queue answers alike: the rule is about the person, not the path); "anyone" keeps all.
+       those of annotators who answered at least `policy.min_checks` checks and passed them, telling ones
+       included (`feedback.checks.passed_checks`: copying the model's label never passes); "anyone" keeps all.
+       Under "checked", an answer on a text its annotator brought in (a one-click answer on pasted text)
+       also needs an independent checked voice agreeing (`independently_agreed`), or a maintainer's accept.
     5. Per text, one vote per client address (identities sharing an address are one voice), then the
        remaining answers vote; the text is trusted when its top label has at least
        `policy.labels_required` votes, no other label has as many (no tie), and none of the votes for the
@@ -269,7 +268,9 @@ def select_trusted(
     rows = list(rows)
     gold = gold or {}
     excluded = excluded_annotators(rows, gold, policy)
-    kept = (row for row in rows if row["annotator"] not in excluded and row["text_hash"] not in gold)
+    kept = [row for row in rows if row["annotator"] not in excluded and row["text_hash"] not in gold]
+    if policy.train_on == "checked":
+        kept = independently_agreed(counted_answers(kept))
     reviewed = {row["text_hash"]: row["user_label"] for row in counted_answers(rows) if row["annotator"] == MAINTAINER}
     trusted = []
     for votes in aggregate(kept).values():

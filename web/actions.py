@@ -183,17 +183,22 @@ class NewsLoopActions:
         except FeedbackError as exc:
             return AnswerOutcome(f"Not saved: {exc}")
         if user_label != last.label and not result.duplicate:
-            self._queue_candidate(last.text)
+            self._queue_candidate(last.text, who, result.id)
         if result.duplicate:
             return AnswerOutcome(f"Already saved: **{user_label}** for {snippet(last.text)}.", saved=True)
         done = "Changed your answer: saved as" if result.replaced else "Thanks, saved as"
         return AnswerOutcome(f"{done} **{user_label}**: {snippet(last.text)}. You can undo it.", saved=True)
 
-    def _queue_candidate(self, text: str) -> None:
-        """A corrected text goes to the labelling queue, so others (whose answers may train) label it too."""
+    def _queue_candidate(self, text: str, who: Identity, answer_id: int) -> None:
+        """A corrected text goes to the labelling pool, so others (whose answers may train) label it too.
+
+        Anyone can paste anything, so a correction from someone the host did not sign in is held: the queue
+        serves it to nobody until a maintainer accepts an answer on it (`FeedbackStore.held_items` lists them)."""
         assert self.store is not None
+        held = None if who.verified else (who.annotator, f"answer {answer_id}: a correction by a visitor not signed in")
         try:
-            if self.store.add_to_pool([text[: self.store.limits.max_text_chars]], source="correction").added:
+            added = self.store.add_to_pool([text[: self.store.limits.max_text_chars]], source="correction", held=held)
+            if added.added:
                 self._scored_version = None  # score the new item before the queue serves it
         except FeedbackError:
             pass  # a text the pool refuses stays a stored answer only

@@ -141,10 +141,14 @@ def test_train_on_decides_whose_answers_train() -> None:
     rows = [vote("a", "World", "user:signed"), vote("b", "Sports", "anon:1", verified=False, address="addr:1")]
     assert trusted(rows, train_on="anyone") == {"a": "World", "b": "Sports"}
     assert trusted(rows, train_on="signed_in") == {"a": "World"}
-    # "checked": only annotators who answered min_checks known-answer checks and passed them.
+    # "checked": only annotators who answered min_checks known-answer checks and passed them, one at least
+    # where the model (its label is stored with the answer) was wrong.
     gold = {"hash-c1": "World", "hash-c2": "World"}
-    checks = [vote("c1", "World", "anon:1", verified=False), vote("c2", "World", "anon:1", verified=False)]
+    checks = [vote("c1", "World", "anon:1", verified=False) | {"predicted_label": "Sports"},
+              vote("c2", "World", "anon:1", verified=False) | {"predicted_label": "World"}]
     policy = TrustPolicy(train_on="checked", min_checks=2)
     assert {e.text for e in select_trusted(rows + checks, gold, policy)} == {"b"}
+    parrot = [row | {"predicted_label": "World"} for row in checks]  # right only where the model was
+    assert select_trusted(rows + parrot, gold, policy) == []
     failed = [vote("c1", "World", "anon:1", verified=False), vote("c2", "Sports", "anon:1", verified=False)]
     assert select_trusted(rows + failed, gold, policy) == []
