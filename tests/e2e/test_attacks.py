@@ -96,9 +96,10 @@ def test_forty_minted_identities_get_no_wrong_label_trusted(space: Served) -> No
             wrong_label = LABELS[(LABELS.index(result["label"]) + 1) % 4]
             assert attacker.call("feedback", wrong_label, shown, text)[0].startswith("Thanks, saved")
             attacker.close()
-    # Their corrections may not train, but each corrected text became a queue candidate for others.
+    # Their corrections may not train; each corrected text became a pool item held for a maintainer's review
+    # (issue 22: strangers do not write into everyone's queue).
     with sqlite3.connect(space.store.path) as db:
-        candidates = {row[0] for row in db.execute("SELECT text FROM pool WHERE source = 'correction'")}
+        candidates = {row[0] for row in db.execute("SELECT text FROM pool WHERE source = 'correction' AND held_by IS NOT NULL")}
     assert {f"Unclear story {t}: talks on chips, tariffs and the cup" for t in range(5)} <= candidates
     stored = attacker_rows(space.store)
     assert len({row["annotator"] for row in stored}) >= 40 and len(stored) >= 80  # stored, never lost
