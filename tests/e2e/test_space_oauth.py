@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT
+from core.labels import LABELS
 from core.net import free_port
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
@@ -32,9 +33,10 @@ class Space:
     home: Path
     log: Path
 
-    def visitor(self, user: str | None = None, **cookie: object) -> Visitor:
-        """A browser: it gets its NewsLoop id first, then (for `user`) the session a Hugging Face sign-in leaves."""
-        visitor = Visitor(self.url)
+    def visitor(self, user: str | None = None, *, address: str | None = None, **cookie: object) -> Visitor:
+        """A browser: it gets its NewsLoop id first, then (for `user`) the session a Hugging Face sign-in leaves.
+        `address` is the client address the Space's proxy reports (X-Forwarded-For)."""
+        visitor = Visitor(self.url, forwarded_for=address)
         visitor.get("/")
         assert visitor.cookie and visitor.cookie.startswith("newsloop_id=")
         if user is not None:
@@ -54,6 +56,10 @@ def space(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) ->
     root = tmp_path_factory.mktemp("space_oauth")
     home = root / "home"
     shutil.copytree(tiny_champion_home, home)
+    store = FeedbackStore(home / "feedback.db")
+    store.add_to_pool([f"Queue article {i}: a port strike, a cup final, a rate cut and a chip plant" for i in range(150)],
+                      source="test")
+    store.close()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEWSLOOP_", "OAUTH_", "SPACE_"))}
     env |= space_oauth_env() | {
@@ -136,3 +142,19 @@ def test_an_admins_account_gets_the_admin_view_and_may_upload(space: Space) -> N
     expired = space.visitor(ADMIN, expires_in_s=-60)
     assert expired.post("/gradio_api/upload", files={"files": pool}).status_code == 403
     assert expired.call("restore")[0] == ""
+
+
+def test_a_signed_in_labeller_is_not_stopped_at_the_anonymous_limit(space: Space) -> None:
+    """60 queue answers in a burst (a fast keyboard labeller does 60 a minute) from a signed-in account all
+    land; an anonymous browser id keeps the anonymous limit (NEWSLOOP_FEEDBACK_PER_MINUTE, 30)."""
+    labeller = space.visitor("kim", address="203.0.113.60")
+    shown = labeller.call("queue_next")[0][3]
+    for i in range(60):
+        _, _, message, shown = labeller.call("queue_answer", LABELS[i % 4], shown)[0]
+        assert message.startswith("Saved as"), f"answer {i + 1}: {message}"
+    stranger = space.visitor(address="203.0.113.61")
+    shown, messages = stranger.call("queue_next")[0][3], []
+    for _ in range(31):
+        _, _, message, shown = stranger.call("queue_answer", "World", shown)[0]
+        messages.append(message)
+    assert all(m.startswith("Saved as") for m in messages[:30]) and "at most 30 a minute" in messages[30]
