@@ -27,13 +27,18 @@ MAX_IDS = 1000  # answers one bulk action may name
 # Taken back by their annotator (undone, or replaced by a later answer): kept for audit, never reviewed.
 WITHDRAWN = ("undone", "replaced")
 _PERCENT = re.compile(r"\d+(?:\.\d+)?%")
+HELD = "held"  # a status filter of its own: corrections held out of the queue until a maintainer accepts one
+# The live answer that brought a held pool item in, while no answer on its text is accepted (see feedback.pool).
+_HELD_SQL = """status NOT IN ('undone', 'replaced', 'rejected') AND EXISTS (
+        SELECT 1 FROM pool p WHERE p.text_hash = answers.text_hash AND p.held_by = answers.annotator)
+    AND NOT EXISTS (SELECT 1 FROM answers v WHERE v.text_hash = answers.text_hash AND v.status = 'accepted')"""
 
 
 @dataclass(frozen=True)
 class ReviewFilter:
     """Which answers to list; every field narrows the list (None or "" means any)."""
 
-    status: str | None = "suspicious"
+    status: str | None = "suspicious"  # one of STATUSES, or HELD
     reason: str | None = None  # a pattern from `reason_choices` (SQL LIKE)
     label: str | None = None  # the label the annotator gave
     annotator: str | None = None
@@ -43,9 +48,11 @@ class ReviewFilter:
     def where(self) -> tuple[str, list[Any]]:
         """The SQL condition and its parameters; raises FeedbackError for a bad value."""
         clauses, params = ["1 = 1"], []
-        if self.status:
+        if self.status == HELD:
+            clauses.append(_HELD_SQL)
+        elif self.status:
             if self.status not in STATUSES:
-                raise FeedbackError(f"unknown status {self.status!r}; expected one of {', '.join(STATUSES)}")
+                raise FeedbackError(f"unknown status {self.status!r}; expected one of {', '.join(STATUSES)}, {HELD}")
             clauses.append("status = ?")
             params.append(self.status)
         if self.reason:

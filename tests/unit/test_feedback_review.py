@@ -13,7 +13,7 @@ from core.policies import StoreLimits, TrustPolicy
 from feedback.errors import FeedbackError
 from feedback.guidelines import DEFAULT
 from feedback.people import disagreements, nickname, people
-from feedback.review import ReviewFilter, review_message
+from feedback.review import HELD, ReviewFilter, review_message
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 from feedback.trust import MAINTAINER
@@ -90,6 +90,19 @@ def test_filters_narrow_by_status_reason_label_annotator_and_text(store: Feedbac
     assert store.reviews.annotator_ids()[0] == "anon:a"
     with pytest.raises(FeedbackError, match="unknown status"):
         find(ReviewFilter(status="nonsense"))
+
+
+def test_held_corrections_are_found_and_released_by_a_bulk_accept(store: FeedbackStore) -> None:
+    texts = [f"Pasted story {i} about a chip plant" for i in range(3)]
+    ids = [store.record(text=t, user_label="Business", annotator="anon:x", kind="correct").id for t in texts]
+    store.add_to_pool(texts, source="correction", held=("anon:x", "a correction by a visitor not signed in"))
+    store.record(text="Someone else's story", user_label="World", annotator="anon:y", kind="correct")
+    held, total = store.reviews.find(ReviewFilter(status=HELD))
+    assert total == 3 and sorted(r["id"] for r in held) == ids
+    assert len(store.held_items()) == 3
+    store.set_statuses(ids[:2], "accepted")
+    assert [r["id"] for r in store.reviews.find(ReviewFilter(status=HELD))[0]] == [ids[2]]
+    assert len(store.held_items()) == 1  # accepted: back in the queue for everyone
 
 
 def test_a_resolved_disagreement_trains_with_the_reviewed_label(store: FeedbackStore) -> None:
