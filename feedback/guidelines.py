@@ -26,18 +26,13 @@ DEFAULT = """\
 
 **Hard cases**
 
-- *A tech company's earnings, shares, layoffs or merger* → **Business** (the story is money). A tech company's
-  new chip, phone, software or security flaw → **Sci/Tech** (the story is the technology).
-- *Trade, sanctions or a central bank* → **Business** when the story is markets, prices or companies;
-  **World** when it is governments and diplomacy (a summit, a treaty, a war's effect on a country).
-- *The business of sport* (a club's sale, TV rights, a stadium deal, a sponsor) → **Sports** when it is
-  about teams and competitions; **Business** when it is about a company's results or shares.
-- *Health*: a study, a drug trial or a new treatment → **Sci/Tech**; a government's health policy or an
-  epidemic's toll on a country → **World**; a drug maker's profits → **Business**.
+- *A tech company's earnings, shares, layoffs or merger* → **Business** (the story is money). *Its new chip, phone, software or security flaw* → **Sci/Tech** (the story is the technology).
+- *Trade, sanctions or a central bank* → **Business** when the story is markets, prices or companies; **World** when it is governments and diplomacy (a summit, a treaty, a war's effect on a country).
+- *The business of sport* (a club's sale, TV rights, a stadium deal, a sponsor) → **Sports** when it is about teams and competitions; **Business** when it is about a company's results or shares.
+- *Health*: a study, a drug trial or a new treatment → **Sci/Tech**; a government's health policy or an epidemic's toll on a country → **World**; a drug maker's profits → **Business**.
 - *Space and science agencies*: missions, launches, discoveries → **Sci/Tech**, even when a government runs them.
 
-When two topics fit equally, choose the one the headline leads with. If you cannot tell, **skip** the article
-rather than guess: a skipped article costs nothing, a wrong label teaches the model the wrong thing.
+When two topics fit equally, choose the one the headline leads with. If you cannot tell, **skip** the article rather than guess: a skipped article costs nothing, a wrong label teaches the model the wrong thing.
 """
 
 

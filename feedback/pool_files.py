@@ -71,6 +71,8 @@ def _raise_problems(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
 def cleaned(text: str) -> str:
     """The text as labellers should read it: HTML entities ("#39;", "quot;", "&amp;") and the corpus's other
     scraping artifacts undone by `core.text.clean_text`, line by line so paragraph breaks survive."""
+    # Only `clean_text` itself, line by line: the stored text keeps the raw text's `text_hash`, so answers
+    # given on the raw text (a pasted correction) still name this pool item.
     lines = [clean_text(line) for line in text.split("\n")]
     kept = [line for i, line in enumerate(lines) if line or (i and lines[i - 1])]  # one blank line at most
     return "\n".join(kept).strip()

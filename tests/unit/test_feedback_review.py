@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from core.policies import StoreLimits, TrustPolicy
+from core.text import text_hash
 from feedback.errors import FeedbackError
 from feedback.guidelines import DEFAULT
 from feedback.people import disagreements, nickname, people
+from feedback.pool_files import cleaned
 from feedback.review import HELD, ReviewFilter, review_message
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
@@ -157,6 +159,9 @@ def test_pool_texts_lose_their_html_entities(store: FeedbackStore, tmp_path: Pat
     texts = sorted(item["text"] for item in _pool(store))
     assert texts == ["Fed's rate cut \"lifts\" shares\n\nSecond paragraph", 'Intel\'s chip sales"soar" at AT&T stores']
     assert not any(re.search(r"#\d+;|quot;|&amp;", t) for t in texts)
+    # The cleaned text keeps the raw text's hash: an answer on the raw text (a pasted correction) names the item.
+    raw = "Intel #39;s chip sales quot;soar quot; at AT&amp;T stores\n\n\nMore"
+    assert text_hash(cleaned(raw)) == text_hash(raw)
 
 
 def _pool(store: FeedbackStore) -> list[dict]:
