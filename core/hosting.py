@@ -12,6 +12,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.policies import TRAIN_ON
 
+MIN_PUBLIC_PASSWORD = 16  # characters an admin password needs on a public host, so guessing it is hopeless
+
 
 def on_public_host() -> bool:
     """Whether this process runs on a Hugging Face Space (which sets SPACE_ID), reachable by anyone."""
@@ -59,6 +61,18 @@ class HostingSettings(BaseSettings):
             )
         if self.trusted_proxy_hops and not self.proxy_address_list:
             raise ValueError("NEWSLOOP_TRUSTED_PROXY_HOPS is set but NEWSLOOP_PROXY_ADDRESSES is empty")
+        return self
+
+    @model_validator(mode="after")
+    def _strong_admin_password_in_public(self) -> HostingSettings:
+        # Anyone can try passwords on a public host; the sign-in throttle slows guessing but never refuses the
+        # right password, so the password itself must be too long to guess.
+        password = self.admin_password.get_secret_value() if self.admin_password is not None else ""
+        if password and len(password) < MIN_PUBLIC_PASSWORD and on_public_host():
+            raise ValueError(
+                f"NEWSLOOP_ADMIN_PASSWORD has {len(password)} characters; on a public host (a Space) it needs at "
+                f"least {MIN_PUBLIC_PASSWORD}: use a long passphrase, or sign admins in with NEWSLOOP_ADMINS"
+            )
         return self
 
     @property

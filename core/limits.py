@@ -1,4 +1,4 @@
-"""Per-client sliding-window rate limiting and a failure throttle for guesses, in memory."""
+"""Per-client sliding-window rate limiting (in memory) and a failure throttle for guesses over any limiter."""
 
 from __future__ import annotations
 
@@ -66,44 +66,31 @@ class RateLimiter:
 
 
 class FailureThrottle:
-    """Throttles guesses: only failures count, per key and globally.
+    """Throttles guesses: only failures count, per key and from everyone together.
 
-    A key (a client address) may fail `per_key` times per `window_s`. Beyond `global_limit` failures in
-    the window from everyone together, every key waits `base_backoff_s`, doubling with each further
-    failure (up to the window), so guessing from many addresses is slowed as well.
+    A key (a client address) that failed `per_key.limit` times in the window is refused until one of its
+    failures leaves it. Beyond `everyone.limit` failures in the window from all keys together, every attempt
+    is slowed by `slow_s` instead of refused, so a guessing run from many addresses slows everyone down but
+    can never lock out someone who knows the password. The limiters may be in memory (`RateLimiter`) or
+    shared by replicas through their database (`feedback.shared_state.SharedRateLimiter`).
     """
 
-    def __init__(
-        self,
-        per_key: int = 5,
-        window_s: float = 300.0,
-        global_limit: int = 20,
-        base_backoff_s: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._per_key = RateLimiter(per_key, window_s, clock)
-        self._window_s = window_s
-        self._global_limit = global_limit
-        self._base_backoff_s = base_backoff_s
-        self._clock = clock
-        self._failures: deque[float] = deque()
-        self._lock = threading.Lock()
+    EVERYONE = "*"
+
+    def __init__(self, per_key: Limiter | None = None, everyone: Limiter | None = None, slow_s: float = 2.0) -> None:
+        self.per_key = per_key or RateLimiter(5, 300.0)
+        self.everyone = everyone or RateLimiter(20, self.per_key.window_s)
+        self.slow_s = slow_s
 
     def wait(self, key: str) -> float:
-        """Seconds `key` must wait before its next attempt (0 = may try now); does not count anything."""
-        now = self._clock()
-        with self._lock:
-            while self._failures and self._failures[0] <= now - self._window_s:
-                self._failures.popleft()
-            excess = len(self._failures) - self._global_limit
-            global_wait = 0.0
-            if excess >= 0:
-                backoff = min(self._window_s, self._base_backoff_s * 2 ** min(excess, 30))
-                global_wait = max(0.0, self._failures[-1] + backoff - now)
-        return max(global_wait, self._per_key.peek(key))
+        """Seconds `key` must wait before it may try again (0 = may try now); counts nothing."""
+        return self.per_key.peek(key)
+
+    def delay(self) -> float:
+        """Seconds every attempt is slowed by now: `slow_s` while everyone's failures are over their limit."""
+        return self.slow_s if self.everyone.peek(self.EVERYONE) else 0.0
 
     def failed(self, key: str) -> None:
-        """Count one failed attempt by `key`."""
-        with self._lock:
-            self._failures.append(self._clock())
-        self._per_key.check(key)
+        """Count one failed attempt by `key` (beyond a full window a limiter records nothing more: it stays full)."""
+        self.per_key.check(key)
+        self.everyone.check(self.EVERYONE)

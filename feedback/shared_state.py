@@ -1,4 +1,5 @@
-"""Web state in the feedback database, shared by every replica: rate limits, admin sessions, queue items.
+"""Web state in the feedback database, shared by every replica: rate limits, sign-in failures, admin
+sessions and tickets, queue items.
 
 Each class has the methods of the in-memory one it replaces (`core.limits.RateLimiter`,
 `web.admin.AdminSessions`, `web.session_memory.BoundedMap`), so `app.py` picks one or the other. Times are
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from core.limits import wait_for_room
+from core.limits import FailureThrottle, wait_for_room
 from feedback.db import Database
 from feedback.dialect import RETRAIN_LOCK, is_database_url
 
@@ -67,6 +68,14 @@ class SharedRateLimiter:
             with self._db.write("rate:sweep", relaxed=True) as conn:
                 conn.execute("DELETE FROM rate_hits WHERE bucket = ? AND at <= ?", stale)
         return 0.0
+
+
+def shared_failure_throttle(db: Database, per_key: int = 5, everyone: int = 20, window_s: float = 300.0) -> FailureThrottle:
+    """The admin sign-in's failure counts in the database, so every replica counts every replica's failures."""
+    return FailureThrottle(
+        SharedRateLimiter(db, "signin_failed", per_key, window_s),
+        SharedRateLimiter(db, "signin_failed_all", everyone, window_s),
+    )
 
 
 class _Records:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, StrictStr
 from core.limits import Limiter
 from core.text import clean_text
 from web.actions import Classifier, PageLimits, storable
+from web.api_body import Budget, bounded_body
 
 DEFAULT_MAX_TEXTS = 32  # the default of NEWSLOOP_MAX_BATCH_TEXTS (core.config), for callers that do not pass it
 # Bytes a JSON body may need per allowed character: UTF-8 takes up to 4, a JSON escape (\uXXXX) 6.
@@ -115,25 +116,6 @@ def build_api(
         }.items()
     }
 
-    def body_not_too_big(request: Request) -> None:
-        # Refuse an oversized body before it is parsed; the per-text checks below give the precise message.
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > max_body:
-            raise HTTPException(413, f"The request body is {int(declared):,} bytes; the limit is {max_body:,}.")
-
-    @router.post(
-        "/api/v1/classify",
-        response_model=ClassifyResponse,
-        responses=errors,
-        dependencies=[Depends(body_not_too_big)],
-        summary="Classify one news text or a list of them",
-        description=(
-            f"Send `{{\"text\": \"...\"}}` or `{{\"text\": [\"...\", ...]}}` (at most {max_texts} texts, each at "
-            f"most {max_chars:,} characters and not empty). Each text counts once against the per-client limit "
-            f"of {limits.classify_per_minute} classifications a minute, shared with the page."
-        ),
-        tags=["classify"],
-    )
     def classify(payload: ClassifyRequest, request: Request, response: Response) -> ClassifyResponse:
         # A plain `def`: FastAPI runs it in its thread pool, so the blocking model call (which joins concurrent
         # single texts into one forward pass in core.batching) never stalls the event loop.
@@ -147,6 +129,24 @@ def build_api(
             model_version=predictions[0].model_version,
             results=[TextResult(label=p.label, probabilities=p.probabilities, truncated=p.truncated) for p in predictions],
         )
+
+    # The body is bounded before FastAPI reads it (web.api_body), on this route alone.
+    router.add_api_route(
+        "/api/v1/classify",
+        classify,
+        methods=["POST"],
+        response_model=ClassifyResponse,
+        responses=errors,
+        summary="Classify one news text or a list of them",
+        description=(
+            f"Send `{{\"text\": \"...\"}}` or `{{\"text\": [\"...\", ...]}}` (at most {max_texts} texts, each at "
+            f"most {max_chars:,} characters and not empty; the body at most {max_body:,} bytes, UTF-8). Each text "
+            f"counts once against the per-client limit of {limits.classify_per_minute} classifications a minute, "
+            "shared with the page."
+        ),
+        tags=["classify"],
+        route_class_override=bounded_body(max_body, max_texts, _ReadableErrors, Budget(classify_limit, address_of)),
+    )
 
     @router.get("/healthz", response_model=Health, summary="The process is up", tags=["health"])
     def healthz() -> Health:

@@ -17,7 +17,7 @@ import os
 import secrets
 import time
 from base64 import b64decode
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
@@ -26,6 +26,7 @@ from starlette.requests import HTTPConnection
 
 COOKIE = "newsloop_id"
 _COOKIE_MAX_AGE_S = 400 * 24 * 3600  # browsers cap cookie lifetime at about 400 days
+
 
 @dataclass(frozen=True)
 class Identity:
@@ -61,11 +62,16 @@ class ProxyPolicy:
             return False
         return any(ip in ipaddress.ip_network(net, strict=False) for net in self.addresses)
 
-    def client_address(self, peer: str, forwarded_for: str) -> str:
-        """The address to attribute a request to, from its TCP peer and its X-Forwarded-For header."""
+    def client_address(self, peer: str, forwarded_for: str | Sequence[str]) -> str:
+        """The address to attribute a request to, from its TCP peer and its X-Forwarded-For header lines.
+
+        Every line counts, in order, as if joined by commas (RFC 9110): a proxy that appends a line of its
+        own instead of extending the client's must not have its entry hidden behind the client's line.
+        """
         if not self.trusts(peer):
             return peer
-        entries = [part.strip() for part in forwarded_for.split(",") if part.strip()]
+        joined = forwarded_for if isinstance(forwarded_for, str) else ",".join(forwarded_for)
+        entries = [part.strip() for part in joined.split(",") if part.strip()]
         if len(entries) < self.hops:
             return peer  # fewer entries than proxies: the chain is not what we were told, believe nothing
         return entries[-self.hops]
@@ -96,13 +102,16 @@ class Gatekeeper:
         browser, mac = cookie.rsplit(".", 1)
         return browser if hmac.compare_digest(mac, self._mac(browser, "cookie")[:32]) else ""
 
+    def browser_key(self, cookie: str | None) -> str:
+        """The keyed hash `identify` gives (as `Identity.browser`) to the browser a cookie value carries."""
+        browser = self.browser_id(cookie)
+        return self._mac(browser, "browser")[:16] if browser else ""
+
     # Requests ---------------------------------------------------------------------------------------
     def address_of(self, request: Any) -> str:
         """Keyed hash of the client address to rate limit (a Starlette request or a gr.Request)."""
         peer = getattr(getattr(request, "client", None), "host", "") or ""
-        headers = getattr(request, "headers", None) or {}
-        forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
-        return "addr:" + self._mac(self.proxy.client_address(peer, forwarded), "address")[:16]
+        return "addr:" + self._mac(self.proxy.client_address(peer, forwarded_lines(request)), "address")[:16]
 
     def identify(self, request: Any, profile: Any = None) -> Identity:
         """The identity behind a request (a gr.Request in handlers; None when called outside a request).
@@ -122,6 +131,22 @@ class Gatekeeper:
             return Identity(f"user:{user}", True, browser_key, address, session or f"user:{user}:{tab}")
         annotator = f"anon:{browser_key}" if browser_key else ""
         return Identity(annotator, False, browser_key, address, session)
+
+
+def forwarded_lines(request: Any) -> list[str]:
+    """Every X-Forwarded-For header line of a request (Starlette's or a gr.Request), in the order received."""
+    headers = getattr(request, "headers", None) or {}
+    if hasattr(headers, "getlist"):
+        return list(headers.getlist("x-forwarded-for"))
+    line = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
+    return [line] if line else []
+
+
+def cookie_attributes(value: str, *, secure: bool) -> str:
+    """The Set-Cookie value that gives a browser the id cookie `value` (signed by `Gatekeeper.mint_cookie`)."""
+    attributes = f"{COOKIE}={value}; Path=/; HttpOnly; Max-Age={_COOKIE_MAX_AGE_S}"
+    # A Space shows the app in a cross-site iframe, where only a Secure, SameSite=None cookie comes back.
+    return attributes + ("; Secure; SameSite=None" if secure else "; SameSite=Lax")
 
 
 def signed_in_user(request: Any, profile: Any = None) -> str | None:
@@ -201,9 +226,7 @@ class BrowserIdMiddleware:
         others = "; ".join(f"{k}={m.value}" for k, m in jar.items() if k != COOKIE)
         headers.append((b"cookie", f"{COOKIE}={fresh}{'; ' + others if others else ''}".encode("latin-1")))
         scope = dict(scope, headers=headers)
-        attributes = f"{COOKIE}={fresh}; Path=/; HttpOnly; Max-Age={_COOKIE_MAX_AGE_S}"
-        # A Space shows the app in a cross-site iframe, where only a Secure, SameSite=None cookie comes back.
-        attributes += "; Secure; SameSite=None" if self.gatekeeper.secure_cookie else "; SameSite=Lax"
+        attributes = cookie_attributes(fresh, secure=self.gatekeeper.secure_cookie)
 
         async def send_with_cookie(message: Scope) -> None:
             if message["type"] == "http.response.start":

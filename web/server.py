@@ -7,6 +7,7 @@ uvicorn runs with `proxy_headers=False`: it never rewrites the client address fr
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -17,8 +18,11 @@ from urllib.parse import parse_qs
 import gradio as gr
 import uvicorn
 from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
+from web.api_body import replay
+from web.fair_share import FairShare
 from web.identity import ASGIApp, BrowserIdMiddleware, Gatekeeper, Scope
 from web.theme import CSS, THEME, head_html
 
@@ -30,20 +34,30 @@ class ServerOptions:
     max_upload_bytes: int = 5 * 1024 * 1024
     blocked_paths: tuple[str, ...] = ()  # never served as files, whatever Gradio allows
     auth: list[tuple[str, str]] | None = None  # Gradio's sign-in for the whole page (verified identities)
-    session_capacity: int = 10_000  # sessions whose Gradio state is kept (at least 1,000)
+    session_capacity: int = 10_000  # sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS)
     cache_cleanup_s: int = 3600  # uploads and outputs older than this are deleted, checked as often
+    events_per_address: int = 16  # page events one client address may have queued or running at once
     routers: Sequence[APIRouter] = field(default_factory=tuple)
 
 
 class RequestGuard:
     """Refuses, before Gradio sees them: uploads from anyone but a signed-in admin (the pool import is the
-    page's only file input) or over the size limit, and queue streams without a session (Gradio fails on
-    an empty one)."""
+    page's only file input) or over the size limit, queue streams without a session (Gradio fails on
+    an empty one), and event joins from an address that already has its fair share of the queue."""
 
-    def __init__(self, app: ASGIApp, is_admin: Callable[[Any], bool], max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        is_admin: Callable[[Any], bool],
+        max_bytes: int,
+        address_of: Callable[[Any], str] | None = None,
+        fair_share: FairShare | None = None,
+    ) -> None:
         self.app = app
         self.is_admin = is_admin
         self.max_bytes = max_bytes
+        self.address_of = address_of
+        self.fair_share = fair_share
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         path = scope.get("path", "").rstrip("/") if scope["type"] == "http" else ""
@@ -60,18 +74,50 @@ class RequestGuard:
             await _refuse(send, 400, "A session_hash is required.")
             return
         if path.endswith("/queue/join"):
+            await self._join(scope, receive, send)
+            return
+        if scope.get("method") in _WITH_BODY and not path.endswith("/upload") and not path.startswith("/api/"):
+            # Gradio's other routes read whole JSON bodies: bound them while they stream (/api/ bounds its own).
             body = await _read_body(receive, _MAX_EVENT_BYTES)
             if body is None:
                 await _refuse(send, 413, "The request is too large.")
                 return
-            if not _names_a_session(body):
-                await _refuse(send, 400, "A session_hash is required.")
-                return
-            receive = _replay(body)
+            receive = replay(body)
         await self.app(scope, receive, send)
 
+    async def _join(self, scope: Scope, receive: Any, send: Any) -> None:
+        """An event join: refused when its address has its fair share of the queue already (before its body
+        is read), or without a session; else passed on, noting the event it became."""
+        share, address = self.fair_share, self.address_of(Request(scope)) if self.address_of else ""
+        if share is not None and not share.admit(address):
+            await _refuse(send, 429, "Too many of your requests are waiting: try again when they finish.",
+                          retry_after=1)
+            return
+        answer: dict[str, Any] = {"status": 0, "body": b""}
 
+        async def noted(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                answer["status"] = message["status"]
+            elif message["type"] == "http.response.body" and len(answer["body"]) < 4096:
+                answer["body"] += message.get("body", b"")
+            await send(message)
+
+        try:
+            body = await _read_body(receive, _MAX_EVENT_BYTES)
+            if body is None:
+                await _refuse(send, 413, "The request is too large.")
+            elif not _names_a_session(body):
+                await _refuse(send, 400, "A session_hash is required.")
+            else:
+                await self.app(scope, replay(body), noted)
+        finally:
+            if share is not None:
+                share.joined(address, _event_id(answer["body"]) if answer["status"] == 200 else None)
+
+
+_GRADIO_SESSIONS = 1_000
 _MAX_EVENT_BYTES = 4 * 1024 * 1024  # an event's JSON: a 20,000-character text is far below this
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 async def _read_body(receive: Any, limit: int) -> bytes | None:
@@ -90,27 +136,39 @@ async def _read_body(receive: Any, limit: int) -> bytes | None:
 def _names_a_session(body: bytes) -> bool:
     try:
         session = json.loads(body).get("session_hash")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return True  # not our concern: Gradio answers malformed bodies itself
     return isinstance(session, str) and bool(session.strip())
 
 
-def _replay(body: bytes) -> Callable[[], Any]:
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive
+def _event_id(body: bytes) -> str | None:
+    try:
+        event_id = json.loads(body).get("event_id")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    return event_id if isinstance(event_id, str) else None
 
 
-async def _refuse(send: Any, status: int, detail: str) -> None:
+def _queue_holds(demo: gr.Blocks) -> Callable[[str], bool]:
+    """Whether Gradio's queue still holds an event (queued or running). Gradio documents no way to ask;
+    its queue keeps each event in `event_ids_to_events` until the event finishes, is cancelled or its
+    client leaves. Should a Gradio release drop that map, only joins being answered are counted (the
+    fair-share test then fails), never every event for good."""
+
+    def holds(event_id: str) -> bool:
+        events = getattr(getattr(demo, "_queue", None), "event_ids_to_events", None)
+        return events is not None and event_id in events
+
+    return holds
+
+
+async def _refuse(send: Any, status: int, detail: str, retry_after: int | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    if status == 413:  # the rest of the body is never read: close the connection instead of draining it
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -122,22 +180,42 @@ def build_server(
     api = FastAPI(title="NewsLoop", docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None)
     for router in options.routers:
         api.include_router(router)
-    # Gradio's own per-session state (and its pending messages, so a floor keeps live events working).
-    demo.state_session_capacity = max(options.session_capacity, 1_000)
+    # /openapi.json is NewsLoop's own API too (Gradio's app, mounted below, would list its internal routes).
+    api.add_api_route("/openapi.json", lambda: JSONResponse(api.openapi()), include_in_schema=False)
+    # Gradio's own per-session state copies every component's config: about 250 KB a session for this page
+    # (measured), so a session count alone is no bound on memory. At most 1,000 sessions (~250 MB), whatever
+    # NEWSLOOP_SESSION_CAPACITY allows NewsLoop's own memory; at least 100, so live tabs keep their state.
+    demo.state_session_capacity = min(max(options.session_capacity, 100), _GRADIO_SESSIONS)
+    _bound_event_analytics(demo)
     demo.delete_cache = (options.cache_cleanup_s, options.cache_cleanup_s)
     app = gr.mount_gradio_app(
         api, demo, path="", auth=options.auth, blocked_paths=list(options.blocked_paths),
         max_file_size=options.max_upload_bytes, ssr_mode=False, footer_links=["api"],
-        theme=THEME, css=CSS, head=head_html(),
+        theme=THEME, css=CSS, head=head_html(), app_kwargs={"openapi_url": None},
     )
     # Gradio checks the file paths an event's inputs name (uploads only, never blocked_paths) only in an app
     # it launched itself. Mounted, it would hash and copy any file a visitor names: the live database (which
     # drops this process's SQLite locks, see core.sqlite_guard), the identity key, or /dev/zero, forever.
     demo.has_launched = True
     # Starlette runs the last-added middleware first: browser ids must exist before the guard looks.
-    app.add_middleware(RequestGuard, is_admin=is_admin, max_bytes=options.max_upload_bytes)
+    fair_share = FairShare(options.events_per_address, _queue_holds(demo))
+    app.add_middleware(RequestGuard, is_admin=is_admin, max_bytes=options.max_upload_bytes,
+                       address_of=gate.address_of, fair_share=fair_share)
     app.add_middleware(BrowserIdMiddleware, gatekeeper=gate)
     return app
+
+
+def _bound_event_analytics(demo: gr.Blocks, keep: int = 1_000) -> None:
+    """Gradio keeps a record of every event for its monitoring page (10,000 by default) and after each event
+    summarises them all in a pandas DataFrame: about 20 ms of CPU per event once full, so a flood of events
+    slows every later one, and memory grows until then. NewsLoop shows no monitoring page: keep `keep`
+    records and summarise once per `keep` events. Gradio reads these from GRADIO_ANALYTICS_MAX_EVENTS and
+    GRADIO_ANALYTICS_CACHE_FREQUENCY when the queue is built (before this runs); a setting given there wins."""
+    queue = getattr(demo, "_queue", None)
+    for env, attribute in (("GRADIO_ANALYTICS_MAX_EVENTS", "ANALYTICS_MAX_EVENTS"),
+                           ("GRADIO_ANALYTICS_CACHE_FREQUENCY", "ANAYLTICS_CACHE_FREQUENCY")):  # sic, Gradio's name
+        if queue is not None and hasattr(queue, attribute) and env not in os.environ:
+            setattr(queue, attribute, keep)
 
 
 def uvicorn_config(app: FastAPI, host: str, port: int) -> uvicorn.Config:

@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 from starlette.requests import Request as StarletteRequest
 
-from core.limits import FailureThrottle
+from core.limits import FailureThrottle, RateLimiter
 from tests.oauth import SESSION_COOKIE, signed_session_cookie
 from web.admin import AdminSessions
 from web.identity import COOKIE, Gatekeeper, ProxyPolicy, hf_session_user
@@ -127,19 +127,20 @@ def test_a_remembered_prediction_weighs_its_text_not_more() -> None:
     assert long.nbytes - short.nbytes == 4_900 and short.nbytes < 2_000
 
 
-def test_failure_throttle_counts_failures_per_key_and_backs_off_globally() -> None:
+def test_failure_throttle_refuses_per_key_and_slows_everyone_without_refusing() -> None:
     now = [0.0]
-    throttle = FailureThrottle(per_key=2, window_s=100, global_limit=3, base_backoff_s=2, clock=lambda: now[0])
-    assert throttle.wait("a") == 0
+    per_key, everyone = RateLimiter(2, 100, lambda: now[0]), RateLimiter(3, 100, lambda: now[0])
+    throttle = FailureThrottle(per_key, everyone, slow_s=2.0)
+    assert throttle.wait("a") == 0 and throttle.delay() == 0
     throttle.failed("a")
     throttle.failed("a")
     assert throttle.wait("a") == pytest.approx(100) and throttle.wait("b") == 0
     throttle.failed("b")
-    assert throttle.wait("c") == pytest.approx(2)  # 3 failures in all: everyone waits
+    assert throttle.delay() == 2.0  # 3 failures in all: every attempt is slowed...
     throttle.failed("c")
-    assert throttle.wait("d") == pytest.approx(4)  # and the wait doubles with each further failure
+    assert throttle.wait("d") == 0 and throttle.delay() == 2.0  # ...and a fresh address is never refused
     now[0] = 101
-    assert throttle.wait("a") == throttle.wait("d") == 0
+    assert throttle.wait("a") == 0 and throttle.delay() == 0
 
 
 def test_admin_sessions_expire_and_need_a_browser() -> None:
