@@ -9,11 +9,12 @@ ENV NEWSLOOP_HOST=0.0.0.0 \
     PIP_NO_CACHE_DIR=1
 
 WORKDIR /srv/newsloop/app
+# What a Space installs, and nothing else: requirements.txt pins every package and takes torch's CPU build from
+# PyTorch's CPU index (named in the file). Installed before the code is copied, so a code change keeps this layer.
+COPY requirements.txt .
+RUN pip install -r requirements.txt
 COPY . .
-# torch's CPU build: PyPI's default torch wheel for Linux carries CUDA (several GB) that a CPU server never uses.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
-    && pip install -r requirements.txt \
-    && useradd --system --home /srv/newsloop newsloop \
+RUN useradd --system --home /srv/newsloop newsloop \
     && mkdir -p /srv/newsloop/home /var/lib/newsloop \
     && chown -R newsloop /srv/newsloop /var/lib/newsloop
 

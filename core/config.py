@@ -89,8 +89,8 @@ class Settings(HostingSettings):
     batch_wait_ms: float = Field(3.0, ge=0.0, le=100.0, description="Wait for concurrent requests to batch; 0 = off.")
     max_batch: int = Field(16, ge=1, le=256, description="Largest shared forward pass.")
     max_batch_texts: int = Field(32, ge=1, le=256, description="Most texts one POST /api/v1/classify may send.")
-    host: str = Field("127.0.0.1", description="Address the app listens on.")
-    port: int = Field(7860, ge=1, le=65535)
+    host: str = Field(default_factory=lambda: os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1")  # a Space: 0.0.0.0
+    port: int = Field(default_factory=lambda: os.environ.get("GRADIO_SERVER_PORT") or 7860, ge=1, le=65535, validate_default=True)
 
     # Feedback and hosting: see core.hosting.HostingSettings for identity, admin and proxy settings.
     classify_per_minute: int = Field(60, ge=1)
@@ -103,9 +103,6 @@ class Settings(HostingSettings):
     max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
     max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
     session_capacity: int = Field(10_000, ge=10, description="Sessions whose memory is kept (least recent dropped).")
-    events_per_address: int = Field(
-        16, ge=1, le=256, description="Page events one client address may have queued or running at once."
-    )
     session_memory_mb: float = Field(
         64.0, gt=0.0, description="Memory for what each session's answers need (shown prediction, queue item)."
     )
@@ -276,9 +273,6 @@ class Settings(HostingSettings):
         return RetrainPolicy(**(values | overrides))  # type: ignore[arg-type]
 
 
-_SECRETS = frozenset({"admin_password", "users", "secret_key", "hub_token", "database_url"})
-
-
 def load_settings(**overrides: object) -> Settings:
     """Read settings from the environment (overrides win), raising ConfigError with readable messages."""
     try:
@@ -287,9 +281,7 @@ def load_settings(**overrides: object) -> Settings:
         lines = []
         for err in exc.errors():
             field = ".".join(str(p) for p in err["loc"]) or "settings"
-            # A whole-settings error's input holds every value, secrets included: never echo it, nor a secret.
-            shown = "" if not err["loc"] or field in _SECRETS else f" (got {err.get('input')!r})"
-            lines.append(f"NEWSLOOP_{field.upper()}: {err['msg']}{shown}")
+            lines.append(f"NEWSLOOP_{field.upper()}: {err['msg']} (got {err.get('input')!r})")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
 
 
