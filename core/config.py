@@ -103,6 +103,9 @@ class Settings(HostingSettings):
     max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
     max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
     session_capacity: int = Field(10_000, ge=10, description="Sessions whose memory is kept (least recent dropped).")
+    events_per_address: int = Field(
+        16, ge=1, le=256, description="Page events one client address may have queued or running at once."
+    )
     session_memory_mb: float = Field(
         64.0, gt=0.0, description="Memory for what each session's answers need (shown prediction, queue item)."
     )
@@ -273,6 +276,9 @@ class Settings(HostingSettings):
         return RetrainPolicy(**(values | overrides))  # type: ignore[arg-type]
 
 
+_SECRETS = frozenset({"admin_password", "users", "secret_key", "hub_token", "database_url"})
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read settings from the environment (overrides win), raising ConfigError with readable messages."""
     try:
@@ -281,7 +287,9 @@ def load_settings(**overrides: object) -> Settings:
         lines = []
         for err in exc.errors():
             field = ".".join(str(p) for p in err["loc"]) or "settings"
-            lines.append(f"NEWSLOOP_{field.upper()}: {err['msg']} (got {err.get('input')!r})")
+            # A whole-settings error's input holds every value, secrets included: never echo it, nor a secret.
+            shown = "" if not err["loc"] or field in _SECRETS else f" (got {err.get('input')!r})"
+            lines.append(f"NEWSLOOP_{field.upper()}: {err['msg']}{shown}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
 
 
