@@ -78,8 +78,9 @@ def test_true_looking_corrections_come_first_in_review(store: FeedbackStore) -> 
     checked, failing = "anon:checked", "anon:guesser"
     with store.database.read() as db:
         checks = list(db.query("SELECT id, text FROM pool"))
-    for row in checks:
-        store.record(text=row["text"], user_label="World", annotator=checked, kind="queue", item_id=row["id"])
+    for row in checks:  # the model said Sports on the first: a telling check, which "checked" needs right
+        store.record(text=row["text"], user_label="World", annotator=checked, kind="queue", item_id=row["id"],
+                     predicted_label="Sports" if row["text"] == "check one" else "World")
         store.record(text=row["text"], user_label="Sports", annotator=failing, kind="queue", item_id=row["id"])
     ids = {}
     for who, verified in ((checked, False), ("user:signed", True), (failing, False), ("anon:new", False)):
