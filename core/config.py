@@ -96,9 +96,7 @@ class Settings(HostingSettings):
     classify_per_minute: int = Field(60, ge=1)
     queue_per_minute: int = Field(120, ge=1, description="Queue requests (next, answer, skip) per client address.")
     feedback_per_minute: int = Field(_S.writes_per_minute, ge=1, description="Answers per anonymous browser id a minute.")
-    verified_feedback_per_minute: int = Field(
-        _S.verified_writes_per_minute, ge=1, description="Answers per signed-in account a minute."
-    )
+    verified_feedback_per_minute: int = Field(_S.verified_writes_per_minute, ge=1, description="Answers per signed-in account a minute.")
     address_feedback_per_minute: int = Field(_S.address_writes_per_minute, ge=1, description="Answers per client address a minute.")
     max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
     max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
@@ -106,9 +104,7 @@ class Settings(HostingSettings):
     events_per_address: int = Field(
         16, ge=1, le=256, description="Page events one client address may have queued or running at once."
     )
-    session_memory_mb: float = Field(
-        64.0, gt=0.0, description="Memory for what each session's answers need (shown prediction, queue item)."
-    )
+    session_memory_mb: float = Field(64.0, gt=0.0, description="Memory for what sessions' answers need (prediction, queue item).")
     labels_required: int = Field(default_factory=lambda: 2 if on_public_host() else 1, ge=1, le=10)
     max_feedback_chars: int = Field(_S.max_text_chars, ge=100)
     min_checks: int = Field(
