@@ -25,10 +25,19 @@ from core.mlflow_champion import alias_version, champion_source, is_tracking_ser
 from core.registry import ModelRegistry
 from core.snapshot_schedule import SnapshotSchedule, restore_if_fresh
 from core.starter import install_starter
-from feedback.shared_state import Busy, SharedAdminSessions, SharedMap, SharedRateLimiter, database_lock
+from feedback.shared_state import (
+    Busy,
+    SharedAdminSessions,
+    SharedMap,
+    SharedRateLimiter,
+    database_lock,
+    shared_failure_throttle,
+)
 from feedback.store import FeedbackStore
 from web.actions import Classifier, NewsLoopActions, PageLimits
 from web.admin import AdminActions
+from web.admin_routes import admin_router
+from web.admin_sessions import TICKET_TTL_S
 from web.api import build_api
 from web.identity import Gatekeeper, ProxyPolicy
 from web.jobs import RetrainJobs
@@ -80,7 +89,8 @@ def _users(settings: Settings) -> list[tuple[str, str]] | None:
 
 def shared_web_state(settings: Settings, store: FeedbackStore | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """With a shared database, the state replicas must agree on: the page's rate limiters and queue items,
-    and admin sessions (keyword arguments of NewsLoopActions and AdminActions); else none, in memory."""
+    and admin sessions, sign-in failures and tickets (keyword arguments of NewsLoopActions and AdminActions);
+    else none, in memory."""
     if not settings.database_url or store is None:
         return {}, {}
     db = store.database
@@ -89,7 +99,12 @@ def shared_web_state(settings: Settings, store: FeedbackStore | None) -> tuple[d
         "queue_limit": SharedRateLimiter(db, "queue", settings.queue_per_minute, 60.0),
         "queue_items": SharedMap(db, "queue_item"),
     }
-    return page, {"sessions": SharedAdminSessions(db, settings.admin_session_minutes * 60.0)}
+    admin = {
+        "sessions": SharedAdminSessions(db, settings.admin_session_minutes * 60.0),
+        "throttle": shared_failure_throttle(db),
+        "tickets": SharedMap(db, "admin_ticket", ttl_s=TICKET_TTL_S),
+    }
+    return page, admin
 
 
 def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore | None = None) -> FastAPI:
@@ -114,6 +129,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             promotion=settings.gate_config(),
             hub_dataset=settings.hub_dataset,
             hub_token=settings.hub_token,
+            export_dir=settings.home / "exports",  # under home: never served by Gradio (blocked_paths)
             **admin_state,
         )
     demo = build_page(actions, admin, hf_sign_in=settings.hf_sign_in)
@@ -125,7 +141,8 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         blocked_paths=(str(settings.home),),
         auth=_users(settings),
         session_capacity=settings.session_capacity,
-        routers=api_routers(classifier, actions, gate, settings.max_batch_texts),
+        events_per_address=settings.events_per_address,
+        routers=[*api_routers(classifier, actions, gate, settings.max_batch_texts), *([admin_router(admin)] if admin else [])],
     )
     return build_server(demo, gate, options, is_admin=admin.is_admin if admin else lambda _: False)
 
@@ -190,7 +207,10 @@ def start_schedule(settings: Settings) -> threading.Thread | None:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except ConfigError as exc:  # e.g. a weak admin password on a public host: refuse to start, saying why
+        sys.exit(f"NewsLoop will not start: {exc}")
     ensure_home(settings)
     start_snapshots(settings)
     ensure_champion(settings)

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import hmac
 import logging
-import os
-import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import gradio as gr
 from pydantic import SecretStr
@@ -21,51 +17,14 @@ from core.registry import ModelRegistry
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from web import admin_report as report
+from web.admin_exports import ExportDownloads, Offer
+from web.admin_sessions import AdminSessions, SignedInBrowsers, SignInTickets
 from web.identity import Gatekeeper
 from web.jobs import RetrainJobs
+from web.session_memory import SessionMap
 
 log = logging.getLogger("newsloop.app")
 EXPORTS = ("csv", "jsonl", "parquet")  # parquet: a Hugging Face `datasets` table with ClassLabel features
-
-
-class SignedInBrowsers(Protocol):
-    """Where admin sessions live: `AdminSessions` in this process, or a table replicas share."""
-
-    def open(self, browser: str) -> None: ...
-
-    def close(self, browser: str) -> None: ...
-
-    def valid(self, browser: str) -> bool: ...
-
-
-class AdminSessions:
-    """Signed-in admin browsers: a server-side record per browser id (the signed, HttpOnly cookie), with an
-    expiry. Nothing the client sends can name a session; an empty or missing browser id never has one."""
-
-    def __init__(self, ttl_s: float, capacity: int = 1000, clock: Callable[[], float] = time.monotonic) -> None:
-        self.ttl_s = ttl_s
-        self.capacity = capacity
-        self._clock = clock
-        self._expires: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def open(self, browser: str) -> None:
-        if not browser:
-            raise ValueError("an admin session needs a browser id")
-        now = self._clock()
-        with self._lock:
-            self._expires = {b: t for b, t in self._expires.items() if t > now}
-            if len(self._expires) >= self.capacity:
-                self._expires.pop(min(self._expires, key=self._expires.__getitem__))
-            self._expires[browser] = now + self.ttl_s
-
-    def close(self, browser: str) -> None:
-        with self._lock:
-            self._expires.pop(browser, None)
-
-    def valid(self, browser: str) -> bool:
-        with self._lock:
-            return bool(browser) and self._expires.get(browser, 0.0) > self._clock()
 
 
 class AdminActions:
@@ -91,6 +50,9 @@ class AdminActions:
         hub_dataset: str = "",
         hub_token: SecretStr | None = None,
         sessions: SignedInBrowsers | None = None,
+        throttle: FailureThrottle | None = None,
+        tickets: SessionMap | None = None,
+        export_dir: Path | None = None,
     ) -> None:
         self.store = store
         self.password = password
@@ -99,7 +61,9 @@ class AdminActions:
         self.gate = gate
         self.admins = admins
         self.sessions: SignedInBrowsers = sessions or AdminSessions(session_minutes * 60.0)
-        self.throttle = FailureThrottle()
+        self.throttle = throttle or FailureThrottle()
+        self.tickets = SignInTickets(tickets)
+        self.exports = ExportDownloads(export_dir)
         self.trust = trust or TrustPolicy()
         self.retrain = retrain or RetrainPolicy()
         self.promotion = promotion or GateConfig()  # the gate's settings: the preview sizes the traffic set by them
@@ -128,67 +92,61 @@ class AdminActions:
             return "", gr.update(visible=False), gr.update(visible=True)
         return "Signed in.", gr.update(visible=True), gr.update(visible=False)
 
-    def login(
-        self, password: str, request: gr.Request, profile: gr.OAuthProfile | None = None
-    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        message, panel = self._login(password, request)
-        return message, panel, gr.update(visible=message != "Signed in.")
-
-    def _login(
-        self, password: str, request: gr.Request, profile: gr.OAuthProfile | None = None
-    ) -> tuple[str, dict[str, Any]]:
+    def login(self, password: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
+        """Check the password; on success the tab gets a ticket (second output) that its next request trades
+        for a fresh browser id with the admin session (`redeem`), so a planted id never becomes an admin."""
         if not self.enabled:
-            return "The admin view is disabled on this server.", gr.update(visible=False)
+            return "The admin view is disabled on this server.", ""
         if self.is_admin(request, profile):
-            return "Signed in.", gr.update(visible=True)
+            return "Signed in.", ""
         who = self.gate.identify(request)
         if not who.browser:
-            return "Your browser did not send its NewsLoop id: reload the page (cookies must be on).", gr.update(visible=False)
+            return "Your browser did not send its NewsLoop id: reload the page (cookies must be on).", ""
         if self.password is None or not self.password.get_secret_value():
-            return "Sign in with an admin's Hugging Face account.", gr.update(visible=False)
+            return "Sign in with an admin's Hugging Face account.", ""
         wait = self.throttle.wait(who.address)
         if wait:
-            return f"Too many failed attempts: try again in {wait:.0f} s.", gr.update(visible=False)
+            return f"Too many failed attempts: try again in {wait:.0f} s.", ""
+        # Many failures from everyone together slow every attempt down, the right password included, but
+        # never refuse it: a guessing run from many addresses cannot lock the real admin out.
+        time.sleep(self.throttle.delay())
         given = password if isinstance(password, str) else ""
         if not hmac.compare_digest(given.encode("utf-8", "replace"), self.password.get_secret_value().encode()):
             self.throttle.failed(who.address)
             log.warning("admin login refused for %s", who.address)
-            return "Wrong password.", gr.update(visible=False)
-        self.sessions.open(who.browser)
+            return "Wrong password.", ""
         log.info("admin signed in from %s", who.address)
-        return "Signed in.", gr.update(visible=True)
+        return "Signing in…", self.tickets.issue(who.browser, admin=True)
+
+    def after_sign_in(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """Once the tab redeemed its ticket: the panel for an admin; the sign-in box (and the message) else."""
+        if self.is_admin(request, profile):
+            return "Signed in.", gr.update(visible=True), gr.update(visible=False)
+        return gr.skip(), gr.update(visible=False), gr.update(visible=True)
 
     def logout(
         self, request: gr.Request, profile: gr.OAuthProfile | None = None
-    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        self.sessions.close(self.gate.identify(request).browser)
-        return "Signed out.", gr.update(visible=False), gr.update(visible=True)
+    ) -> tuple[str, dict[str, Any], dict[str, Any], str]:
+        """End the session; the ticket (last output) gives the browser a fresh id, as signing in did."""
+        browser = self.gate.identify(request).browser
+        self.sessions.close(browser)
+        ticket = self.tickets.issue(browser, admin=False) if browser else ""
+        return "Signed out.", gr.update(visible=False), gr.update(visible=True), ticket
 
-    def review(
-        self, answer_id: float | None, verdict: str, request: gr.Request | None, profile: gr.OAuthProfile | None = None
-    ) -> str:
-        if not self.is_admin(request, profile):
-            return "Sign in first."
-        if self.store is None or answer_id is None:
-            return "Enter the id of an answer."
-        try:
-            answer = self.store.set_status(answer_id, verdict)  # type: ignore[arg-type] - validated there
-        except FeedbackError as exc:
-            return f"Not changed: {exc}"
-        return f"Answer {answer['id']} {verdict}."
-
-    def accept(self, answer_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
-        return self.review(answer_id, "accepted", request, profile)
-
-    def reject(self, answer_id: float | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
-        return self.review(answer_id, "rejected", request, profile)
-
-    def pick(self, evt: gr.SelectData, request: gr.Request, profile: gr.OAuthProfile | None = None) -> float | None:
-        """A click on a suspicious answer's row puts its id in the review box (no retyping)."""
-        if not self.is_admin(request, profile):
+    def redeem(self, ticket: object, request: Any) -> str | None:
+        """For the browser a sign-in or sign-out ticket was issued to (a Starlette request): a fresh browser
+        id cookie value, with the admin session moved to it on sign-in; None for any other ticket."""
+        old = self.gate.identify(request).browser
+        signs_in = self.tickets.redeem(ticket, old)
+        if signs_in is None:
             return None
-        row = evt.row_value if isinstance(evt.row_value, list) else []
-        return float(row[0]) if row and isinstance(row[0], int | float) else None
+        self.sessions.close(old)
+        cookie = self.gate.mint_cookie()
+        if signs_in:
+            self.sessions.open(self.gate.browser_key(cookie))
+        return cookie
 
     def trusted_count(self) -> int | None:
         from feedback.snapshot import read_trusted  # here: only the admin view's overview needs it
@@ -255,18 +213,28 @@ class AdminActions:
         what = "known-answer check(s)" if checks else "article(s)"
         return f"Imported {report.added} {what} ({report.duplicates} already in the pool)."
 
-    def export(self, fmt: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict[str, Any] | None:
+    def export(self, fmt: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        """A one-time download link for this admin's browser (`take_export`); the file is gone once fetched."""
         if not self.is_admin(request, profile) or self.store is None or fmt not in EXPORTS:
-            return None
-        fd, path = tempfile.mkstemp(prefix="newsloop-feedback-", suffix=f".{fmt}")
-        os.close(fd)
+            return ""
+        path = self.exports.new_file(f".{fmt}")
         if fmt == "parquet":
             from feedback.dataset import export_dataset  # imports `datasets`: only when asked for
 
-            export_dataset(self.store, Path(path), "parquet")
+            export_dataset(self.store, path, "parquet")
         else:
-            self.store.export(Path(path), fmt)
-        return gr.update(value=path, visible=True)
+            self.store.export(path, fmt)
+        name = f"newsloop-feedback-{time.strftime('%Y%m%d-%H%M%S')}.{fmt}"
+        token = self.exports.offer(path, name, self.gate.identify(request).browser)
+        minutes = self.exports.ttl_s / 60
+        return (f'<a href="admin/export/{token}" download="{name}" id="export-link">Download {name}</a> '
+                f"(once, from this browser, within {minutes:.0f} minutes)")
+
+    def take_export(self, token: str, request: Any) -> Offer | None:
+        """The export behind `token` if this request is the admin browser it was made for (used up)."""
+        if not self.is_admin(request):
+            return None
+        return self.exports.take(token, self.gate.identify(request).browser)
 
     @property
     def can_push(self) -> bool:

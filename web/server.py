@@ -115,7 +115,7 @@ class RequestGuard:
                 share.joined(address, _event_id(answer["body"]) if answer["status"] == 200 else None)
 
 
-_GRADIO_SESSIONS = 1_000
+_GRADIO_SESSIONS = 250
 _MAX_EVENT_BYTES = 4 * 1024 * 1024  # an event's JSON: a 20,000-character text is far below this
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -183,8 +183,10 @@ def build_server(
     # /openapi.json is NewsLoop's own API too (Gradio's app, mounted below, would list its internal routes).
     api.add_api_route("/openapi.json", lambda: JSONResponse(api.openapi()), include_in_schema=False)
     # Gradio's own per-session state copies every component's config: about 250 KB a session for this page
-    # (measured), so a session count alone is no bound on memory. At most 1,000 sessions (~250 MB), whatever
-    # NEWSLOOP_SESSION_CAPACITY allows NewsLoop's own memory; at least 100, so live tabs keep their state.
+    # (measured), so a session count alone is no bound on memory: at most _GRADIO_SESSIONS (~60 MB), whatever
+    # NEWSLOOP_SESSION_CAPACITY allows NewsLoop's own memory (at least 100 recent tabs keep theirs). A tab whose
+    # state was dropped is served with Gradio's defaults again: what a handler changed in its components
+    # (visibility, choices) and the one gr.State of the admin's people view start over.
     demo.state_session_capacity = min(max(options.session_capacity, 100), _GRADIO_SESSIONS)
     _bound_event_analytics(demo)
     demo.delete_cache = (options.cache_cleanup_s, options.cache_cleanup_s)

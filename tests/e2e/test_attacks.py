@@ -72,6 +72,19 @@ def space(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) ->
             yield Served(url, settings, store)
 
 
+def sign_in(visitor: Visitor, password: str = PASSWORD) -> str:
+    """Sign in as the page does: the login event's ticket, redeemed at once for a fresh browser id (the tab's
+    REDEEM_JS in web.admin_view); returns "Signed in." or the event's message."""
+    message, ticket = visitor.call("login", password)
+    if not ticket:
+        return message
+    redeemed = visitor.post("/admin/session", json={"ticket": ticket})
+    if redeemed.status_code != 200:
+        return redeemed.json()["detail"]
+    visitor.cookie = redeemed.headers["set-cookie"].split(";", 1)[0]
+    return "Signed in."
+
+
 def attacker_rows(store: FeedbackStore) -> list[dict]:
     return [row for row in store.answers() if row["annotator"].startswith("anon:")]
 
@@ -124,13 +137,14 @@ def refused(visitor: Visitor, event: str, *data: object, session_hash: str | Non
         output = visitor.call(event, *data, session_hash=session_hash)[0]
     except EventError:
         return True
-    return output in ("Sign in first.", None)
+    return output in ("Sign in first.", None, "")
 
 
 def test_a_sign_in_without_a_browser_id_opens_nothing_for_anyone(space: Served) -> None:
     address = real_address()
     cookieless = space.visitor(address, keep_cookies=False)
-    assert cookieless.call("login", PASSWORD)[0] == "Signed in."  # for that one request only
+    assert cookieless.call("login", PASSWORD)[0] == "Signing in…"  # a ticket for the id of that one request...
+    assert sign_in(cookieless).startswith("This ticket has expired or is not this browser's")  # ...which nobody has
     for visitor in (cookieless, space.visitor(address, keep_cookies=False)):
         for session in (None, ""):
             assert refused(visitor, "overview", session_hash=session)
@@ -139,11 +153,45 @@ def test_a_sign_in_without_a_browser_id_opens_nothing_for_anyone(space: Served) 
             assert refused(visitor, "launch_retrain", session_hash=session)
     admin = space.visitor(address)
     assert refused(admin, "overview")
-    assert admin.call("login", PASSWORD)[0] == "Signed in."
+    assert sign_in(admin) == "Signed in."
     assert admin.call("overview")[0] != "Sign in first."  # the browser that signed in, and only it
     assert refused(space.visitor(address), "overview")
     assert admin.call("logout")[0] == "Signed out."
     assert refused(admin, "overview")
+
+
+# 2b. Admin session fixation and reusable export links (issue 22) -----------------------------------------
+def test_a_planted_browser_id_never_becomes_an_admin_session(space: Served) -> None:
+    attacker = space.visitor(real_address())
+    attacker.events()  # the attacker's own browser id...
+    victim = space.visitor(real_address())
+    victim.cookie = attacker.cookie  # ...planted in the admin's browser
+    assert sign_in(victim) == "Signed in."
+    assert victim.cookie != attacker.cookie  # signing in gave the admin's browser a fresh id
+    assert victim.call("overview")[0].startswith("Champion")
+    assert refused(attacker, "overview") and refused(attacker, "export", "csv")
+    message, _, _, ticket = victim.call("logout")
+    assert message == "Signed out." and ticket
+    signed_out = victim.post("/admin/session", json={"ticket": ticket})
+    assert signed_out.status_code == 200 and refused(victim, "overview")
+    assert signed_out.headers["set-cookie"].split(";", 1)[0] != victim.cookie  # and so did signing out
+    assert attacker.post("/admin/session", json={"ticket": ticket}).status_code == 403  # tickets work once
+
+
+def test_an_export_downloads_once_for_the_admin_who_asked_and_leaves_no_file(space: Served) -> None:
+    admin, stranger = space.visitor(real_address()), space.visitor(real_address())
+    assert sign_in(admin) == "Signed in."
+    link = admin.call("export", "csv")[0]
+    path = "/" + link.split('href="', 1)[1].split('"', 1)[0]
+    exports = space.settings.home / "exports"
+    assert len(list(exports.iterdir())) == 1
+    assert stranger.get(path).status_code == 404  # not the browser it was made for
+    assert httpx.get(space.url.rstrip("/") + path, timeout=30).status_code == 404  # nor a bare URL
+    download = admin.get(path)
+    assert download.status_code == 200 and "user_label" in download.text.splitlines()[0]
+    assert "attachment" in download.headers["content-disposition"]
+    assert admin.get(path).status_code == 404  # once
+    assert list(exports.iterdir()) == []  # the temp file went with the download
 
 
 # 3. Accept and Reject answered "Sign in first." to a signed-in admin ------------------------------------
@@ -156,10 +204,12 @@ def test_a_signed_in_admin_can_accept_and_reject_suspicious_answers(space: Serve
     ]
     assert {space.store.get(i)["status"] for i in ids} == {"suspicious"}
     admin = space.visitor(real_address())
-    assert admin.call("accept", ids[0])[0] == "Sign in first."
-    admin.call("login", PASSWORD)
-    assert admin.call("accept", ids[0])[0] == f"Answer {ids[0]} accepted."
-    assert admin.call("reject", ids[1])[0] == f"Answer {ids[1]} rejected."
+    filters = ("suspicious", "any", "any", "any", "")  # the review panel's filters, as the page sends them
+    assert refused(admin, "review_search", *filters) and refused(admin, "accept", [ids[0]], *filters)
+    assert sign_in(admin) == "Signed in."
+    admin.call("review_search", *filters)  # lists them, as the page does, so they can be ticked
+    assert admin.call("accept", [ids[0]], *filters)[0] == f"Accepted 1 answer(s): #{ids[0]}."
+    assert admin.call("reject", [ids[1]], *filters)[0] == f"Rejected 1 answer(s): #{ids[1]}."
     assert [space.store.get(i)["status"] for i in ids] == ["accepted", "rejected"]
 
 
@@ -218,7 +268,7 @@ def test_uploads_need_an_admin_and_a_size_limit_and_session_memory_is_bounded(sp
     assert stranger.post("/gradio_api/upload", files={"files": ("a.csv", b"text\nhello\n")}).status_code == 403
     assert stranger.post("/gradio_api/upload", files={"files": ("big.csv", big)}).status_code == 403
     admin = space.visitor(real_address())
-    admin.call("login", PASSWORD)
+    assert sign_in(admin) == "Signed in."
     assert admin.post("/gradio_api/upload", files={"files": ("big.csv", big)}).status_code == 413
     assert admin.post("/gradio_api/upload", files={"files": ("a.csv", b"text\nhello\n")}).status_code == 200
 
@@ -228,7 +278,6 @@ def test_uploads_need_an_admin_and_a_size_limit_and_session_memory_is_bounded(sp
     for _ in range(space.settings.session_capacity + 2):  # more sessions than are kept
         space.visitor(real_address()).call("classify", "Another visitor's story")
     assert first.call("feedback", "World", shown, harvest)[0].startswith("Classify a text first")
-
 
 
 # 7. Cross-client mixing ----------------------------------------------------------------------------------
@@ -264,7 +313,7 @@ def test_every_write_path_answers_bad_input_with_a_message(space: Served) -> Non
     assert visitor.call("classify", 42)[1].startswith("Model")  # the page reads it as the text "42"
     assert "limit is" in visitor.call("classify", "a" * 30_000)[1]
     admin = space.visitor(real_address())
-    admin.call("login", PASSWORD)
+    assert sign_in(admin) == "Signed in."
     for answer_id in (10**30, -1, 0):
         assert admin.call("accept", answer_id)[0].startswith("Not changed: answer id must be a whole number")
     with pytest.raises(EventError, match="Expected a `float | None`"):  # Gradio's own check of a number field

@@ -123,3 +123,9 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
     assert two.queue_items.get("session") == {"id": 1, "text": "An article"}
     one_admin.sessions.open("browser")
     assert two_admin.sessions.valid("browser") and two_admin.sessions.ttl_s == 300.0
+    for _ in range(5):  # failed sign-ins on one replica lock that address out on the other too
+        one_admin.throttle.failed("addr:guesser")
+    assert two_admin.throttle.wait("addr:guesser") > 0 and two_admin.throttle.wait("addr:admin") == 0
+    ticket = one_admin.tickets.issue("browser", admin=True)  # issued by the sign-in on one replica...
+    assert two_admin.tickets.redeem(ticket, "browser") is True  # ...redeemed by the tab's request on the other
+    assert one_admin.tickets.redeem(ticket, "browser") is None

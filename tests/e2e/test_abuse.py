@@ -1,0 +1,251 @@
+"""Short versions of issue 23's attacks: one stranger must not stall, fill or lock the app for everyone else.
+
+Each attack runs against a launched app configured as a Space (SPACE_ID set: one trusted proxy hop, so each
+client's address is the last X-Forwarded-For entry, as in tests/e2e/test_attacks.py). For each: the attacker
+is answered with a 4xx under 64 KB within 2 s, another visitor's classification meanwhile within 1 s (both
+printed, and asserted with a margin: see `assert_bounded`), and the app's memory grows by under 300 MB. The app runs in
+this process (`launched_app`), so "app memory" is this process's resident set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from feedback.store import FeedbackStore
+from tests.e2e.raw_http import Visitor
+from tests.e2e.test_attacks import sign_in, space_settings
+from tests.helpers import launched_app
+
+MAX_REFUSAL_BYTES = 64 * 1024
+MAX_GROWTH_MB = 300
+MARGIN = 3  # on the issue's 2 s and 1 s, for a machine busy with other work
+_next = iter(range(1, 250))
+
+
+def address() -> str:
+    return f"198.51.100.{next(_next)}"
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@dataclass
+class App:
+    url: str
+
+    def classify(self, client: str, headers: dict[str, str] | None = None, **kwargs: Any) -> httpx.Response:
+        headers = {"x-forwarded-for": client} | (headers or {})
+        return httpx.post(f"{self.url}api/v1/classify", headers=headers, timeout=60, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def app(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    home = tmp_path_factory.mktemp("abuse") / "home"
+    shutil.copytree(tiny_champion_home, home)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SPACE_ID", "newsloop/demo")
+        settings = space_settings(home, classify_per_minute=1000, queue_per_minute=1000, events_per_address=8)
+        with launched_app(settings, FeedbackStore.from_settings(settings)) as (url, _):
+            yield App(url)
+
+
+def while_attacked(app: App, attack: Callable[[], Any]) -> tuple[Any, float, list[float]]:
+    """Run `attack`, and meanwhile another visitor's REST classifications, one after another; returns the
+    attack's result, its seconds, and the visitor's seconds per classification (each must succeed)."""
+    visitor, done, times = address(), threading.Event(), []
+
+    def honest() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            response = app.classify(visitor, json={"text": "The striker scored twice in the cup final."})
+            assert response.status_code == 200, response.text
+            times.append(time.perf_counter() - started)
+
+    app.classify(visitor, json={"text": "Warm-up"})
+    thread = threading.Thread(target=honest, daemon=True)
+    thread.start()
+    started = time.perf_counter()
+    try:
+        result = attack()
+    finally:
+        seconds = time.perf_counter() - started
+        time.sleep(0.2)  # at least one classification after the attack's answer
+        done.set()
+        thread.join(timeout=30)
+    print(f"attack answered in {seconds:.3f} s; the other visitor's {len(times)} classifications: "
+          f"slowest {max(times):.3f} s")
+    return result, seconds, times
+
+
+def assert_bounded(response_status: int, body: bytes, seconds: float, times: list[float], grew_mb: float) -> None:
+    """The issue's bounds: a 4xx under 64 KB within 2 s for the attacker, the other visitor within 1 s, memory
+    under +300 MB. The times are asserted with a margin (MARGIN x), so that a busy machine does not fail the
+    default run; they are printed, and the attacks' old costs (tens of seconds) are far outside either."""
+    print(f"refusal {response_status}, {len(body)} bytes; memory {grew_mb:+.0f} MB")
+    assert 400 <= response_status < 500 and len(body) < MAX_REFUSAL_BYTES, (response_status, len(body))
+    assert seconds < 2.0 * MARGIN, f"the attacker waited {seconds:.2f} s for the refusal"
+    assert times and max(times) < 1.0 * MARGIN, f"the other visitor waited {max(times):.2f} s"
+    assert grew_mb < MAX_GROWTH_MB, f"memory grew by {grew_mb:.0f} MB"
+
+
+@pytest.mark.parametrize("items", [1_800_000, 150_000])
+def test_a_huge_list_of_invalid_items_is_refused_before_any_costly_work(app: App, items: int) -> None:
+    body = ('{"text": [' + ",".join(["0"] * items) + "]}").encode()
+    assert len(body) < 3_844_096  # under the body cap: the list length decides, not the size
+    before = rss_mb()
+    response, seconds, times = while_attacked(app, lambda: app.classify(address(), content=body))
+    assert_bounded(response.status_code, response.content, seconds, times, rss_mb() - before)
+    assert response.status_code == 413 and f"{items:,} texts in one request" in response.json()["detail"]
+
+
+def test_wrong_item_types_name_only_the_first_few(app: App) -> None:
+    response = app.classify(address(), json={"text": ["fine", *range(31)]})
+    assert response.status_code == 422 and len(response.content) < 300
+    assert response.json()["detail"].endswith("text[3] must be a string (and 28 more).")
+
+
+def send_chunked(url: str, path: str, total: int, forwarded_for: str) -> tuple[int, bytes, int]:
+    """POST `total` bytes with chunked transfer encoding (no Content-Length) over a raw socket, stopping as
+    soon as the server answers or closes; returns (status, body, bytes sent)."""
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+    head = (f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+            f"Transfer-Encoding: chunked\r\nX-Forwarded-For: {forwarded_for}\r\n\r\n")
+    chunk = b"%x\r\n%s\r\n" % (1 << 20, b"[" * (1 << 20))
+    sock.sendall(head.encode())
+    sent, answer, closed, pending = 0, b"", False, b""
+    sock.setblocking(False)
+    try:
+        while sent < total and not answer and not closed:
+            with contextlib.suppress(BlockingIOError):
+                data = sock.recv(65536)
+                answer, closed = answer + data, not data
+            pending = pending or chunk
+            try:
+                written = sock.send(pending)
+                sent, pending = sent + written, pending[written:]
+            except BlockingIOError:
+                time.sleep(0.001)
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+        sock.settimeout(10)
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            data = sock.recv(65536)
+            if not data:
+                break
+            answer += data
+    except (ConnectionResetError, TimeoutError):
+        pass
+    finally:
+        sock.close()
+    assert answer, f"no answer after {sent:,} bytes"
+    head_end = answer.index(b"\r\n\r\n")
+    return int(answer.split(b" ", 2)[1]), answer[head_end + 4:], sent
+
+
+def test_a_chunked_body_is_refused_at_the_cap_without_reading_the_rest(app: App) -> None:
+    total = 300 * 1024 * 1024
+    before = rss_mb()
+    (status, body, sent), seconds, times = while_attacked(
+        app, lambda: send_chunked(app.url, "/api/v1/classify", total, address()))
+    assert_bounded(status, body, seconds, times, rss_mb() - before)
+    assert status == 413 and b"over the limit" in body
+    print(f"{sent / 2**20:.0f} MB of {total / 2**20:.0f} MB sent before the refusal")
+    assert sent < total / 4
+    # The page's own routes are bounded the same way.
+    (status, _, sent), _, _ = while_attacked(
+        app, lambda: send_chunked(app.url, "/gradio_api/queue/join", total, address()))
+    assert status == 413 and sent < total / 4
+
+
+def test_a_body_that_is_not_utf8_gets_422_and_the_docs_list_only_newsloop(app: App) -> None:
+    response = app.classify(address(), content=b'{"text": "caf\xe9"}', headers={"content-type": "application/json"})
+    assert response.status_code == 422 and "UTF-8" in response.json()["detail"]
+    spec = httpx.get(f"{app.url}openapi.json", timeout=30).json()
+    assert set(spec["paths"]) == {"/api/v1/classify", "/healthz", "/readyz"}
+
+
+def join(url: str, client: str, fn_index: int) -> httpx.Response:
+    body = {"data": ["A flood of one story"], "fn_index": fn_index, "session_hash": uuid.uuid4().hex[:11],
+            "event_data": None, "trigger_id": None}
+    return httpx.post(f"{url}gradio_api/queue/join", json=body, headers={"x-forwarded-for": client}, timeout=30)
+
+
+def test_one_address_flooding_the_queue_leaves_others_served(app: App) -> None:
+    flooder, other = Visitor(app.url, forwarded_for=address()), Visitor(app.url, forwarded_for=address())
+    fn_index = flooder.events()["classify"]
+    stop, answers = threading.Event(), Counter()
+
+    def flood() -> None:  # joins that never read their results, as fast as 16 connections allow
+        with ThreadPoolExecutor(16) as pool:
+            while not stop.is_set():
+                for response in pool.map(lambda _: join(app.url, flooder.forwarded_for or "", fn_index), range(40)):
+                    answers[response.status_code] += 1
+                    assert response.status_code in (200, 429) and len(response.content) < MAX_REFUSAL_BYTES
+
+    thread = threading.Thread(target=flood, daemon=True)
+    thread.start()
+    try:
+        while sum(answers.values()) < 100:
+            time.sleep(0.05)
+        served = [other.call("classify", f"Visitor story {i} about the league")[0]["label"] for i in range(10)]
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    print(f"flood: {dict(answers)}")
+    assert len(served) == 10 and answers[429] > 0 and answers[200] > 0
+
+
+def test_the_real_admin_signs_in_at_once_during_a_distributed_guessing_run(app: App) -> None:
+    guessers, stop, results = [address() for _ in range(5)], threading.Event(), Counter()
+
+    def guess(client: str) -> None:
+        visitor = Visitor(app.url, forwarded_for=client)
+        while not stop.is_set():
+            results[visitor.call("login", f"guess {uuid.uuid4().hex[:6]}")[0].split(":")[0]] += 1
+            time.sleep(0.1)
+
+    threads = [threading.Thread(target=guess, args=(g,), daemon=True) for g in guessers]
+    for thread in threads:
+        thread.start()
+    try:
+        while results["Wrong password."] < 22:  # past the 20 failures from everyone that slow every attempt
+            time.sleep(0.05)
+        admin = Visitor(app.url, forwarded_for=address())
+        started = time.perf_counter()
+        assert sign_in(admin) == "Signed in."  # the first try
+        took = time.perf_counter() - started
+        assert admin.call("overview")[0].startswith("Champion")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+    print(f"the admin signed in in {took:.1f} s while guessers got {dict(results)}")
+    assert results["Too many failed attempts"] > 0 and results["Wrong password."] <= 25
+
+
+def test_the_proxys_forwarded_for_line_decides_even_after_the_clients_line(app: App) -> None:
+    real, texts, codes = address(), ["Shares fell after the profit warning."] * 32, []
+    for i in range(33):  # 32 texts a request against 1,000 a minute: the 32nd request is over the limit
+        lines = [("x-forwarded-for", f"10.9.{i}.1"), ("x-forwarded-for", real)]  # the client's line, then the proxy's
+        codes.append(httpx.post(f"{app.url}api/v1/classify", json={"text": texts}, headers=lines, timeout=60).status_code)
+    assert codes[:31] == [200] * 31 and codes[31:] == [429, 429]
