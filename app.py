@@ -162,10 +162,10 @@ def ensure_champion(settings: Settings) -> None:
     subprocess.run([sys.executable, "-m", "retrain", "bootstrap"], check=True)
 
 
-def register_starter_on_server(settings: Settings) -> None:
+def register_starter_on_server(settings: Settings, wait_s: float = 300.0) -> None:
     """A fresh tracking server has no @champion: the first replica to find none registers the shipped starter,
     under the retrain lock (this home's, and the shared database's advisory lock, which excludes every machine).
-    A replica that finds the lock held serves @champion as soon as the holder registers it."""
+    A replica that finds the lock held waits (up to `wait_s`) for the holder to register it, then serves it."""
     if not is_tracking_server(settings.tracking_uri) or alias_version(settings.tracking_uri) is not None:
         return
     shared = database_lock(settings.database_url) if settings.database_url else contextlib.nullcontext()
@@ -173,7 +173,10 @@ def register_starter_on_server(settings: Settings) -> None:
         with file_lock(settings.paths.retrain_lock, blocking=False), shared:
             register_starter(settings.tracking_uri)
     except (LockBusy, Busy):
-        log.info("the retrain lock is held elsewhere: serving @champion once it is registered")
+        log.info("the retrain lock is held elsewhere: waiting for @champion to be registered")
+        deadline = time.monotonic() + wait_s
+        while alias_version(settings.tracking_uri) is None and time.monotonic() < deadline:
+            time.sleep(1.0)
 
 
 def start_snapshots(settings: Settings) -> SnapshotSchedule | None:

@@ -11,12 +11,13 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerBase
 
 from core.data import Corpus, Example, InputForm, in_form, load_corpus_or_seed
+from core.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry import ModelRegistry
 from retrain.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
 from retrain.publish import ExportedVersion, log_exported, publish
 from retrain.setup import BootstrapSetup
 from retrain.targets import cap_rows
-from retrain.tracking import TRAINING_EXPERIMENT, Tracker, train_params
+from retrain.tracking import TRAINING_EXPERIMENT, Tracker, sync_aliases, train_params
 from retrain.train import TrainResult, train
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,11 @@ def _bootstrap(
     setup.paths.models_dir.mkdir(parents=True, exist_ok=True)
     registry = ModelRegistry(setup.paths.models_dir)
     registry.clean_staging()
+    # On a tracking server (whose first replica registered the starter), number after its versions and keep
+    # what it served in the history, so a rollback from any machine returns to it.
+    shared = tracker.enabled and is_tracking_server(setup.tracking.uri)
+    if shared:
+        mirror_versions(setup.tracking.uri, registry)
     corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
     config = setup.train
     rows, per_form = training_rows(corpus.train, setup.forms, setup.max_rows, config.seed)
@@ -82,6 +88,8 @@ def _bootstrap(
     exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)
     registry.promote(exported.version.version, reason="bootstrap")
     log_exported(tracker, exported, corpus.validation, "champion")
+    if shared:
+        sync_aliases(setup.tracking.uri, registry)
     tracker.log_metrics({"train_seconds": result.seconds, "examples_per_second": result.examples_per_second})
     return BootstrapResult(exported, result, corpus, time.perf_counter() - started)
 
