@@ -25,9 +25,9 @@ pytestmark = pytest.mark.browser
 
 PASSWORD = "a long admin password for the browser test"
 AXE = Path(os.environ.get("NEWSLOOP_AXE_JS", PROJECT_ROOT / ".axe" / "node_modules" / "axe-core" / "axe.min.js"))
-# The README's screenshots are refreshed on request (NEWSLOOP_DOCS_SCREENSHOTS=1); otherwise they go to the
-# ignored tests/screenshots, so a test run never rewrites tracked files.
-SHOTS = PROJECT_ROOT / ("docs" if os.environ.get("NEWSLOOP_DOCS_SCREENSHOTS") else "tests") / "screenshots"
+# The tests' screenshots (tiny model) go to the ignored tests/screenshots; the README's come from the real starter
+# (python -m bench.screenshots), so a test run never rewrites tracked files.
+SHOTS = PROJECT_ROOT / "tests" / "screenshots"
 SIZES = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 RATE_FILE = PROJECT_ROOT / "tests" / "screenshots" / "keyboard_rate.json"
 ARTICLE = ("The striker signed a new three-year contract with the club on Monday, ending weeks of talks "
