@@ -1,16 +1,13 @@
-"""What the admin view shows, as pure functions: tiles, plots, plain-language decisions, progress and history."""
+"""What the admin view shows, as pure functions: tiles, decisions, progress and history (plots: web.admin_plots)."""
 
 from __future__ import annotations
 
 import html
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.labels import LABELS
 from core.stages import RunRecord, Stage
-from feedback.agreement import Agreement
 from feedback.readiness import Readiness
 from web.decision_words import decision_text as decision_text  # the page's decision, rendered from the record
 from web.decision_words import traffic_sentence
@@ -111,70 +108,9 @@ def history_rows(events: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     return rows
 
 
-def agreement_rows(result: Agreement) -> tuple[str, list[list[Any]]]:
-    if result.alpha is None:
-        head = f"Not enough overlap yet: {result.texts} text(s) have labels from two or more annotators."
-    else:
-        head = (f"Krippendorff's alpha **{result.alpha:.2f}** over {result.texts} texts labelled by two or more "
-                "annotators (1 = full agreement, 0 = chance). A much higher alpha without someone means they "
-                "disagree with the rest.")
-    rows = [[a.annotator, a.shared, f"{a.agree:.0%}", "–" if a.alpha_without is None else f"{a.alpha_without:.2f}"]
-            for a in result.annotators]
-    return head, rows
-
-
-def confusion_figure(matrix: Sequence[Sequence[int]]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.6, 3.8), dpi=80)
-    if matrix:
-        ax.imshow(matrix, cmap="Blues")
-        peak = max(max(row) for row in matrix) or 1
-        for i, row in enumerate(matrix):
-            for j, n in enumerate(row):
-                ax.text(j, i, str(n), ha="center", va="center", color="white" if n > peak / 2 else "black")
-    ax.set_xticks(range(len(LABELS)), LABELS, rotation=20)
-    ax.set_yticks(range(len(LABELS)), LABELS)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("true")
-    ax.set_title("Champion on validation")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
-
-
 def served_accuracy(meta: dict[str, Any]) -> float | None:
     """A version's validation accuracy for the file it serves (meta: `validation.int8` or `.fp32`)."""
     validation = meta.get("validation") or {}
     kind = "int8" if "int8" in str(meta.get("serve_file", "")) else "fp32"
     accuracy = (validation.get(kind) or {}).get("accuracy", validation.get("accuracy"))
     return float(accuracy) if isinstance(accuracy, int | float) else None
-
-
-def versions_figure(points: Sequence[tuple[str, float]]) -> Any:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.6, 3.2), dpi=80)
-    ax.plot([v for v, _ in points], [a for _, a in points], marker="o", color="#1d4ed8")
-    ax.set_ylabel("validation accuracy")
-    ax.set_title("Champion accuracy by version")
-    ax.tick_params(axis="x", rotation=30)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
-
-
-def per_day_figure(days: Counter[str]) -> Any:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.6, 3.2), dpi=80)
-    ordered = sorted(days)[-30:]
-    ax.bar(ordered, [days[d] for d in ordered], color="#1d4ed8")
-    ax.set_title("Answers per day (last 30)")
-    ax.tick_params(axis="x", rotation=45)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig

@@ -12,6 +12,7 @@ import gradio as gr
 from core.labels import LABELS
 from web.actions import NewsLoopActions
 from web.answer_rules import RIGHT
+from web.guidelines_view import guidelines_panel
 from web.labelling import QueueView
 
 EXAMPLES = [
@@ -65,6 +66,7 @@ def build_classify(actions: NewsLoopActions) -> None:
                     "new line.</p>", elem_id="classify-hint")
             with gr.Column(elem_id="classify-examples"):
                 gr.Examples(EXAMPLES, inputs=text, label="Examples (one per topic)")
+            guidelines_panel(actions.store, "classify-guidelines")
         with gr.Column(scale=2, elem_id="classify-result"):
             label = gr.Label(num_top_classes=len(LABELS), label="Topic", elem_id="topic-label")
             info = gr.Markdown(elem_id="classify-info")
@@ -142,6 +144,7 @@ def build_queue(actions: NewsLoopActions) -> gr.Tab:
         with gr.Row():
             skip_btn = gr.Button("S · Skip", size="sm", elem_id="q-skip")
             undo_btn = gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")
+        guidelines_panel(actions.store, "queue-guidelines")
     labelling = actions.labelling
     outputs = [article, queue_shown, queue_progress, queue_ack]
     tab.select(_on_screen(labelling.next), outputs=outputs, **PRIVATE)

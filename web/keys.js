@@ -43,7 +43,9 @@
     const t = e.target;
     const typing = t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName));
     if (e.key === "Enter" && t && t.closest && t.closest("#queue-buttons")) {
-      e.preventDefault(); // a stray Enter must never repeat the last label
+      // Enter on a focused topic button answers, as Space does; a held Enter answers once. The answer then
+      // moves focus to the article (below), so a later Enter can never repeat the last label.
+      if (e.repeat) e.preventDefault();
       return;
     }
     if (typing) return;
