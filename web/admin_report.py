@@ -54,9 +54,9 @@ def tiles(stats: Mapping[str, Any], trusted: int | None, pool_left: int) -> str:
     answered = sum(a for _, a in checks)
     accuracy = f"{sum(r for r, _ in checks) / answered:.0%}" if answered else "–"
     status = stats.get("by_status") or {}
-    live = int(stats.get("answers", 0)) - int(status.get("undone", 0))
+    live = int(stats.get("answers", 0)) - int(status.get("undone", 0)) - int(status.get("replaced", 0))
     items = [
-        (f"{live:,}", "answers", "live answers (undone ones not counted)"),
+        (f"{live:,}", "answers", "live answers (undone and replaced ones not counted)"),
         ("–" if trusted is None else f"{trusted:,}", "trusted", "texts a retrain would train on"),
         (f"{int(status.get('suspicious', 0)):,}", "suspicious waiting", "answers waiting for your review"),
         (f"{pool_left:,}", "pool left", "queue articles still needing labels"),

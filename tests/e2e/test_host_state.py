@@ -103,14 +103,14 @@ def test_kill_9_during_a_snapshot_then_restart_from_the_durable_directory_alone(
         assert old_enough, "the test wrote nothing long enough before the kill"
         assert set(old_enough) <= ids
         assert restored.count() >= 1500
-        label, _info = Client(url, verbose=False).predict("Stocks rallied as oil prices fell.", api_name="/classify")
+        label, _info, _prediction_id = Client(url, verbose=False).predict("Stocks rallied as oil prices fell.", api_name="/classify")
         assert label["label"]
 
 
 def test_a_fresh_home_serves_the_shipped_starter_without_training(tmp_path: Path) -> None:
     home = tmp_path / "fresh"
     with running_app(home, None, tmp_path / "app.log") as (_proc, url):
-        label, _info = Client(url, verbose=False).predict("The striker scored twice in the final.", api_name="/classify")
+        label, _info, _prediction_id = Client(url, verbose=False).predict("The striker scored twice in the final.", api_name="/classify")
     champion = ModelRegistry(home / "models").champion()
     assert champion is not None and champion.meta["kind"] == "starter"
     assert champion.meta["starter_of"] == starter_meta(STARTER_DIR)["source_version"]
