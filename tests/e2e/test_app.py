@@ -139,12 +139,17 @@ def test_queue_serves_a_1000_row_pool_from_its_most_uncertain_items(served, tmp_
     assert "labelled **10**" in progress
 
     with sqlite3.connect(store.path) as conn:
-        uncertainty = dict(conn.execute("SELECT text, uncertainty FROM pool"))
+        uncertainty = dict(conn.execute("SELECT text, uncertainty FROM pool WHERE traffic = 0"))
+        traffic = {row[0] for row in conn.execute("SELECT text FROM pool WHERE traffic = 1")}
         stored = [row[0] for row in conn.execute("SELECT text FROM answers WHERE kind = 'queue' ORDER BY id")]
     assert stored == answered
-    # Each item is drawn from the 16 most uncertain left (QueuePolicy.spread), in the annotator's own order.
+    # Traffic items (about a fifth of the pool, QueuePolicy.traffic_share) are offered at random turns; every
+    # other item is drawn from the 16 most uncertain left (QueuePolicy.spread), in the annotator's own order.
+    assert 100 < len(traffic) < 300 and len(uncertainty) + len(traffic) == 1000
+    ranked = [text for text in stored if text not in traffic]
+    assert len(ranked) >= 5  # a traffic turn is one in five: ten answers hold ordinary items too
     ranking = sorted(uncertainty, key=uncertainty.__getitem__, reverse=True)
-    assert all(ranking.index(text) < 16 + i for i, text in enumerate(stored))
+    assert all(ranking.index(text) < 16 + i for i, text in enumerate(ranked))
 
 
 def test_queue_skip_moves_on_without_storing(served) -> None:  # type: ignore[no-untyped-def]
