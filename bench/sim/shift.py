@@ -66,13 +66,15 @@ class FormEvaluator:
     def correct(self, version: ModelVersion) -> dict[str, np.ndarray]:
         from core.serving import load_version
 
-        if version.version not in self._correct:
+        # A refused challenger's version name can be taken again by the next one: key by name and commit time.
+        key = f"{version.version}@{version.meta.get('committed_at')}"
+        if key not in self._correct:
             clf = load_version(version)
-            self._correct[version.version] = {
+            self._correct[key] = {
                 name: clf.proba_in_label_order([e.text for e in rows]).argmax(axis=1) == np.array([e.label for e in rows])
                 for name, rows in self.sets.items()
             }
-        return self._correct[version.version]
+        return self._correct[key]
 
     def accuracy(self, version: ModelVersion) -> dict[str, float]:
         return {name: float(np.mean(hits)) for name, hits in self.correct(version).items()}
