@@ -12,6 +12,7 @@ import dataclasses
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,7 +192,11 @@ def test_an_export_downloads_once_for_the_admin_who_asked_and_leaves_no_file(spa
     assert download.status_code == 200 and "user_label" in download.text.splitlines()[0]
     assert "attachment" in download.headers["content-disposition"]
     assert admin.get(path).status_code == 404  # once
-    assert list(exports.iterdir()) == []  # the temp file went with the download
+    # The temp file goes once the download is sent (a background task after the response): allow it a moment.
+    deadline = time.monotonic() + 10
+    while list(exports.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(exports.iterdir()) == []
 
 
 # 3. Accept and Reject answered "Sign in first." to a signed-in admin ------------------------------------
