@@ -247,7 +247,7 @@ def test_running_app_serves_the_promoted_model_then_the_rolled_back_one(tiny_hom
         client = Client(url, verbose=False, download_files=False, analytics_enabled=False)
 
         def served_version() -> str:
-            _, info = client.predict("Shares fell after the report.", api_name="/classify")
+            _, info, _prediction_id = client.predict("Shares fell after the report.", api_name="/classify")
             return info.split("**")[1]
 
         def wait_for(version: str) -> float:
