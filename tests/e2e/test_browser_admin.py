@@ -290,9 +290,8 @@ def test_an_example_updates_the_counter_and_enter_answers_a_focused_queue_button
     assert f"{len(EXAMPLES[2]):,} / " in _wait_for_text(page, "#char-count", f"{len(EXAMPLES[2]):,} / ")
     tab(page, "Label queue")
     # Whichever article the queue serves (other tests in this module add pool items and answer some).
-    page.wait_for_function("() => { const p = document.querySelector('#queue-article article p');"
-                           " return !!p && p.innerText.trim().length > 0; }")
-    shown = page.inner_text("#queue-article")
+    _wait_for_text(page, "#queue-progress", " left.")  # an article is on screen (the placeholder has no count)
+    shown = page.inner_text("#queue-article article p")  # the article alone, not Gradio's loading overlay
     page.locator("#q-2").focus()
     page.wait_for_timeout(1000)  # web/keys.js drops a press within 200 ms of the article changing
     page.keyboard.press("Enter")
