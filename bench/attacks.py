@@ -82,13 +82,13 @@ def list_bomb(url: str, address: str, items: int) -> list[Hit]:
     return [_timed(name, lambda: httpx.post(f"{url}api/v1/classify", content=body, headers=headers, timeout=120))]
 
 
-def chunked_body(url: str, address: str, total: int = 300 * 2**20, path: str = "/api/v1/classify") -> list[Hit]:
-    """`total` bytes sent chunked, without Content-Length, stopping when the server answers or closes."""
+def send_chunked(url: str, path: str, total: int, forwarded_for: str, timeout_s: float = 60.0) -> tuple[int, bytes, int]:
+    """POST `total` bytes with chunked transfer encoding (no Content-Length) over a raw socket, stopping as
+    soon as the server answers or closes; returns (status, 0 when none came; body; bytes sent)."""
     parts = urlsplit(url)
-    started = time.perf_counter()
-    sock = socket.create_connection((parts.hostname, parts.port), timeout=60)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=timeout_s)
     head = (f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
-            f"Transfer-Encoding: chunked\r\nX-Forwarded-For: {address}\r\n\r\n")
+            f"Transfer-Encoding: chunked\r\nX-Forwarded-For: {forwarded_for}\r\n\r\n")
     chunk = b"%x\r\n%s\r\n" % (1 << 20, b"[" * (1 << 20))
     sent, answer, closed, pending = 0, b"", False, b""
     try:
@@ -117,8 +117,16 @@ def chunked_body(url: str, address: str, total: int = 300 * 2**20, path: str = "
     finally:
         sock.close()
     status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+    head_end = answer.find(b"\r\n\r\n")
+    return status, answer[head_end + 4:] if head_end >= 0 else b"", sent
+
+
+def chunked_body(url: str, address: str, total: int = 300 * 2**20, path: str = "/api/v1/classify") -> list[Hit]:
+    """`total` bytes sent chunked, without Content-Length, stopping when the server answers or closes."""
+    started = time.perf_counter()
+    status, body, sent = send_chunked(url, path, total, address)
     name = f"{total // 2**20} MB chunked body ({sent // 2**20} MB sent)"
-    return [Hit(name, status, time.perf_counter() - started, len(answer))]
+    return [Hit(name, status, time.perf_counter() - started, len(body))]
 
 
 def queue_flood(url: str, address: str, joins: int = 600, seconds: float = 20.0) -> list[Hit]:

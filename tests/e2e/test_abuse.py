@@ -9,9 +9,7 @@ this process (`launched_app`), so "app memory" is this process's resident set.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import socket
 import threading
 import time
 import uuid
@@ -21,11 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from bench.attacks import send_chunked
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
 from tests.e2e.test_attacks import sign_in, space_settings
@@ -121,45 +119,6 @@ def test_wrong_item_types_name_only_the_first_few(app: App) -> None:
     response = app.classify(address(), json={"text": ["fine", *range(31)]})
     assert response.status_code == 422 and len(response.content) < 300
     assert response.json()["detail"].endswith("text[3] must be a string (and 28 more).")
-
-
-def send_chunked(url: str, path: str, total: int, forwarded_for: str) -> tuple[int, bytes, int]:
-    """POST `total` bytes with chunked transfer encoding (no Content-Length) over a raw socket, stopping as
-    soon as the server answers or closes; returns (status, body, bytes sent)."""
-    parts = urlsplit(url)
-    sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
-    head = (f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
-            f"Transfer-Encoding: chunked\r\nX-Forwarded-For: {forwarded_for}\r\n\r\n")
-    chunk = b"%x\r\n%s\r\n" % (1 << 20, b"[" * (1 << 20))
-    sock.sendall(head.encode())
-    sent, answer, closed, pending = 0, b"", False, b""
-    sock.setblocking(False)
-    try:
-        while sent < total and not answer and not closed:
-            with contextlib.suppress(BlockingIOError):
-                data = sock.recv(65536)
-                answer, closed = answer + data, not data
-            pending = pending or chunk
-            try:
-                written = sock.send(pending)
-                sent, pending = sent + written, pending[written:]
-            except BlockingIOError:
-                time.sleep(0.001)
-            except (BrokenPipeError, ConnectionResetError):
-                closed = True
-        sock.settimeout(10)
-        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
-            data = sock.recv(65536)
-            if not data:
-                break
-            answer += data
-    except (ConnectionResetError, TimeoutError):
-        pass
-    finally:
-        sock.close()
-    assert answer, f"no answer after {sent:,} bytes"
-    head_end = answer.index(b"\r\n\r\n")
-    return int(answer.split(b" ", 2)[1]), answer[head_end + 4:], sent
 
 
 def test_a_chunked_body_is_refused_at_the_cap_without_reading_the_rest(app: App) -> None:
