@@ -56,6 +56,38 @@ class NewsClassifier(nn.Module):
         return self.head(pooled)
 
 
+def encoder_layers(encoder: nn.Module) -> nn.ModuleList:
+    """The transformer layers of a BERT-family encoder, bottom first (BERT, RoBERTa, MiniLM; DistilBERT)."""
+    for owner in ("encoder", "transformer"):
+        layers = getattr(getattr(encoder, owner, None), "layer", None)
+        if isinstance(layers, nn.ModuleList):
+            return layers
+    raise ValueError(f"cannot find the transformer layers of a {type(encoder).__name__}")
+
+
+def freeze_lower_layers(model: NewsClassifier, layers: int) -> int:
+    """Keep the embeddings and the first `layers` transformer layers fixed; returns how many parameters that froze.
+
+    Gradients then stop below the first trained layer: the backward pass skips the frozen layers, and the
+    optimizer holds no state for them (the embeddings alone are half of all-MiniLM-L6-v2's weights).
+    0 freezes nothing, and so does an encoder of `layers` layers or fewer: freezing is a speed lever for a
+    deeper encoder, while a shallow one is cheap to train whole and, frozen up to its top, can barely adapt
+    (the tests' 2-layer random model, its random embeddings frozen, no longer learned enough to be promoted).
+    """
+    if layers <= 0:
+        return 0
+    stack = encoder_layers(model.encoder)
+    if layers >= len(stack):
+        return 0
+    frozen = [model.encoder.embeddings, *stack[:layers]]
+    count = 0
+    for module in frozen:
+        for param in module.parameters():
+            param.requires_grad_(False)
+            count += param.numel()
+    return count
+
+
 def load_base(name: str, dropout: float = 0.3) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
     """A fresh classifier on a pretrained encoder (hub id or local path)."""
     path = resolve_base_model(name)

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from core.policies import TrainConfig
-from retrain.model import NewsClassifier
+from retrain.model import NewsClassifier, freeze_lower_layers
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +156,9 @@ def train(
         raise ValueError("need the same, non-zero number of texts and labels")
     seed_everything(config.seed)
     torch.set_num_threads(config.threads or os.cpu_count() or 1)
+    frozen = freeze_lower_layers(model, config.freeze_layers)
+    if frozen:
+        log.info("froze the embeddings and %d lower layers (%.1fM parameters)", config.freeze_layers, frozen / 1e6)
     rng = np.random.default_rng(config.seed)
     pad_id = tokenizer.pad_token_id or 0
     ids = tokenizer(list(texts), truncation=True, max_length=config.max_length)["input_ids"]
@@ -181,7 +184,7 @@ def train(
     optimizer = torch.optim.AdamW(_param_groups(model, config))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing, reduction="none")
-    eval_every = config.eval_every or max(1, planned_steps // 4)
+    eval_every = config.eval_every or max(1, planned_steps // config.eval_checks)
     val_subset = _subset(val_texts, val_labels, config.eval_rows, config.seed)
 
     result = TrainResult()
