@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from core.config import ConfigError, Settings, ensure_home, load_settings
+from core.cpu_share import BESIDE_SERVING_ENV
 from core.locks import LockBusy, file_lock
 from core.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
 from core.registry import ModelRegistry
@@ -201,7 +202,8 @@ def start_schedule(settings: Settings) -> threading.Thread | None:
         while True:
             time.sleep(settings.retrain_interval_min * 60)
             # `watch --once` counts new trusted answers itself (feedback.readiness); the retrain lock prevents overlap.
-            subprocess.run([sys.executable, "-m", "retrain", "watch", "--once"], check=False)
+            subprocess.run([sys.executable, "-m", "retrain", "watch", "--once"], check=False,
+                           env=os.environ | BESIDE_SERVING_ENV)  # it shares the app's cores (core.cpu_share)
 
     thread = threading.Thread(target=loop, name="retrain-schedule", daemon=True)
     thread.start()

@@ -138,6 +138,9 @@ class Settings(HostingSettings):
     retrain_base_rows: int = Field(_R.base_rows, ge=0, description="Base rows replayed in a retrain; 0 = all.")
     retrain_epochs: float = Field(_T.epochs, gt=0.0, le=20.0)
     retrain_max_minutes: float = Field(8.0, ge=0.0, description="Training time budget of a retrain; 0 = none.")
+    retrain_freeze_layers: int = Field(3, ge=0, le=48, description="Lower layers a retrain keeps fixed (why: TrainConfig).")
+    retrain_nice: int = Field(10, ge=0, le=19, description="Niceness of `retrain run`/`watch` (why: core.cpu_share).")
+    retrain_beside_serving: bool = Field(False, description="Train on one core fewer: the app's cores are shared.")
     warm_start: bool = _R.warm_start
     retrain_min_feedback: int = Field(_R.min_feedback, ge=1, description="New trusted answers before watch retrains.")
     retrain_interval_min: float = Field(0.0, ge=0.0, description="In-app retrain schedule; 0 = off.")
@@ -221,6 +224,7 @@ class Settings(HostingSettings):
             "max_minutes": self.retrain_max_minutes,
             "lr_encoder": self.retrain_lr_encoder,
             "lr_head": self.retrain_lr_head,
+            "freeze_layers": self.retrain_freeze_layers, "eval_checks": 1,  # why: TrainConfig
         }
         return self.train_config(**(values | overrides))
 

@@ -62,11 +62,14 @@ def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from core.cpu_share import yield_cpu
+
+    settings = yield_cpu(load_settings())  # before torch starts a thread: threads inherit the priority
     from retrain.run import retrain
     from retrain.setup import RetrainSetup
     from retrain.state import RetrainBusy
 
-    setup = RetrainSetup.from_settings(load_settings(), max_minutes=args.max_minutes, base_rows=args.base_rows)
+    setup = RetrainSetup.from_settings(settings, max_minutes=args.max_minutes, base_rows=args.base_rows)
     try:
         result = retrain(setup)
     except RetrainBusy as exc:
@@ -103,6 +106,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import contextlib
     import time
 
+    from core.cpu_share import yield_cpu
+
+    settings = yield_cpu(load_settings())  # before torch starts a thread: threads inherit the priority
     from core.stages import read_last_run
     from feedback.readiness import count_new_trusted
     from feedback.store import FeedbackStore
@@ -110,7 +116,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from retrain.setup import RetrainSetup
     from retrain.state import RetrainBusy
 
-    settings = load_settings()
     setup = RetrainSetup.from_settings(settings)
     interval = args.interval or 60.0
     min_new = args.min_new or setup.policy.min_feedback

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import PROJECT_ROOT
+from core.cpu_share import BESIDE_SERVING_ENV
 from core.paths import HomePaths
 from core.stages import RunRecord, Stage, read_last_run, read_progress
 
@@ -52,9 +54,10 @@ class RetrainJobs:
             logs.mkdir(parents=True, exist_ok=True)
             log_path = logs / f"{args[0]}-{time.strftime('%Y%m%d-%H%M%S')}.log"
             with log_path.open("wb") as log_file:  # the child holds its own copy of the descriptor
+                # A retrain started here shares the app's cores: it trains on one fewer (core.cpu_share).
                 self._job = subprocess.Popen(
                     [sys.executable, "-m", "retrain", *args], stdout=log_file, stderr=subprocess.STDOUT,
-                    cwd=PROJECT_ROOT,
+                    cwd=PROJECT_ROOT, env=os.environ | BESIDE_SERVING_ENV,
                 )
             self._job_log = log_path
             self._args, self._started = args, time.time()
