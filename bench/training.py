@@ -1,16 +1,18 @@
 """Training speed of a retrain-like fine-tune (all-MiniLM-L6-v2 + MLP head), with and without length bucketing.
 
 Default (a measured sample): `--steps` optimizer steps with length bucketing and the same number without,
-on a fixed sample of `--rows` real training rows from NEWSLOOP_DATA, through `retrain.train.train`. Reports
+on a fixed sample of `--rows` real training rows from NEWSLOOP_DATA, through `retrain.train.train`; with
+`--freeze K` also bucketed with the embeddings and K lower layers frozen (a retrain's recipe). Reports
 examples/s for each and projects the wall time of one epoch over `--rows` rows: tokenization + training
-loop + the validation checks `train` runs (about four, `TrainConfig.eval_rows` rows each).
+loop + the validation checks `train` runs (`TrainConfig.eval_checks`, `TrainConfig.eval_rows` rows each).
+A whole retrain, stage by stage, is `bench/retrain_speed.py`.
 
 `--full` instead trains all `--rows` rows once, bucketed and with the validation checks, and reports the
 real wall time.
 
 Run from the repository root::
 
-    NEWSLOOP_DATA=<data> python bench/training.py [--rows 10000] [--steps 30] [--full] [--json OUT]
+    NEWSLOOP_DATA=<data> python bench/training.py [--rows 10000] [--steps 30] [--freeze 3] [--full] [--json OUT]
 
 The last printed line is a one-line `SUMMARY`, compared with the 10-minute retrain target.
 """
@@ -32,7 +34,6 @@ from typing import Any
 import numpy as np
 
 TARGET_MINUTES = 10.0
-_EVALS_PER_RUN = 4  # `train` validates about every planned_steps // 4 steps
 
 
 def steps_as_epochs(steps: int, n_rows: int, batch_size: int) -> float:
@@ -85,12 +86,15 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
     train(model, tokenizer, texts, labels, warm)
 
     modes: dict[str, Any] = {}
-    for bucket in (True, False):
+    # Frozen last: freezing stays with the model.
+    variants = [("bucketed", True, 0), ("unbucketed", False, 0)]
+    variants += [(f"bucketed, {args.freeze} layers frozen", True, args.freeze)] if args.freeze else []
+    for name, bucket, freeze in variants:
         epochs = steps_as_epochs(args.steps, len(texts), args.batch_size)
-        config = dataclasses.replace(base, epochs=epochs, bucket_by_length=bucket)
+        config = dataclasses.replace(base, epochs=epochs, bucket_by_length=bucket, freeze_layers=freeze)
         watch = CpuWatch()
         result = train(model, tokenizer, texts, labels, config)
-        modes["bucketed" if bucket else "unbucketed"] = {
+        modes[name] = {
             "steps": result.steps,
             "examples": result.examples_seen,
             "seconds": result.seconds,
@@ -102,9 +106,9 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
     for mode in modes.values():
         loop_s = len(texts) / mode["examples_per_second"]
         mode["projected_loop_s"] = loop_s
-        mode["projected_wall_s"] = tokenize_s + loop_s + _EVALS_PER_RUN * eval_s
-    return {"load_s": load_s, "tokenize_s": tokenize_s, "eval_s": eval_s, "mean_tokens": float(lengths.mean()),
-            "modes": modes}
+        mode["projected_wall_s"] = tokenize_s + loop_s + base.eval_checks * eval_s
+    return {"load_s": load_s, "tokenize_s": tokenize_s, "eval_s": eval_s, "evals": base.eval_checks,
+            "mean_tokens": float(lengths.mean()), "modes": modes}
 
 
 def run_full(args: argparse.Namespace, settings: Any, texts: list[str], labels: list[int],
@@ -140,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000, help="training rows (one epoch)")
     parser.add_argument("--steps", type=int, default=30, help="measured steps per mode in the sample")
     parser.add_argument("--full", action="store_true", help="really train all --rows rows once (bucketed)")
+    parser.add_argument("--freeze", type=int, default=0, help="also measure with the embeddings and K layers frozen")
     parser.add_argument("--batch-size", type=int, default=0, help="0 = NEWSLOOP_BATCH_SIZE")
     parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 = NEWSLOOP_TORCH_THREADS or all")
     parser.add_argument("--progress", action="store_true", help="show the training progress bars")
@@ -191,16 +196,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"| {share_cell(m['other_cpu'])} |")
         print()
         print(f"Fixed costs in the projection: tokenizing {len(rows)} rows {out['tokenize_s']:.1f} s, "
-              f"{_EVALS_PER_RUN} validation checks x {out['eval_s']:.1f} s; base model load {out['load_s']:.1f} s "
+              f"{out['evals']} validation checks x {out['eval_s']:.1f} s; base model load {out['load_s']:.1f} s "
               f"(not included); mean {out['mean_tokens']:.0f} tokens per text")
         b, u = out["modes"]["bucketed"], out["modes"]["unbucketed"]
-        budget_s = TARGET_MINUTES * 60 - out["tokenize_s"] - _EVALS_PER_RUN * out["eval_s"]
+        budget_s = TARGET_MINUTES * 60 - out["tokenize_s"] - out["evals"] * out["eval_s"]
         affordable = int(b["examples_per_second"] * budget_s)
         print(f"At the bucketed speed, {TARGET_MINUTES:g} minutes fit about {max(0, affordable):,} rows x 1 epoch")
         ratio = b["examples_per_second"] / u["examples_per_second"]
+        frozen = [m for name, m in out["modes"].items() if "frozen" in name]
         summary = (f"SUMMARY training: bucketed {b['examples_per_second']:.1f} ex/s vs unbucketed "
                    f"{u['examples_per_second']:.1f} ex/s ({ratio:.2f}x); "
-                   f"projected {len(rows)}-row epoch {verdict(b['projected_wall_s'])}")
+                   + (f"{args.freeze} layers frozen {frozen[0]['examples_per_second']:.1f} ex/s "
+                      f"({frozen[0]['examples_per_second'] / b['examples_per_second']:.2f}x bucketed); " if frozen else "")
+                   + f"projected {len(rows)}-row epoch {verdict(b['projected_wall_s'])}")
     if args.json:
         args.json.write_text(json.dumps({"rows": len(rows), "batch_size": args.batch_size, "threads": threads,
                                          "full": args.full, "steps": args.steps, **out}, indent=2))
