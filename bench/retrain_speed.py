@@ -231,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # it logs each database migration at INFO
     os.environ.setdefault("TQDM_DISABLE", "1")
     from bench.sim.data import data_location
 
