@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 
 from core.config import PROJECT_ROOT
 
-DEV_TOOLS = {"pytest", "ruff", "playwright", "optuna"}
+DEV_TOOLS = {"pytest", "ruff", "playwright", "optuna", "mypy"}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
