@@ -35,7 +35,7 @@ from tests.oauth import CLIENT_SECRET, SESSION_COOKIE, signed_session_cookie, sp
 
 pytestmark = pytest.mark.space
 SPACE_ID = "newsloop/rehearsal"
-DEV_TOOLS = {"pytest", "ruff", "playwright", "optuna"}
+DEV_TOOLS = {"pytest", "ruff", "playwright", "optuna", "mypy"}
 FIRST_ANSWER_S = 60.0  # the brief: a Space answers within a minute of starting
 SPORTS = "The striker scored twice as the home side won the cup final in extra time."
 
