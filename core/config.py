@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
@@ -200,24 +201,24 @@ class Settings(HostingSettings):
     def mlflow_artifacts_dir(self) -> Path:
         return self.paths.mlflow_artifacts_dir
 
-    def train_config(self, **overrides: object) -> TrainConfig:
-        """The bootstrap's training recipe."""
-        values = {
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "lr_encoder": self.lr_encoder,
-            "lr_head": self.lr_head,
-            "warmup_ratio": self.warmup_ratio,
-            "weight_decay": self.weight_decay,
-            "label_smoothing": self.label_smoothing,
-            "max_length": self.max_length,
-            "seed": self.seed,
-            "threads": self.torch_threads,
-            "max_minutes": self.bootstrap_max_minutes,
-        }
-        return TrainConfig(**(values | overrides))  # type: ignore[arg-type]
+    def train_config(self, **overrides: Any) -> TrainConfig:
+        """The bootstrap's training recipe; `overrides` are TrainConfig fields (dataclasses.replace checks names)."""
+        recipe = TrainConfig(
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            lr_encoder=self.lr_encoder,
+            lr_head=self.lr_head,
+            warmup_ratio=self.warmup_ratio,
+            weight_decay=self.weight_decay,
+            label_smoothing=self.label_smoothing,
+            max_length=self.max_length,
+            seed=self.seed,
+            threads=self.torch_threads,
+            max_minutes=self.bootstrap_max_minutes,
+        )
+        return dataclasses.replace(recipe, **overrides)
 
-    def retrain_train_config(self, **overrides: object) -> TrainConfig:
+    def retrain_train_config(self, **overrides: Any) -> TrainConfig:
         """A retrain's training recipe: the bootstrap's, at the retrain's epochs, budget and learning rates."""
         values = {
             "epochs": self.retrain_epochs,
@@ -265,22 +266,24 @@ class Settings(HostingSettings):
     def export_config(self) -> ExportConfig:
         return ExportConfig(max_length=self.max_length, int8_tolerance=self.int8_tolerance)
 
-    def retrain_policy(self, **overrides: object) -> RetrainPolicy:
-        values = {
-            "base_rows": self.retrain_base_rows,
-            "feedback_weight": self.feedback_weight,
-            "distill_weight": self.distill_weight,
-            "warm_start": self.warm_start,
-            "min_feedback": self.retrain_min_feedback,
-        }
-        return RetrainPolicy(**(values | overrides))  # type: ignore[arg-type]
+    def retrain_policy(self, **overrides: Any) -> RetrainPolicy:
+        """`overrides` are RetrainPolicy fields (dataclasses.replace checks names)."""
+        policy = RetrainPolicy(
+            base_rows=self.retrain_base_rows,
+            feedback_weight=self.feedback_weight,
+            distill_weight=self.distill_weight,
+            warm_start=self.warm_start,
+            min_feedback=self.retrain_min_feedback,
+        )
+        return dataclasses.replace(policy, **overrides)
 
 
 _SECRETS = frozenset({"admin_password", "users", "secret_key", "hub_token", "database_url"})
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Read settings from the environment (overrides win), raising ConfigError with readable messages."""
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from the environment (overrides win, validated like the environment's strings), raising
+    ConfigError with readable messages."""
     try:
         return Settings(**overrides)
     except ValidationError as exc:

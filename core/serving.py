@@ -186,7 +186,7 @@ class ChampionService:
         self.spinning = spinning
         self.check_interval_s = check_interval_s
         self._model: OnnxClassifier | None = None
-        self._marker: tuple[int, int] | None = None
+        self._marker: object = None  # the registry's opaque fingerprint (ChampionSource.marker), only compared
         self._swap_lock = threading.Lock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
