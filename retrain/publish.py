@@ -53,7 +53,7 @@ def publish(
     """
     staging = registry.new_staging()
     onnx_meta = {"base_model": meta.get("base_model", ""), "data": meta.get("data", "")}
-    export_onnx(model, tokenizer, staging, config.max_length, onnx_meta)
+    onnx_file = export_onnx(model, tokenizer, staging, config.max_length, onnx_meta)
     sample = [ex.text for ex in validation[:_PARITY_SAMPLE]]
     diff = parity_check(model, tokenizer, staging, sample, config.max_length)
     quantize_int8(staging / FP32_FILE)
@@ -65,6 +65,7 @@ def publish(
         "max_length": config.max_length,
         "serve_file": serve_file,
         "parity_max_abs_diff": diff,
+        "graph_optimized": onnx_file.optimized,  # False: ONNX Runtime's fusions failed, the file serves slower
         "validation": {
             "n": len(validation),
             "fp32": {"accuracy": fp32["accuracy"], "macro_f1": fp32["macro_f1"]},
