@@ -106,14 +106,14 @@ def _eager_attention(model: NewsClassifier) -> Iterator[None]:
     Attention node per layer, but not the graph that SDPA (transformers' default) traces to."""
     encoder = model.encoder
     before = getattr(encoder.config, "_attn_implementation", None)
-    switch = hasattr(encoder, "set_attn_implementation") and before not in (None, "eager")
-    if switch:
-        encoder.set_attn_implementation("eager")
+    if before is None or before == "eager" or not hasattr(encoder, "set_attn_implementation"):
+        yield
+        return
+    encoder.set_attn_implementation("eager")
     try:
         yield
     finally:
-        if switch:
-            encoder.set_attn_implementation(before)
+        encoder.set_attn_implementation(before)
 
 
 def fused_op_counts(path: Path) -> dict[str, int]:

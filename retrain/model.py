@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from core.labels import LABELS
 from core.paths import CHECKPOINT_DIR
@@ -35,9 +35,10 @@ def resolve_base_model(name: str) -> str:
 class NewsClassifier(nn.Module):
     """Encoder -> masked mean pooling -> Linear(hidden, 256) -> GELU -> Linear(256, labels)."""
 
-    def __init__(self, encoder: nn.Module, num_labels: int = len(LABELS), dropout: float = 0.3) -> None:
+    def __init__(self, encoder: PreTrainedModel, num_labels: int = len(LABELS), dropout: float = 0.3) -> None:
         super().__init__()
-        self.encoder = encoder
+        self.encoder: PreTrainedModel = encoder
+        self.num_labels = num_labels
         hidden = encoder.config.hidden_size
         self.head = nn.Sequential(
             nn.Dropout(dropout),
@@ -120,10 +121,9 @@ def starting_point(base_model: str, dropout: float, warm_start: bool) -> ModelFa
     """Where a retrain starts: the champion's checkpoint (warm start) if it has one, else the base encoder."""
 
     def factory(champion: ModelVersion | None) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
-        checkpoint = champion.path / CHECKPOINT_DIR if champion else None
-        if warm_start and checkpoint is not None and checkpoint.is_dir():
-            log.info("warm start from champion %s", champion.version)  # type: ignore[union-attr]
-            return load_checkpoint(checkpoint)
+        if warm_start and champion is not None and (champion.path / CHECKPOINT_DIR).is_dir():
+            log.info("warm start from champion %s", champion.version)
+            return load_checkpoint(champion.path / CHECKPOINT_DIR)
         return load_base(base_model, dropout)
 
     return factory

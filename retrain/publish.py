@@ -28,7 +28,7 @@ _PARITY_SAMPLE = 32
 class ExportedVersion:
     version: ModelVersion
     metrics_fp32: dict[str, Any]
-    metrics_int8: dict[str, Any] | None
+    metrics_int8: dict[str, Any]  # every export quantizes and scores its int8 copy
     served_probs: np.ndarray  # validation probabilities of the file that will be served
 
 
@@ -92,9 +92,8 @@ def log_exported(
     served = exported.metrics_int8 if v.meta["serve_file"] == INT8_FILE else exported.metrics_fp32
     tracker.log_evaluation(name, [e.label for e in validation], exported.served_probs, served)
     for precision, metrics in (("fp32", exported.metrics_fp32), ("int8", exported.metrics_int8)):
-        if metrics:
-            tracker.log_metrics(
-                {f"{name}_{precision}_accuracy": metrics["accuracy"], f"{name}_{precision}_macro_f1": metrics["macro_f1"]}
-            )
+        tracker.log_metrics(
+            {f"{name}_{precision}_accuracy": metrics["accuracy"], f"{name}_{precision}_macro_f1": metrics["macro_f1"]}
+        )
     tracker.set_tags({"newsloop_version": v.version, "serve_file": v.meta["serve_file"]})
     tracker.log_model_version(v.path, v.version, alias)
