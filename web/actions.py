@@ -31,7 +31,8 @@ _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.~-]+)*[\\/]([\w.-]+)")  # a file
 class Classifier(Protocol):
     """What the page needs from a model: predictions, batch probabilities, and the version that made them."""
 
-    version: str | None
+    @property
+    def version(self) -> str | None: ...  # read only: a service's champion changes under it
 
     def predict(self, texts: Sequence[str]) -> list[Any]: ...
 

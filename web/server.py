@@ -10,7 +10,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
@@ -95,7 +95,7 @@ class RequestGuard:
             return
         answer: dict[str, Any] = {"status": 0, "body": b""}
 
-        async def noted(message: dict[str, Any]) -> None:
+        async def noted(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 answer["status"] = message["status"]
             elif message["type"] == "http.response.body" and len(answer["body"]) < 4096:
