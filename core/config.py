@@ -16,6 +16,8 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from core.hosting import HostingSettings, on_public_host
 from core.paths import HomePaths
 from core.policies import (
+    DROPOUT,
+    SESSION_CAPACITY,
     DataSource,
     ExportConfig,
     GateConfig,
@@ -77,7 +79,7 @@ class Settings(HostingSettings):
     warmup_ratio: float = Field(_T.warmup_ratio, ge=0.0, lt=1.0)
     weight_decay: float = Field(_T.weight_decay, ge=0.0, lt=1.0)
     label_smoothing: float = Field(_T.label_smoothing, ge=0.0, lt=1.0)
-    dropout: float = Field(0.3, ge=0.0, lt=1.0)
+    dropout: float = Field(DROPOUT, ge=0.0, lt=1.0)
     bootstrap_max_rows: int = Field(0, ge=0, description="Cap on training rows for bootstrap; 0 = no cap.")
     bootstrap_max_minutes: float = Field(17.0, ge=0.0, description="Training time cap; 0 = no cap.")
     torch_threads: int = Field(0, ge=0, description="Threads for training; 0 = all cores.")
@@ -101,7 +103,7 @@ class Settings(HostingSettings):
     address_feedback_per_minute: int = Field(_S.address_writes_per_minute, ge=1, description="Answers per client address a minute.")
     max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
     max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
-    session_capacity: int = Field(10_000, ge=10, description="Sessions whose memory is kept (least recent dropped).")
+    session_capacity: int = Field(SESSION_CAPACITY, ge=10, description="Sessions whose memory is kept (least recent dropped).")
     events_per_address: int = Field(
         16, ge=1, le=256, description="Page events one client address may have queued or running at once."
     )
@@ -204,17 +206,9 @@ class Settings(HostingSettings):
     def train_config(self, **overrides: Any) -> TrainConfig:
         """The bootstrap's training recipe; `overrides` are TrainConfig fields (dataclasses.replace checks names)."""
         recipe = TrainConfig(
-            epochs=self.epochs,
-            batch_size=self.batch_size,
-            lr_encoder=self.lr_encoder,
-            lr_head=self.lr_head,
-            warmup_ratio=self.warmup_ratio,
-            weight_decay=self.weight_decay,
-            label_smoothing=self.label_smoothing,
-            max_length=self.max_length,
-            seed=self.seed,
-            threads=self.torch_threads,
-            max_minutes=self.bootstrap_max_minutes,
+            epochs=self.epochs, batch_size=self.batch_size, lr_encoder=self.lr_encoder, lr_head=self.lr_head,
+            warmup_ratio=self.warmup_ratio, weight_decay=self.weight_decay, label_smoothing=self.label_smoothing,
+            max_length=self.max_length, seed=self.seed, threads=self.torch_threads, max_minutes=self.bootstrap_max_minutes,
         )
         return dataclasses.replace(recipe, **overrides)
 
@@ -269,11 +263,8 @@ class Settings(HostingSettings):
     def retrain_policy(self, **overrides: Any) -> RetrainPolicy:
         """`overrides` are RetrainPolicy fields (dataclasses.replace checks names)."""
         policy = RetrainPolicy(
-            base_rows=self.retrain_base_rows,
-            feedback_weight=self.feedback_weight,
-            distill_weight=self.distill_weight,
-            warm_start=self.warm_start,
-            min_feedback=self.retrain_min_feedback,
+            base_rows=self.retrain_base_rows, feedback_weight=self.feedback_weight, distill_weight=self.distill_weight,
+            warm_start=self.warm_start, min_feedback=self.retrain_min_feedback,
         )
         return dataclasses.replace(policy, **overrides)
 

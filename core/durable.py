@@ -62,7 +62,7 @@ def _state_files(paths: HomePaths) -> dict[str, tuple[Path, bool]]:
     return {
         paths.feedback_db.relative_to(home).as_posix(): (paths.feedback_db, True),
         paths.mlflow_db.relative_to(home).as_posix(): (paths.mlflow_db, True),
-        (paths.models_dir / "registry.json").relative_to(home).as_posix(): (paths.models_dir / "registry.json", False),
+        paths.registry_record.relative_to(home).as_posix(): (paths.registry_record, False),
         paths.retrain_state.relative_to(home).as_posix(): (paths.retrain_state, False),
     }
 
@@ -111,7 +111,7 @@ def _sqlite_copy(db: Path, dest: Path) -> None:
 
 def _copy_versions(paths: HomePaths, durable: Path) -> tuple[list[str], int]:
     """Copy every local model version not yet complete on the durable side; returns (all versions, copied)."""
-    versions_dir = paths.models_dir / "versions"
+    versions_dir = paths.versions_dir
     names = sorted(p.name for p in versions_dir.iterdir() if (p / META_FILE).is_file()) if versions_dir.is_dir() else []
     copied = 0
     for name in names:
@@ -230,7 +230,7 @@ def restore(paths: HomePaths, durable: Path) -> Path | None:
     if found is None:
         return None
     snapshot, manifest = found
-    versions_dir = paths.models_dir / "versions"
+    versions_dir = paths.versions_dir
     versions_dir.mkdir(parents=True, exist_ok=True)
     for name in manifest["versions"]:
         if (versions_dir / name / META_FILE).is_file():

@@ -17,7 +17,8 @@ from tokenizers import Tokenizer
 from core.batching import MicroBatcher
 from core.labels import LABELS
 from core.mlflow_champion import ChampionSource
-from core.paths import FP32_FILE, TOKENIZER_FILE
+from core.paths import FP32_FILE, META_FILE, TOKENIZER_FILE
+from core.policies import MAX_LENGTH
 from core.registry import ModelRegistry, ModelVersion, RegistryError
 from core.text import clean_text
 
@@ -75,14 +76,14 @@ class OnnxClassifier:
         spinning: bool = True,
     ) -> None:
         self.model_dir = Path(model_dir)
-        meta_path = self.model_dir / "meta.json"
+        meta_path = self.model_dir / META_FILE
         self.meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         self.version = version or self.meta.get("version", self.model_dir.name)
         self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
         self.session = inference_session(self.model_dir / self.onnx_file, session_options(threads, spinning))
         custom = self.session.get_modelmeta().custom_metadata_map
         self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
-        self.max_length = int(custom.get("max_length", self.meta.get("max_length", 192)))
+        self.max_length = int(custom.get("max_length", self.meta.get("max_length", MAX_LENGTH)))
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
         self.tokenizer.enable_truncation(self.max_length)
         self.tokenizer.no_padding()

@@ -13,6 +13,7 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 
 from core.labels import LABELS
 from core.paths import CHECKPOINT_DIR
+from core.policies import DROPOUT
 from core.registry import ModelVersion
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ def resolve_base_model(name: str) -> str:
 class NewsClassifier(nn.Module):
     """Encoder -> masked mean pooling -> Linear(hidden, 256) -> GELU -> Linear(256, labels)."""
 
-    def __init__(self, encoder: PreTrainedModel, num_labels: int = len(LABELS), dropout: float = 0.3) -> None:
+    def __init__(self, encoder: PreTrainedModel, num_labels: int = len(LABELS), dropout: float = DROPOUT) -> None:
         super().__init__()
         self.encoder: PreTrainedModel = encoder
         self.num_labels = num_labels
@@ -89,7 +90,7 @@ def freeze_lower_layers(model: NewsClassifier, layers: int) -> int:
     return count
 
 
-def load_base(name: str, dropout: float = 0.3) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
+def load_base(name: str, dropout: float = DROPOUT) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
     """A fresh classifier on a pretrained encoder (hub id or local path)."""
     path = resolve_base_model(name)
     tokenizer = AutoTokenizer.from_pretrained(path)

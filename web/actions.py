@@ -14,7 +14,7 @@ import numpy as np
 
 from core.labels import LABELS
 from core.limits import Limiter, RateLimiter
-from core.policies import QueuePolicy
+from core.policies import SESSION_CAPACITY, QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
@@ -46,7 +46,7 @@ class PageLimits:
     max_input_chars: int  # longer input is refused with a message
     classify_per_minute: int  # per client address
     queue_per_minute: int = 120  # queue requests (next, answer, skip) per client address
-    session_capacity: int = 10_000  # sessions whose last prediction and queue item are remembered
+    session_capacity: int = SESSION_CAPACITY  # sessions whose last prediction and queue item are remembered
     session_memory_bytes: int = 64 * 1024 * 1024  # and the memory those may take, each map
 
 

@@ -21,6 +21,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
+from core.policies import SESSION_CAPACITY
 from web.api_body import replay
 from web.fair_share import FairShare
 from web.identity import ASGIApp, BrowserIdMiddleware, Gatekeeper, Scope
@@ -34,7 +35,7 @@ class ServerOptions:
     max_upload_bytes: int = 5 * 1024 * 1024
     blocked_paths: tuple[str, ...] = ()  # never served as files, whatever Gradio allows
     auth: list[tuple[str, str]] | None = None  # Gradio's sign-in for the whole page (verified identities)
-    session_capacity: int = 10_000  # sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS)
+    session_capacity: int = SESSION_CAPACITY  # sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS)
     cache_cleanup_s: int = 3600  # uploads and outputs older than this are deleted, checked as often
     events_per_address: int = 16  # page events one client address may have queued or running at once
     routers: Sequence[APIRouter] = field(default_factory=tuple)
