@@ -24,7 +24,7 @@ from starlette.requests import Request
 from core.policies import SESSION_CAPACITY
 from web.api_body import replay
 from web.fair_share import FairShare
-from web.identity import ASGIApp, BrowserIdMiddleware, Gatekeeper, Scope
+from web.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
 from web.theme import CSS, THEME, head_html
 
 
@@ -175,7 +175,7 @@ async def _refuse(send: Any, status: int, detail: str, retry_after: int | None =
 
 
 def build_server(
-    demo: gr.Blocks, gate: Gatekeeper, options: ServerOptions, is_admin: Callable[[Any], bool] = lambda _: False
+    demo: gr.Blocks, identities: IdentityService, options: ServerOptions, is_admin: Callable[[Any], bool] = lambda _: False
 ) -> FastAPI:
     """The one ASGI app: REST routes first, then the page at "/", wrapped in the upload guard and browser ids."""
     api = FastAPI(title="NewsLoop", docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None)
@@ -203,8 +203,8 @@ def build_server(
     # Starlette runs the last-added middleware first: browser ids must exist before the guard looks.
     fair_share = FairShare(options.events_per_address, _queue_holds(demo))
     app.add_middleware(RequestGuard, is_admin=is_admin, max_bytes=options.max_upload_bytes,
-                       address_of=gate.address_of, fair_share=fair_share)
-    app.add_middleware(BrowserIdMiddleware, gatekeeper=gate)
+                       address_of=identities.address_of, fair_share=fair_share)
+    app.add_middleware(BrowserIdMiddleware, identities=identities)
     return app
 
 
