@@ -33,7 +33,7 @@ class TrainConfig:
     eval_every: int = 0  # steps between validation checks; 0 = about `eval_checks` per run
     # Validation checks in a run when eval_every is 0, the last at its end. A retrain checks once (Settings.
     # retrain_train_config): its export scores all of base validation anyway, and one 512-row check costs the CPU
-    # of ~7 training steps (10.4 vs 15.4 CPU s for 10 steps, 3 layers frozen): four were 40% of its loop.
+    # of ~7 training steps (README "Performance", retrain speed): four were 40% of its loop.
     eval_checks: int = 4
     eval_rows: int = 512
     # The embeddings and this many lower transformer layers stay fixed; 0 = train all. A retrain keeps 3 of

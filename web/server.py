@@ -210,7 +210,7 @@ def build_server(
 
 def _bound_event_analytics(demo: gr.Blocks, keep: int = 1_000) -> None:
     """Gradio keeps a record of every event for its monitoring page (10,000 by default) and after each event
-    summarises them all in a pandas DataFrame: about 20 ms of CPU per event once full, so a flood of events
+    summarises them all in a pandas DataFrame, a cost that grows with the records kept, so a flood of events
     slows every later one, and memory grows until then. NewsLoop shows no monitoring page: keep `keep`
     records and summarise once per `keep` events. Gradio reads these from GRADIO_ANALYTICS_MAX_EVENTS and
     GRADIO_ANALYTICS_CACHE_FREQUENCY when the queue is built (before this runs); a setting given there wins."""
