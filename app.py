@@ -40,7 +40,7 @@ from web.admin import AdminActions
 from web.admin_routes import admin_router
 from web.admin_sessions import TICKET_TTL_S
 from web.api import build_api
-from web.identity import Gatekeeper, ProxyPolicy
+from web.identity import IdentityService, ProxyPolicy
 from web.jobs import RetrainJobs
 from web.page import build_page
 from web.server import ServerOptions, build_server, serve
@@ -74,9 +74,9 @@ def identity_secret(settings: Settings) -> bytes:
     return path.read_text().strip().encode()
 
 
-def gatekeeper(settings: Settings) -> Gatekeeper:
+def identity_service(settings: Settings) -> IdentityService:
     proxy = ProxyPolicy(hops=settings.trusted_proxy_hops, addresses=settings.proxy_address_list)
-    return Gatekeeper(identity_secret(settings), proxy, secure_cookie=settings.on_space)
+    return IdentityService(identity_secret(settings), proxy, secure_cookie=settings.on_space)
 
 
 def _users(settings: Settings) -> list[tuple[str, str]] | None:
@@ -110,10 +110,10 @@ def shared_web_state(settings: Settings, store: FeedbackStore | None) -> tuple[d
 
 def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore | None = None) -> FastAPI:
     """The server around `classifier` and `store`: page, REST API, identities and limits cut from `settings`."""
-    gate = gatekeeper(settings)
+    identities = identity_service(settings)
     page_state, admin_state = shared_web_state(settings, store)
     actions = NewsLoopActions(
-        classifier, store, limits=page_limits(settings), queue=settings.queue_policy(), gate=gate, **page_state
+        classifier, store, limits=page_limits(settings), queue=settings.queue_policy(), identities=identities, **page_state
     )
     admin = None
     if settings.admin_enabled:
@@ -122,7 +122,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             password=settings.admin_password,
             registry=ModelRegistry(settings.paths.models_dir),
             jobs=RetrainJobs(settings.paths),
-            gate=gate,
+            gate=identities,  # AdminActions' parameter keeps its old name until web/admin.py is reworked
             admins=settings.admin_list,
             session_minutes=settings.admin_session_minutes,
             trust=settings.trust_policy(),
@@ -143,14 +143,14 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         auth=_users(settings),
         session_capacity=settings.session_capacity,
         events_per_address=settings.events_per_address,
-        routers=[*api_routers(classifier, actions, gate, settings.max_batch_texts), *([admin_router(admin)] if admin else [])],
+        routers=[*api_routers(classifier, actions, identities, settings.max_batch_texts), *([admin_router(admin)] if admin else [])],
     )
-    return build_server(demo, gate, options, is_admin=admin.is_admin if admin else lambda _: False)
+    return build_server(demo, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
 
 
-def api_routers(classifier: Classifier, actions: NewsLoopActions, gate: Gatekeeper, max_texts: int) -> list[APIRouter]:
+def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: IdentityService, max_texts: int) -> list[APIRouter]:
     """The REST API beside the page (web.api), sharing the page's limits, rate limiter and identity rules."""
-    return [build_api(classifier, actions.limits, actions.classify_limit, gate.address_of, max_texts=max_texts)]
+    return [build_api(classifier, actions.limits, actions.classify_limit, identities.address_of, max_texts=max_texts)]
 
 
 def ensure_champion(settings: Settings) -> None:

@@ -340,7 +340,7 @@ def export_fp32(checkpoint_dir: Path, out_dir: Path, max_length: int) -> Path:
     from retrain.model import load_checkpoint
 
     model, tokenizer = load_checkpoint(checkpoint_dir)
-    return export_onnx(model, tokenizer, out_dir, max_length)
+    return export_onnx(model, tokenizer, out_dir, max_length).path
 
 
 INT8_VARIANTS: dict[str, dict[str, Any]] = {

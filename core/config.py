@@ -9,12 +9,15 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
 from core.hosting import HostingSettings, on_public_host
 from core.paths import HomePaths
 from core.policies import (
+    DROPOUT,
+    SESSION_CAPACITY,
     DataSource,
     ExportConfig,
     GateConfig,
@@ -76,7 +79,7 @@ class Settings(HostingSettings):
     warmup_ratio: float = Field(_T.warmup_ratio, ge=0.0, lt=1.0)
     weight_decay: float = Field(_T.weight_decay, ge=0.0, lt=1.0)
     label_smoothing: float = Field(_T.label_smoothing, ge=0.0, lt=1.0)
-    dropout: float = Field(0.3, ge=0.0, lt=1.0)
+    dropout: float = Field(DROPOUT, ge=0.0, lt=1.0)
     bootstrap_max_rows: int = Field(0, ge=0, description="Cap on training rows for bootstrap; 0 = no cap.")
     bootstrap_max_minutes: float = Field(17.0, ge=0.0, description="Training time cap; 0 = no cap.")
     torch_threads: int = Field(0, ge=0, description="Threads for training; 0 = all cores.")
@@ -100,7 +103,7 @@ class Settings(HostingSettings):
     address_feedback_per_minute: int = Field(_S.address_writes_per_minute, ge=1, description="Answers per client address a minute.")
     max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
     max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
-    session_capacity: int = Field(10_000, ge=10, description="Sessions whose memory is kept (least recent dropped).")
+    session_capacity: int = Field(SESSION_CAPACITY, ge=10, description="Sessions whose memory is kept (least recent dropped).")
     events_per_address: int = Field(
         16, ge=1, le=256, description="Page events one client address may have queued or running at once."
     )
@@ -200,24 +203,16 @@ class Settings(HostingSettings):
     def mlflow_artifacts_dir(self) -> Path:
         return self.paths.mlflow_artifacts_dir
 
-    def train_config(self, **overrides: object) -> TrainConfig:
-        """The bootstrap's training recipe."""
-        values = {
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "lr_encoder": self.lr_encoder,
-            "lr_head": self.lr_head,
-            "warmup_ratio": self.warmup_ratio,
-            "weight_decay": self.weight_decay,
-            "label_smoothing": self.label_smoothing,
-            "max_length": self.max_length,
-            "seed": self.seed,
-            "threads": self.torch_threads,
-            "max_minutes": self.bootstrap_max_minutes,
-        }
-        return TrainConfig(**(values | overrides))  # type: ignore[arg-type]
+    def train_config(self, **overrides: Any) -> TrainConfig:
+        """The bootstrap's training recipe; `overrides` are TrainConfig fields (dataclasses.replace checks names)."""
+        recipe = TrainConfig(
+            epochs=self.epochs, batch_size=self.batch_size, lr_encoder=self.lr_encoder, lr_head=self.lr_head,
+            warmup_ratio=self.warmup_ratio, weight_decay=self.weight_decay, label_smoothing=self.label_smoothing,
+            max_length=self.max_length, seed=self.seed, threads=self.torch_threads, max_minutes=self.bootstrap_max_minutes,
+        )
+        return dataclasses.replace(recipe, **overrides)
 
-    def retrain_train_config(self, **overrides: object) -> TrainConfig:
+    def retrain_train_config(self, **overrides: Any) -> TrainConfig:
         """A retrain's training recipe: the bootstrap's, at the retrain's epochs, budget and learning rates."""
         values = {
             "epochs": self.retrain_epochs,
@@ -265,22 +260,21 @@ class Settings(HostingSettings):
     def export_config(self) -> ExportConfig:
         return ExportConfig(max_length=self.max_length, int8_tolerance=self.int8_tolerance)
 
-    def retrain_policy(self, **overrides: object) -> RetrainPolicy:
-        values = {
-            "base_rows": self.retrain_base_rows,
-            "feedback_weight": self.feedback_weight,
-            "distill_weight": self.distill_weight,
-            "warm_start": self.warm_start,
-            "min_feedback": self.retrain_min_feedback,
-        }
-        return RetrainPolicy(**(values | overrides))  # type: ignore[arg-type]
+    def retrain_policy(self, **overrides: Any) -> RetrainPolicy:
+        """`overrides` are RetrainPolicy fields (dataclasses.replace checks names)."""
+        policy = RetrainPolicy(
+            base_rows=self.retrain_base_rows, feedback_weight=self.feedback_weight, distill_weight=self.distill_weight,
+            warm_start=self.warm_start, min_feedback=self.retrain_min_feedback,
+        )
+        return dataclasses.replace(policy, **overrides)
 
 
 _SECRETS = frozenset({"admin_password", "users", "secret_key", "hub_token", "database_url"})
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Read settings from the environment (overrides win), raising ConfigError with readable messages."""
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from the environment (overrides win, validated like the environment's strings), raising
+    ConfigError with readable messages."""
     try:
         return Settings(**overrides)
     except ValidationError as exc:

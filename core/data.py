@@ -81,7 +81,8 @@ def split_by_hash(
     examples: Iterable[Example], val_fraction: float, salt: str = ""
 ) -> tuple[list[Example], list[Example]]:
     """(kept, held out): about `val_fraction` of the texts held out, chosen by (salted) text hash."""
-    train, validation = [], []
+    train: list[Example] = []
+    validation: list[Example] = []
     for ex in examples:
         (validation if is_validation(ex.text, val_fraction, salt) else train).append(ex)
     return train, validation

@@ -24,6 +24,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from core.paths import META_FILE, HomePaths
 
@@ -48,13 +49,20 @@ class SnapshotReport:
     seconds: float
 
 
+class FileEntry(TypedDict):
+    """A copied file's line in a manifest."""
+
+    sha256: str
+    bytes: int
+
+
 def _state_files(paths: HomePaths) -> dict[str, tuple[Path, bool]]:
     """Relative name -> (local path, is a SQLite database)."""
     home = paths.home
     return {
         paths.feedback_db.relative_to(home).as_posix(): (paths.feedback_db, True),
         paths.mlflow_db.relative_to(home).as_posix(): (paths.mlflow_db, True),
-        (paths.models_dir / "registry.json").relative_to(home).as_posix(): (paths.models_dir / "registry.json", False),
+        paths.registry_record.relative_to(home).as_posix(): (paths.registry_record, False),
         paths.retrain_state.relative_to(home).as_posix(): (paths.retrain_state, False),
     }
 
@@ -67,7 +75,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _write_once(source: Path, dest: Path) -> dict[str, object]:
+def _write_once(source: Path, dest: Path) -> FileEntry:
     """Copy `source` to a new file `dest` in one sequential pass ('x': never over an existing file)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest, size = hashlib.sha256(), 0
@@ -103,7 +111,7 @@ def _sqlite_copy(db: Path, dest: Path) -> None:
 
 def _copy_versions(paths: HomePaths, durable: Path) -> tuple[list[str], int]:
     """Copy every local model version not yet complete on the durable side; returns (all versions, copied)."""
-    versions_dir = paths.models_dir / "versions"
+    versions_dir = paths.versions_dir
     names = sorted(p.name for p in versions_dir.iterdir() if (p / META_FILE).is_file()) if versions_dir.is_dir() else []
     copied = 0
     for name in names:
@@ -113,7 +121,7 @@ def _copy_versions(paths: HomePaths, durable: Path) -> tuple[list[str], int]:
         if dest.exists():
             # A copy torn by a crash: its files cannot be overwritten in place, so start a new attempt beside it.
             dest = durable / "versions" / f"{name}.{uuid.uuid4().hex[:8]}.partial"
-        files = {}
+        files: dict[str, FileEntry] = {}
         for path in sorted((versions_dir / name).rglob("*")):
             if path.is_file():
                 files[path.relative_to(versions_dir / name).as_posix()] = _write_once(path, dest / path.relative_to(versions_dir / name))
@@ -136,7 +144,7 @@ def take_snapshot(paths: HomePaths, durable: Path, *, keep: int = 3) -> Snapshot
     target = durable / "snapshots" / f"{SNAPSHOT_PREFIX}{stamp}-{uuid.uuid4().hex[:8]}"
     target.mkdir(parents=True)
     versions, copied = _copy_versions(paths, durable)
-    files: dict[str, dict[str, object]] = {}
+    files: dict[str, FileEntry] = {}
     paths.home.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=paths.home, prefix=".snapshot-") as staging:
         for rel, (local, is_db) in _state_files(paths).items():
@@ -150,7 +158,7 @@ def take_snapshot(paths: HomePaths, durable: Path, *, keep: int = 3) -> Snapshot
     _write_json_once(
         {"created_at": stamp, "files": files, "versions": versions, "home_layout": 1}, target / MANIFEST
     )
-    size = sum(int(f["bytes"]) for f in files.values())  # type: ignore[call-overload]
+    size = sum(f["bytes"] for f in files.values())
     _prune(durable, keep)
     report = SnapshotReport(target, len(files), size, copied, round(time.perf_counter() - started, 3))
     log.info("snapshot %s: %d files, %d bytes, %d new model versions, %.2f s",
@@ -222,7 +230,7 @@ def restore(paths: HomePaths, durable: Path) -> Path | None:
     if found is None:
         return None
     snapshot, manifest = found
-    versions_dir = paths.models_dir / "versions"
+    versions_dir = paths.versions_dir
     versions_dir.mkdir(parents=True, exist_ok=True)
     for name in manifest["versions"]:
         if (versions_dir / name / META_FILE).is_file():

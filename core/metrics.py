@@ -16,9 +16,12 @@ from sklearn.metrics import (
 
 from core.labels import LABELS
 
+# Label indices, as a list or as an integer array (what a model's argmax gives).
+ClassIds = Sequence[int] | np.ndarray
+
 
 def classification_metrics(
-    y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[str] = LABELS
+    y_true: ClassIds, y_pred: ClassIds, labels: Sequence[str] = LABELS
 ) -> dict:
     """Accuracy, macro-F1, per-label precision/recall/F1/support and the confusion matrix."""
     idx = list(range(len(labels)))
@@ -42,12 +45,12 @@ def classification_metrics(
     }
 
 
-def ranking_metrics(y_true: Sequence[int], probs: np.ndarray, labels: Sequence[str] = LABELS) -> dict:
+def ranking_metrics(y_true: ClassIds, probs: np.ndarray, labels: Sequence[str] = LABELS) -> dict:
     """One-vs-rest AUROC and AUPRC per label, and their macro means (labels absent from y_true skipped)."""
-    y_true = np.asarray(y_true)
+    truth = np.asarray(y_true)
     auroc, auprc = {}, {}
     for i, name in enumerate(labels):
-        positives = y_true == i
+        positives = truth == i
         if positives.all() or not positives.any():
             continue
         auroc[name] = float(roc_auc_score(positives, probs[:, i]))
@@ -60,7 +63,7 @@ def ranking_metrics(y_true: Sequence[int], probs: np.ndarray, labels: Sequence[s
     }
 
 
-def evaluate_probabilities(y_true: Sequence[int], probs: np.ndarray, labels: Sequence[str] = LABELS) -> dict:
+def evaluate_probabilities(y_true: ClassIds, probs: np.ndarray, labels: Sequence[str] = LABELS) -> dict:
     """Every metric we report for a model's probabilities on labelled data."""
     y_pred = np.asarray(probs).argmax(axis=1)
     return classification_metrics(y_true, y_pred, labels) | ranking_metrics(y_true, np.asarray(probs), labels)

@@ -30,7 +30,9 @@ VERSION_TAG = "newsloop_version"  # the project's version name (v0003) on each r
 CHAMPION_ALIAS = "champion"
 HISTORY_TAG = "newsloop_history"  # on the registered model: the champions before @champion, oldest first
 STARTER_EXPERIMENT = "newsloop-starter"  # the runs that carry a registered starter's files
-SERVER_SCHEMES = ("http://", "https://")
+# A tracking URI of one of these is a server: it keeps the artifacts and the registry (replicas follow its
+# @champion, runs store artifacts there). Any other URI (sqlite:, a file path) is a store on this machine.
+SERVER_SCHEMES = ("http://", "https://", "databricks")
 
 
 class ChampionSource(Protocol):
@@ -42,6 +44,7 @@ class ChampionSource(Protocol):
 
 
 def is_tracking_server(uri: str) -> bool:
+    """Whether MLflow's tracking URI names a server (SERVER_SCHEMES): the one test every package uses."""
     return uri.startswith(SERVER_SCHEMES)
 
 

@@ -14,6 +14,12 @@ META_FILE = "meta.json"
 CHECKPOINT_DIR = "checkpoint"  # PyTorch weights for warm starts
 VALIDATION_PROBS = "validation_probs.npy"  # the served file's validation probabilities, reused by the gate
 
+# Inside the registry's directory (HomePaths.models_dir; see core.registry).
+REGISTRY_RECORD = "registry.json"  # which version is champion, and the history of changes
+REGISTRY_LOCK = "registry.lock"
+VERSIONS_DIR = "versions"  # one directory per committed model version
+STAGING_DIR = "staging"  # versions being written, not yet committed
+
 
 @dataclass(frozen=True)
 class HomePaths:
@@ -24,6 +30,14 @@ class HomePaths:
     @property
     def models_dir(self) -> Path:
         return self.home / "models"
+
+    @property
+    def registry_record(self) -> Path:
+        return self.models_dir / REGISTRY_RECORD
+
+    @property
+    def versions_dir(self) -> Path:
+        return self.models_dir / VERSIONS_DIR
 
     @property
     def feedback_db(self) -> Path:

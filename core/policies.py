@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Shared by more than one policy or layer, so named once here.
+MAX_LENGTH = 192  # tokens a text is cut to: in training, in the export's metadata, and when serving a file without it
+DROPOUT = 0.3  # the classifier head's dropout (retrain.model.NewsClassifier), saved with each checkpoint
+SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (web.session_memory, web.server)
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -20,7 +25,7 @@ class TrainConfig:
     warmup_ratio: float = 0.06
     weight_decay: float = 0.01
     label_smoothing: float = 0.1
-    max_length: int = 192
+    max_length: int = MAX_LENGTH
     seed: int = 13
     max_minutes: float = 0.0  # 0 = no time budget
     threads: int = 0  # 0 = all cores
@@ -28,7 +33,7 @@ class TrainConfig:
     eval_every: int = 0  # steps between validation checks; 0 = about `eval_checks` per run
     # Validation checks in a run when eval_every is 0, the last at its end. A retrain checks once (Settings.
     # retrain_train_config): its export scores all of base validation anyway, and one 512-row check costs the CPU
-    # of ~7 training steps (10.4 vs 15.4 CPU s for 10 steps, 3 layers frozen): four were 40% of its loop.
+    # of ~7 training steps (README "Performance", retrain speed): four were 40% of its loop.
     eval_checks: int = 4
     eval_rows: int = 512
     # The embeddings and this many lower transformer layers stay fixed; 0 = train all. A retrain keeps 3 of
@@ -163,7 +168,7 @@ class DataSource:
 class ExportConfig:
     """How a trained model becomes a served ONNX version."""
 
-    max_length: int = 192
+    max_length: int = MAX_LENGTH
     int8_tolerance: float = 0.5  # serve int8 only within this many accuracy points of fp32
 
 

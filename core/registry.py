@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from core.locks import file_lock
-from core.paths import META_FILE
+from core.paths import META_FILE, REGISTRY_LOCK, REGISTRY_RECORD, STAGING_DIR, VERSIONS_DIR
 
 _VERSION_PREFIX = "v"
 
@@ -69,10 +69,10 @@ def write_json_atomic(path: Path, payload: object) -> None:
 class ModelRegistry:
     def __init__(self, models_dir: Path) -> None:
         self.root = Path(models_dir)
-        self.versions_dir = self.root / "versions"
-        self.staging_dir = self.root / "staging"
-        self.record_path = self.root / "registry.json"
-        self.lock_path = self.root / "registry.lock"
+        self.versions_dir = self.root / VERSIONS_DIR
+        self.staging_dir = self.root / STAGING_DIR
+        self.record_path = self.root / REGISTRY_RECORD
+        self.lock_path = self.root / REGISTRY_LOCK
 
     # Reading.
     def read_record(self) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from tokenizers import Tokenizer
 from core.batching import MicroBatcher
 from core.labels import LABELS
 from core.mlflow_champion import ChampionSource
-from core.paths import FP32_FILE, TOKENIZER_FILE
+from core.paths import FP32_FILE, META_FILE, TOKENIZER_FILE
+from core.policies import MAX_LENGTH
 from core.registry import ModelRegistry, ModelVersion, RegistryError
 from core.text import clean_text
 
@@ -75,21 +76,21 @@ class OnnxClassifier:
         spinning: bool = True,
     ) -> None:
         self.model_dir = Path(model_dir)
-        meta_path = self.model_dir / "meta.json"
+        meta_path = self.model_dir / META_FILE
         self.meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         self.version = version or self.meta.get("version", self.model_dir.name)
         self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
         self.session = inference_session(self.model_dir / self.onnx_file, session_options(threads, spinning))
         custom = self.session.get_modelmeta().custom_metadata_map
         self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
-        self.max_length = int(custom.get("max_length", self.meta.get("max_length", 192)))
+        self.max_length = int(custom.get("max_length", self.meta.get("max_length", MAX_LENGTH)))
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
         self.tokenizer.enable_truncation(self.max_length)
         self.tokenizer.no_padding()
         self._input_names = {i.name for i in self.session.get_inputs()}
 
     def encode(self, texts: Sequence[str]) -> list:
-        if len(texts) == 1:  # encode_batch's parallel machinery costs more than one short text (~0.2 ms)
+        if len(texts) == 1:  # one text: nothing for encode_batch's thread pool to share out
             return [self.tokenizer.encode(clean_text(texts[0]))]
         return self.tokenizer.encode_batch([clean_text(t) for t in texts])
 
@@ -169,7 +170,7 @@ class ChampionService:
         *,
         threads: int = 0,
         # Off in the server: spinning ONNX Runtime workers keep a core busy after each call, and on 2 cores the
-        # HTTP layer needs it (bench/http_speed.py: REST p50 8.9 ms without spinning, 10.9 ms with).
+        # HTTP layer needs it (README "Performance").
         spinning: bool = False,
         check_interval_s: float = 2.0,
         max_batch: int = 16,
@@ -186,7 +187,7 @@ class ChampionService:
         self.spinning = spinning
         self.check_interval_s = check_interval_s
         self._model: OnnxClassifier | None = None
-        self._marker: tuple[int, int] | None = None
+        self._marker: object = None  # the registry's opaque fingerprint (ChampionSource.marker), only compared
         self._swap_lock = threading.Lock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None

@@ -23,7 +23,7 @@ def restore_if_fresh(paths: HomePaths, durable: Path) -> Path | None:
 
     A host that kept its local state is newer than any snapshot, so it is left alone.
     """
-    if paths.feedback_db.exists() or (paths.models_dir / "registry.json").exists():
+    if paths.feedback_db.exists() or paths.registry_record.exists():
         return None
     return restore(paths, durable)
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from core.decision import GateResult, Rule, RuleResult, describe
 from core.paths import HomePaths
@@ -29,7 +29,8 @@ class Stage(StrEnum):
         return _START[self]
 
     @property
-    def title(self) -> str:
+    def caption(self) -> str:
+        """The stage in words, for the page (not `title`: that is str's own method)."""
         return _TITLE[self]
 
     @property
@@ -60,6 +61,11 @@ class RowCounts(TypedDict, total=False):
     feedback_holdout: int
     traffic: int
     base_validation: int
+
+
+def _row_counts(raw: dict[str, Any]) -> RowCounts:
+    """RowCounts from a record's JSON: its known keys only, as ints (keys of older or newer records dropped)."""
+    return cast(RowCounts, {key: int(value) for key, value in raw.items() if key in RowCounts.__annotations__})
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,7 @@ class RunRecord:
             champion_before=data.get("champion_before"),
             challenger=data.get("challenger"),
             champion_after=data.get("champion_after"),
-            rows=RowCounts(**{k: int(v) for k, v in (data.get("rows") or {}).items() if k in RowCounts.__annotations__}),
+            rows=_row_counts(data.get("rows") or {}),
             gate=GateResult.from_dict(gate) if gate else None,
             checks=[RuleResult.from_dict(r) for r in data.get("checks") or []],
             seconds=float(data.get("seconds") or 0.0),

@@ -28,7 +28,9 @@ def starter_meta(starter_dir: Path = STARTER_DIR) -> dict | None:
 
 def starter_fits(meta: dict | None, labels: tuple[str, ...] = LABELS) -> bool:
     """Whether a starter predicts exactly the configured labels, in the same order."""
-    return bool(meta) and tuple(meta.get("labels", ())) == tuple(labels) and bool(meta.get("serve_file"))
+    if not meta:
+        return False
+    return tuple(meta.get("labels", ())) == tuple(labels) and bool(meta.get("serve_file"))
 
 
 def installed_meta(meta: dict) -> dict:

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from core.labels import LABELS
 from core.paths import CHECKPOINT_DIR
+from core.policies import DROPOUT
 from core.registry import ModelVersion
 
 log = logging.getLogger(__name__)
@@ -35,9 +36,10 @@ def resolve_base_model(name: str) -> str:
 class NewsClassifier(nn.Module):
     """Encoder -> masked mean pooling -> Linear(hidden, 256) -> GELU -> Linear(256, labels)."""
 
-    def __init__(self, encoder: nn.Module, num_labels: int = len(LABELS), dropout: float = 0.3) -> None:
+    def __init__(self, encoder: PreTrainedModel, num_labels: int = len(LABELS), dropout: float = DROPOUT) -> None:
         super().__init__()
-        self.encoder = encoder
+        self.encoder: PreTrainedModel = encoder
+        self.num_labels = num_labels
         hidden = encoder.config.hidden_size
         self.head = nn.Sequential(
             nn.Dropout(dropout),
@@ -88,7 +90,7 @@ def freeze_lower_layers(model: NewsClassifier, layers: int) -> int:
     return count
 
 
-def load_base(name: str, dropout: float = 0.3) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
+def load_base(name: str, dropout: float = DROPOUT) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
     """A fresh classifier on a pretrained encoder (hub id or local path)."""
     path = resolve_base_model(name)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -120,10 +122,9 @@ def starting_point(base_model: str, dropout: float, warm_start: bool) -> ModelFa
     """Where a retrain starts: the champion's checkpoint (warm start) if it has one, else the base encoder."""
 
     def factory(champion: ModelVersion | None) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
-        checkpoint = champion.path / CHECKPOINT_DIR if champion else None
-        if warm_start and checkpoint is not None and checkpoint.is_dir():
-            log.info("warm start from champion %s", champion.version)  # type: ignore[union-attr]
-            return load_checkpoint(checkpoint)
+        if warm_start and champion is not None and (champion.path / CHECKPOINT_DIR).is_dir():
+            log.info("warm start from champion %s", champion.version)
+            return load_checkpoint(champion.path / CHECKPOINT_DIR)
         return load_base(base_model, dropout)
 
     return factory

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from core.labels import LABELS
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot() -> Any:  # matplotlib.pyplot, imported on first use
     import matplotlib
 
     matplotlib.use("Agg")  # files only, never a window

@@ -83,7 +83,7 @@ def track_decision(tracker: Tracker, result: RunRecord, gate: GateConfig) -> Non
     tags (the full record is the run's gate.json artifact)."""
     tracker.log_params({f"gate_{f.name}": getattr(gate, f.name) for f in fields(gate)} | {
         "rows_traffic": result.rows.get("traffic", 0)})
-    tags = {"decision": result.decision, "reasons": " | ".join(result.reasons)}
+    tags: dict[str, object] = {"decision": result.decision, "reasons": " | ".join(result.reasons)}
     if result.gate is not None:
         tags |= {"gate_promote": result.gate.promote, "gate_p_value": result.gate.p_value,
                  "gate_delta": result.gate.delta}

@@ -7,17 +7,16 @@ from pathlib import Path
 
 from core.config import Settings
 from core.data import InputForm
+from core.mlflow_champion import is_tracking_server
 from core.paths import HomePaths
-from core.policies import DataSource, ExportConfig, GateConfig, RetrainPolicy, TrainConfig, TrustPolicy
+from core.policies import DROPOUT, DataSource, ExportConfig, GateConfig, RetrainPolicy, TrainConfig, TrustPolicy
 from retrain.tracking import TrackingTarget
-
-_SERVER_SCHEMES = ("http://", "https://", "databricks")
 
 
 def tracking_target(settings: Settings) -> TrackingTarget:
     """MLflow's store. A tracking server keeps artifacts in its own store; any other store (the default SQLite
     file in home, or one the host names) gets them under home, never in ./mlruns of the current directory."""
-    server = settings.tracking_uri.startswith(_SERVER_SCHEMES)
+    server = is_tracking_server(settings.tracking_uri)
     return TrackingTarget(settings.tracking_uri, None if server else settings.paths.mlflow_artifacts_dir)
 
 
@@ -31,7 +30,7 @@ class BootstrapSetup:
     export: ExportConfig
     tracking: TrackingTarget
     base_model: str = ""  # Hugging Face id or path; empty = the packaged all-MiniLM-L6-v2
-    dropout: float = 0.3
+    dropout: float = DROPOUT
     max_rows: int = 0  # cap on training rows of each input form; 0 = no cap
     # Each input form trained on, with its own row cap (0 = the shared `max_rows`): headline-only and
     # body-only copies of the base rows teach the model the inputs people paste besides whole articles.
@@ -76,7 +75,7 @@ class RetrainSetup:
     export: ExportConfig
     tracking: TrackingTarget
     base_model: str = ""
-    dropout: float = 0.3
+    dropout: float = DROPOUT
     database_url: str = ""  # a shared PostgreSQL feedback database; empty = the SQLite file in home
 
     @property

@@ -34,7 +34,7 @@ class TrackingTarget:
     artifacts_dir: Path | None = None
 
 
-def _mlflow(tracking_uri: str):  # type: ignore[no-untyped-def]
+def _mlflow(tracking_uri: str) -> Any:  # the mlflow module, imported on first use
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri)

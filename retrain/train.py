@@ -86,7 +86,7 @@ def soft_targets(
     if not 0.0 <= teacher_weight <= 1.0:
         raise ValueError(f"teacher_weight must lie in [0, 1], got {teacher_weight}")
     y = np.asarray(labels, dtype=int)
-    targets = np.full((y.size, num_labels), smoothing / num_labels, dtype=np.float32)
+    targets: np.ndarray = np.full((y.size, num_labels), smoothing / num_labels, dtype=np.float32)
     targets[np.arange(y.size), y] += 1.0 - smoothing
     if teacher is not None and teacher_weight > 0:
         teacher = np.asarray(teacher, dtype=np.float32)
@@ -123,7 +123,7 @@ def predict_logits(
     model.eval()
     ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
     order = np.argsort([len(x) for x in ids], kind="stable")
-    out = np.zeros((len(texts), model.head[-1].out_features), dtype=np.float32)
+    out = np.zeros((len(texts), model.num_labels), dtype=np.float32)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         input_ids, mask = collate([ids[i] for i in idx], tokenizer.pad_token_id or 0)
@@ -163,7 +163,7 @@ def train(
     pad_id = tokenizer.pad_token_id or 0
     ids = tokenizer(list(texts), truncation=True, max_length=config.max_length)["input_ids"]
     lengths = [len(x) for x in ids]
-    num_labels = model.head[-1].out_features
+    num_labels = model.num_labels
     if targets is None:
         targets = soft_targets(labels, num_labels, config.label_smoothing)
     if np.shape(targets) != (len(texts), num_labels):
@@ -232,7 +232,7 @@ def train(
                     state["total"] = step  # out of time: end here whatever the plan said
                     result.stopped_by_budget = True
                 if on_metrics and step % 10 == 0:
-                    on_metrics({"train_loss": running, "lr_encoder": scheduler.get_last_lr()[0]}, step)
+                    on_metrics({"train_loss": running, "lr_encoder": float(scheduler.get_last_lr()[0])}, step)
                 if val_subset and (step % eval_every == 0 or step == state["total"]):
                     point = _validate(model, tokenizer, val_subset, config, loss_fn)
                     point |= {"step": step, "train_loss": running}
@@ -262,7 +262,10 @@ def _subset(texts: Sequence[str], labels: Sequence[int], n: int, seed: int) -> t
     return [texts[i] for i in idx], [labels[i] for i in idx]
 
 
-def _validate(model, tokenizer, subset, config, loss_fn) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def _validate(
+    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, subset: tuple[list[str], list[int]], config: TrainConfig,
+    loss_fn: nn.Module,
+) -> dict[str, float]:
     texts, labels = subset
     logits = predict_logits(model, tokenizer, texts, config.max_length)
     y = torch.tensor(labels)

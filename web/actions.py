@@ -14,12 +14,12 @@ import numpy as np
 
 from core.labels import LABELS
 from core.limits import Limiter, RateLimiter
-from core.policies import QueuePolicy
+from core.policies import SESSION_CAPACITY, QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from web.answer_rules import RIGHT, names_shown, new_shown_id, snippet, storable, topic_of
-from web.identity import Gatekeeper, Identity
+from web.identity import Identity, IdentityService
 from web.labelling import LabellingQueue
 from web.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
 
@@ -31,7 +31,8 @@ _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.~-]+)*[\\/]([\w.-]+)")  # a file
 class Classifier(Protocol):
     """What the page needs from a model: predictions, batch probabilities, and the version that made them."""
 
-    version: str | None
+    @property
+    def version(self) -> str | None: ...  # read only: a service's champion changes under it
 
     def predict(self, texts: Sequence[str]) -> list[Any]: ...
 
@@ -45,7 +46,7 @@ class PageLimits:
     max_input_chars: int  # longer input is refused with a message
     classify_per_minute: int  # per client address
     queue_per_minute: int = 120  # queue requests (next, answer, skip) per client address
-    session_capacity: int = 10_000  # sessions whose last prediction and queue item are remembered
+    session_capacity: int = SESSION_CAPACITY  # sessions whose last prediction and queue item are remembered
     session_memory_bytes: int = 64 * 1024 * 1024  # and the memory those may take, each map
 
 
@@ -62,7 +63,7 @@ class AnswerOutcome:
 class NewsLoopActions:
     """What each button does, independent of the page layout.
 
-    Who is asking comes from `gate` (web.identity): a server-issued identity, never the client's choice;
+    Who is asking comes from `identities` (web.identity): a server-issued identity, never the client's choice;
     `profile` is the `gr.OAuthProfile` Gradio injects when a Hugging Face account is signed in. Every
     answer names what was on screen by the id the server issued when it showed it (a prediction, a queue
     item); an answer naming anything else is refused. The queue's buttons are `labelling` (web.labelling).
@@ -75,7 +76,7 @@ class NewsLoopActions:
         *,
         limits: PageLimits,
         queue: QueuePolicy,
-        gate: Gatekeeper,
+        identities: IdentityService,
         classify_limit: Limiter | None = None,
         queue_limit: Limiter | None = None,
         queue_items: SessionMap | None = None,
@@ -86,7 +87,7 @@ class NewsLoopActions:
         self.store = store
         self.limits = limits
         self.queue = queue
-        self.gate = gate
+        self.identities = identities
         budget, capacity = limits.session_memory_bytes, limits.session_capacity
         self.memory: BoundedMap[LastPrediction] = BoundedMap(capacity, budget, lambda last: last.nbytes)
         self.queue_items: SessionMap = queue_items or BoundedMap(capacity, budget, queue_item_bytes)
@@ -94,7 +95,7 @@ class NewsLoopActions:
         self.queue_limit: Limiter = queue_limit or RateLimiter(limits.queue_per_minute, 60.0)
         self._scored_version: str | None = None
         self._rescore_lock = threading.Lock()
-        self.labelling = LabellingQueue(classifier, store, policy=queue, gate=gate, limit=self.queue_limit,
+        self.labelling = LabellingQueue(classifier, store, policy=queue, identities=identities, limit=self.queue_limit,
                                         items=self.queue_items, before_next=self._rescore_if_needed)
 
     # Classify.
@@ -102,7 +103,7 @@ class NewsLoopActions:
         self, text: str | None, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
     ) -> tuple[dict[str, float] | None, str, str]:
         """(probabilities, note, prediction id): the id names this result in answers ("" when none can be given)."""
-        who = self.gate.identify(request, profile)
+        who = self.identities.identify(request, profile)
         if who.session:
             self.memory.pop(who.session)  # whatever this tab showed is replaced, by a result or by a message
         if text is not None and not isinstance(text, str):
@@ -160,7 +161,7 @@ class NewsLoopActions:
         topic = topic_of(label)
         if topic is None:
             return AnswerOutcome(f"Not saved: the topic must be one of {', '.join(LABELS)}.")
-        who = self.gate.identify(request, profile)
+        who = self.identities.identify(request, profile)
         last = self.memory.get(who.session) if who.session else None
         if last is None:
             return AnswerOutcome("Classify a text first, then tell us whether the topic is right.", stale=True)
@@ -218,7 +219,7 @@ class NewsLoopActions:
         """Withdraw this person's last answer given on the Classify tab (the queue has its own undo)."""
         if self.store is None:
             return "Feedback is not being collected on this server."
-        who = self.gate.identify(request, profile)
+        who = self.identities.identify(request, profile)
         if not who.annotator:
             return "Nothing to undo."
         undone = self.store.undo_last(who.annotator, ("confirm", "correct"))

@@ -19,7 +19,7 @@ from feedback.store import FeedbackStore
 from web import admin_report as report
 from web.admin_exports import ExportDownloads, Offer
 from web.admin_sessions import AdminSessions, SignedInBrowsers, SignInTickets
-from web.identity import Gatekeeper
+from web.identity import IdentityService
 from web.jobs import RetrainJobs
 from web.session_memory import SessionMap
 
@@ -41,7 +41,7 @@ class AdminActions:
         password: SecretStr | None,
         registry: ModelRegistry,
         jobs: RetrainJobs,
-        gate: Gatekeeper,
+        gate: IdentityService,
         admins: frozenset[str] = frozenset(),
         session_minutes: float = 60.0,
         trust: TrustPolicy | None = None,

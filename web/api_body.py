@@ -42,7 +42,7 @@ def bounded_body(
     `max_texts`) its items' types are checked before FastAPI validates anything, so a refusal costs
     milliseconds and names at most a few problems. A body that passes is handed to the route as it came."""
 
-    class BoundedBody(base):  # type: ignore[valid-type, misc] - a route class chosen by the caller
+    class BoundedBody(base):  # type: ignore[valid-type, misc]  # the base is the caller's route class, a run-time value
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
             handler = super().get_route_handler()
 
@@ -53,12 +53,15 @@ def bounded_body(
                     return JSONResponse({"detail": f"Too many requests: try again in {seconds} s."}, status_code=429,
                                         headers={"retry-after": seconds, "connection": "close"})
                 body = await _read_within(request, max_body)
-                refusal = body if isinstance(body, Response) else _shape_problem(body, max_texts)
-                if refusal is not None:
-                    if budget is not None:
-                        await budget.spend(request)
-                    return refusal
-                return await handler(Request(request.scope, replay(body)))
+                if isinstance(body, bytes):
+                    refusal = _shape_problem(body, max_texts)
+                    if refusal is None:
+                        return await handler(Request(request.scope, replay(body)))
+                else:
+                    refusal = body
+                if budget is not None:
+                    await budget.spend(request)
+                return refusal
 
             return route
 

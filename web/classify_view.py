@@ -37,7 +37,7 @@ def _button_text(choice: str) -> str:
 def _buttons(chosen: str | None, live: bool | None = None) -> list[dict[str, Any]]:
     """The answer buttons, the chosen one marked (variant and a check mark), the others plain; `live` says
     whether they can be pressed (None: leave that as it is)."""
-    extra = {} if live is None else {"interactive": live}
+    extra: dict[str, Any] = {} if live is None else {"interactive": live}
     return [
         gr.update(variant="primary" if c == chosen else "secondary",
                   value=("✓ " if c == chosen else "") + _button_text(c), **extra)

@@ -77,7 +77,7 @@ class ProxyPolicy:
         return entries[-self.hops]
 
 
-class Gatekeeper:
+class IdentityService:
     """Issues and checks browser ids, and turns a request into an `Identity` (keyed hashes, never raw values)."""
 
     def __init__(self, secret: bytes, proxy: ProxyPolicy = ProxyPolicy(), *, secure_cookie: bool = False) -> None:
@@ -143,7 +143,7 @@ def forwarded_lines(request: Any) -> list[str]:
 
 
 def cookie_attributes(value: str, *, secure: bool) -> str:
-    """The Set-Cookie value that gives a browser the id cookie `value` (signed by `Gatekeeper.mint_cookie`)."""
+    """The Set-Cookie value that gives a browser the id cookie `value` (signed by `IdentityService.mint_cookie`)."""
     attributes = f"{COOKIE}={value}; Path=/; HttpOnly; Max-Age={_COOKIE_MAX_AGE_S}"
     # A Space shows the app in a cross-site iframe, where only a Secure, SameSite=None cookie comes back.
     return attributes + ("; Secure; SameSite=None" if secure else "; SameSite=Lax")
@@ -203,9 +203,9 @@ class BrowserIdMiddleware:
     keeps cookies) acts as exactly one identity of its own and never shares another client's memory.
     """
 
-    def __init__(self, app: ASGIApp, gatekeeper: Gatekeeper) -> None:
+    def __init__(self, app: ASGIApp, identities: IdentityService) -> None:
         self.app = app
-        self.gatekeeper = gatekeeper
+        self.identities = identities
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -218,15 +218,15 @@ class BrowserIdMiddleware:
                 with contextlib.suppress(CookieError):  # a malformed header counts as no cookie
                     jar.load(value.decode("latin-1"))
         current = jar.get(COOKIE)
-        if current is not None and self.gatekeeper.browser_id(current.value):
+        if current is not None and self.identities.browser_id(current.value):
             await self.app(scope, receive, send)
             return
-        fresh = self.gatekeeper.mint_cookie()
+        fresh = self.identities.mint_cookie()
         headers = [(n, v) for n, v in headers if n != b"cookie"]
         others = "; ".join(f"{k}={m.value}" for k, m in jar.items() if k != COOKIE)
         headers.append((b"cookie", f"{COOKIE}={fresh}{'; ' + others if others else ''}".encode("latin-1")))
         scope = dict(scope, headers=headers)
-        attributes = cookie_attributes(fresh, secure=self.gatekeeper.secure_cookie)
+        attributes = cookie_attributes(fresh, secure=self.identities.secure_cookie)
 
         async def send_with_cookie(message: Scope) -> None:
             if message["type"] == "http.response.start":

@@ -26,7 +26,7 @@ class JobStatus:
     command: str  # "run", "rollback", or "" when none was started
     running: bool
     exit_code: int | None
-    stage: str  # a retrain's stage in words (`core.stages.Stage.title`), "" for other jobs
+    stage: str  # a retrain's stage in words (`core.stages.Stage.caption`), "" for other jobs
     percent: float  # 0-100, estimated from the stage and the time spent
     seconds_left: float | None  # None when not a running retrain; 0 when it runs past the expected time
     log_tail: str
@@ -100,6 +100,6 @@ class RetrainJobs:
         # Within a stage, time moves the bar on, but never into the next stage's share before the run says so.
         percent = 100.0 if step == Stage.DONE else 100 * min(following - 0.01, max(start, elapsed / expected))
         return JobStatus(
-            " ".join(self._args), True, None, step.title if step else "Starting", percent,
+            " ".join(self._args), True, None, step.caption if step else "Starting", percent,
             max(expected - elapsed, 0.0), tail, step, progress.decision if step == Stage.DONE and progress else "",
         )

@@ -12,7 +12,7 @@ from core.policies import QueuePolicy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from web.answer_rules import RIGHT, names_shown, new_shown_id, snippet, topic_of
-from web.identity import Gatekeeper, Identity
+from web.identity import Identity, IdentityService
 from web.session_memory import SessionMap
 
 QUEUE_STALE = "that article is no longer on screen. Here is the one to label."
@@ -45,7 +45,7 @@ class LabellingQueue:
         store: FeedbackStore | None,
         *,
         policy: QueuePolicy,
-        gate: Gatekeeper,
+        identities: IdentityService,
         limit: Limiter,
         items: SessionMap,
         before_next: Callable[[], None] = lambda: None,
@@ -53,7 +53,7 @@ class LabellingQueue:
         self.classifier = classifier
         self.store = store
         self.policy = policy
-        self.gate = gate
+        self.identities = identities
         self.limit = limit
         self.items = items
         self.before_next = before_next
@@ -86,12 +86,12 @@ class LabellingQueue:
         return QueueView(item["text"], f"You have labelled **{done}**, **{left}** left.", message, shown)
 
     def next(self, request: Any = None, profile: Any = None) -> QueueView:
-        who = self.gate.identify(request, profile)
+        who = self.identities.identify(request, profile)
         return self._queue_refusal(who) or self._next(who)
 
     def answer(self, label: object, shown: object, request: Any = None, profile: Any = None) -> QueueView:
         """Store `label` for the queue item on this tab's screen, if `shown` names it; then show the next one."""
-        who = self.gate.identify(request, profile)
+        who = self.identities.identify(request, profile)
         refusal = self._queue_refusal(who)
         if refusal:
             return refusal
@@ -118,7 +118,7 @@ class LabellingQueue:
 
     def skip(self, shown: object, request: Any = None, profile: Any = None) -> QueueView:
         """Skip the queue item on this tab's screen, if `shown` names it; then show the next one."""
-        who = self.gate.identify(request, profile)
+        who = self.identities.identify(request, profile)
         refusal = self._queue_refusal(who)
         if refusal:
             return refusal
@@ -135,7 +135,7 @@ class LabellingQueue:
 
     def undo(self, request: Any = None, profile: Any = None) -> QueueView:
         """Withdraw this annotator's last queue answer and show that article again, to label it anew."""
-        who = self.gate.identify(request, profile)
+        who = self.identities.identify(request, profile)
         refusal = self._queue_refusal(who)
         if refusal:
             return refusal

@@ -10,7 +10,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
@@ -21,9 +21,10 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
+from core.policies import SESSION_CAPACITY
 from web.api_body import replay
 from web.fair_share import FairShare
-from web.identity import ASGIApp, BrowserIdMiddleware, Gatekeeper, Scope
+from web.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
 from web.theme import CSS, THEME, head_html
 
 
@@ -34,7 +35,7 @@ class ServerOptions:
     max_upload_bytes: int = 5 * 1024 * 1024
     blocked_paths: tuple[str, ...] = ()  # never served as files, whatever Gradio allows
     auth: list[tuple[str, str]] | None = None  # Gradio's sign-in for the whole page (verified identities)
-    session_capacity: int = 10_000  # sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS)
+    session_capacity: int = SESSION_CAPACITY  # sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS)
     cache_cleanup_s: int = 3600  # uploads and outputs older than this are deleted, checked as often
     events_per_address: int = 16  # page events one client address may have queued or running at once
     routers: Sequence[APIRouter] = field(default_factory=tuple)
@@ -95,7 +96,7 @@ class RequestGuard:
             return
         answer: dict[str, Any] = {"status": 0, "body": b""}
 
-        async def noted(message: dict[str, Any]) -> None:
+        async def noted(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 answer["status"] = message["status"]
             elif message["type"] == "http.response.body" and len(answer["body"]) < 4096:
@@ -174,7 +175,7 @@ async def _refuse(send: Any, status: int, detail: str, retry_after: int | None =
 
 
 def build_server(
-    demo: gr.Blocks, gate: Gatekeeper, options: ServerOptions, is_admin: Callable[[Any], bool] = lambda _: False
+    demo: gr.Blocks, identities: IdentityService, options: ServerOptions, is_admin: Callable[[Any], bool] = lambda _: False
 ) -> FastAPI:
     """The one ASGI app: REST routes first, then the page at "/", wrapped in the upload guard and browser ids."""
     api = FastAPI(title="NewsLoop", docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None)
@@ -202,14 +203,14 @@ def build_server(
     # Starlette runs the last-added middleware first: browser ids must exist before the guard looks.
     fair_share = FairShare(options.events_per_address, _queue_holds(demo))
     app.add_middleware(RequestGuard, is_admin=is_admin, max_bytes=options.max_upload_bytes,
-                       address_of=gate.address_of, fair_share=fair_share)
-    app.add_middleware(BrowserIdMiddleware, gatekeeper=gate)
+                       address_of=identities.address_of, fair_share=fair_share)
+    app.add_middleware(BrowserIdMiddleware, identities=identities)
     return app
 
 
 def _bound_event_analytics(demo: gr.Blocks, keep: int = 1_000) -> None:
     """Gradio keeps a record of every event for its monitoring page (10,000 by default) and after each event
-    summarises them all in a pandas DataFrame: about 20 ms of CPU per event once full, so a flood of events
+    summarises them all in a pandas DataFrame, a cost that grows with the records kept, so a flood of events
     slows every later one, and memory grows until then. NewsLoop shows no monitoring page: keep `keep`
     records and summarise once per `keep` events. Gradio reads these from GRADIO_ANALYTICS_MAX_EVENTS and
     GRADIO_ANALYTICS_CACHE_FREQUENCY when the queue is built (before this runs); a setting given there wins."""

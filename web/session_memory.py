@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from core.policies import SESSION_CAPACITY
+
 V = TypeVar("V")
 
 
@@ -18,7 +20,7 @@ class BoundedMap(Generic[V]):
     (per-session memory). `weigh(value)` estimates a value's bytes; without it only the count is bounded."""
 
     def __init__(
-        self, capacity: int = 10_000, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None
+        self, capacity: int = SESSION_CAPACITY, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None
     ) -> None:
         self._items: OrderedDict[str, V] = OrderedDict()
         self._sizes: dict[str, int] = {}

@@ -14,7 +14,7 @@ from tests.helpers import tiny_settings
 from web.admin_exports import ExportDownloads
 from web.admin_sessions import SignInTickets
 from web.fair_share import FairShare
-from web.identity import Gatekeeper, ProxyPolicy
+from web.identity import IdentityService, ProxyPolicy
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 
@@ -47,15 +47,15 @@ def test_every_forwarded_for_line_counts_in_order() -> None:
     assert one.client_address("127.0.0.1", ["6.6.6.6, 7.7.7.7", "9.9.9.9"]) == "9.9.9.9"
     two = ProxyPolicy(hops=2, addresses=("127.0.0.1",))
     assert two.client_address("127.0.0.1", ["6.6.6.6", "9.9.9.9", "10.0.0.1"]) == "9.9.9.9"
-    gate = Gatekeeper(SECRET, one)
+    identities = IdentityService(SECRET, one)
 
     def request(*lines: str) -> Request:
         headers = [(b"x-forwarded-for", line.encode()) for line in lines]
         return Request({"type": "http", "headers": headers, "client": ("127.0.0.1", 1234)})
 
     # The client writes a line of its own first; the proxy appends its line: the proxy's line decides.
-    assert gate.address_of(request("1.1.1.1", "9.9.9.9")) == gate.address_of(request("9.9.9.9"))
-    assert gate.address_of(request("1.1.1.1", "9.9.9.9")) != gate.address_of(request("1.1.1.1"))
+    assert identities.address_of(request("1.1.1.1", "9.9.9.9")) == identities.address_of(request("9.9.9.9"))
+    assert identities.address_of(request("1.1.1.1", "9.9.9.9")) != identities.address_of(request("1.1.1.1"))
 
 
 def test_a_sign_in_ticket_is_one_browsers_and_works_once() -> None:

@@ -166,7 +166,7 @@ def test_traffic_sentence_states_the_need_and_its_assumptions() -> None:
 
 
 def job(step: Stage | None, **overrides: object) -> JobStatus:
-    values: dict = {"command": "run", "running": True, "exit_code": None, "stage": step.title if step else "Starting",
+    values: dict = {"command": "run", "running": True, "exit_code": None, "stage": step.caption if step else "Starting",
                     "percent": 50.0, "seconds_left": 120.0, "log_tail": "", "step": step}
     return JobStatus(**(values | overrides))
 
@@ -193,7 +193,7 @@ def test_job_runner_reads_the_stage_the_run_wrote(tmp_path: Path) -> None:
         for stage in Stage:
             write_json_atomic(paths.retrain_progress, Progress(stage, time.time(), 1, "refused").to_dict())
             status = jobs.status()
-            assert status.step == stage and status.stage == stage.title
+            assert status.step == stage and status.stage == stage.caption
             low = 100 * stage.start
             assert low <= status.percent <= (100.0 if stage == Stage.DONE else 100 * stage.following - 1)
         assert status.decision == "refused"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +15,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from core.labels import LABELS
-from core.paths import FP32_FILE, INT8_FILE
+from core.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
 from core.serving import OnnxClassifier, inference_session, session_options
 from retrain.export import (
     PARITY_TOLERANCE,
+    UNOPTIMIZED_COST,
     ExportError,
     export_onnx,
     fused_op_counts,
@@ -59,7 +62,27 @@ def test_metadata_describes_the_model(exported) -> None:  # type: ignore[no-unty
     assert meta["labels"].split("|") == list(LABELS)
     assert meta["max_length"] == "64"
     assert meta["base_model"] == "tiny"
+    assert meta["graph_optimized"] == "true"
     assert (out / meta["tokenizer"]).is_file()
+
+
+def test_a_failed_fusion_ships_a_correct_unoptimized_graph_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An install without ONNX Runtime's transformer tools: importing the optimizer fails (ImportError), one of
+    # the failures the export expects. A None entry in sys.modules makes the real import raise exactly that.
+    monkeypatch.setitem(sys.modules, "onnxruntime.transformers.optimizer", None)
+    model = tiny_model(seed=1)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
+    with caplog.at_level(logging.WARNING, logger="retrain.export"):
+        result = export_onnx(model, tokenizer, tmp_path, max_length=64)
+    assert result.path == tmp_path / FP32_FILE and result.optimized is False
+    assert [r.getMessage() for r in caplog.records if UNOPTIMIZED_COST in r.getMessage() and "ModuleNotFoundError" in r.getMessage()]
+    meta = ort.InferenceSession(str(result.path)).get_modelmeta().custom_metadata_map
+    assert meta["graph_optimized"] == "false"
+    assert fused_op_counts(result.path)["Attention"] == 0  # the plain graph, not a half-fused one
+    assert parity_check(model, tokenizer, tmp_path, TEXTS, 64) <= PARITY_TOLERANCE
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([FP32_FILE, TOKENIZER_FILE])
 
 
 

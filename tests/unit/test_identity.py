@@ -9,7 +9,7 @@ from starlette.requests import Request as StarletteRequest
 from core.limits import FailureThrottle, RateLimiter
 from tests.oauth import SESSION_COOKIE, signed_session_cookie
 from web.admin import AdminSessions
-from web.identity import COOKIE, Gatekeeper, ProxyPolicy, hf_session_user
+from web.identity import COOKIE, IdentityService, ProxyPolicy, hf_session_user
 from web.session_memory import BoundedMap, LastPrediction
 
 SECRET = b"0123456789abcdef0123456789abcdef"
@@ -28,32 +28,32 @@ class Request:
 
 
 def test_browser_ids_are_signed_and_forgeries_are_nobody() -> None:
-    gate = Gatekeeper(SECRET)
-    cookie = gate.mint_cookie()
-    assert gate.browser_id(cookie) and gate.browser_id(cookie) == cookie.split(".")[0]
+    identities = IdentityService(SECRET)
+    cookie = identities.mint_cookie()
+    assert identities.browser_id(cookie) and identities.browser_id(cookie) == cookie.split(".")[0]
     browser, mac = cookie.rsplit(".", 1)
-    assert gate.browser_id(f"{browser}x.{mac}") == ""
-    assert gate.browser_id(cookie.replace(mac, "0" * len(mac))) == ""
-    assert Gatekeeper(b"another secret of 32 bytes......").browser_id(cookie) == ""
+    assert identities.browser_id(f"{browser}x.{mac}") == ""
+    assert identities.browser_id(cookie.replace(mac, "0" * len(mac))) == ""
+    assert IdentityService(b"another secret of 32 bytes......").browser_id(cookie) == ""
     for junk in ("", ".", "a" * 500, None):
-        assert gate.browser_id(junk) == ""
+        assert identities.browser_id(junk) == ""
 
 
 def test_identify_gives_unverified_browsers_and_verified_accounts() -> None:
-    gate = Gatekeeper(SECRET)
-    cookie = gate.mint_cookie()
-    anon = gate.identify(Request(cookie))
+    identities = IdentityService(SECRET)
+    cookie = identities.mint_cookie()
+    anon = identities.identify(Request(cookie))
     assert anon.annotator.startswith("anon:") and not anon.verified and anon.browser
     assert cookie.split(".")[0] not in anon.annotator  # stored as a keyed hash, never the raw id
-    assert gate.identify(Request(cookie, session_hash="other tab")).annotator == anon.annotator
-    assert gate.identify(Request(cookie, session_hash="other tab")).session != anon.session
-    nobody = gate.identify(Request(None))
+    assert identities.identify(Request(cookie, session_hash="other tab")).annotator == anon.annotator
+    assert identities.identify(Request(cookie, session_hash="other tab")).session != anon.session
+    nobody = identities.identify(Request(None))
     assert (nobody.annotator, nobody.session, nobody.browser, nobody.verified) == ("", "", "", False)
-    assert gate.identify(Request(cookie, username="ada")).annotator == "user:ada"
+    assert identities.identify(Request(cookie, username="ada")).annotator == "user:ada"
     # Hugging Face sign-in: the profile Gradio injects into a handler, never a session the request carries.
-    hf = gate.identify(Request(cookie), profile(username="grace"))
+    hf = identities.identify(Request(cookie), profile(username="grace"))
     assert (hf.annotator, hf.verified, hf.session) == ("user:grace", True, anon.session)
-    carried = gate.identify(Request(cookie, session={"oauth_info": {"userinfo": {"preferred_username": "grace"}}}))
+    carried = identities.identify(Request(cookie, session={"oauth_info": {"userinfo": {"preferred_username": "grace"}}}))
     assert (carried.annotator, carried.verified) == (anon.annotator, False)
 
 
@@ -70,10 +70,10 @@ def starlette_request(cookies: dict[str, str]) -> StarletteRequest:
 
 def test_the_upload_guard_reads_gradios_signed_session_cookie(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OAUTH_CLIENT_SECRET", "the space's secret")
-    gate = Gatekeeper(SECRET)
+    identities = IdentityService(SECRET)
     signed = {SESSION_COOKIE: signed_session_cookie("boss")}
     assert hf_session_user(starlette_request(signed)) == "boss"
-    assert gate.identify(starlette_request(signed)).annotator == "user:boss"
+    assert identities.identify(starlette_request(signed)).annotator == "user:boss"
     for cookie in (signed_session_cookie("boss", client_secret="another secret"),
                    signed_session_cookie("boss", expires_in_s=-1), "garbage", signed[SESSION_COOKIE][:-2]):
         assert hf_session_user(starlette_request({SESSION_COOKIE: cookie})) is None
@@ -91,11 +91,11 @@ def test_only_the_configured_proxies_hops_are_believed() -> None:
     assert two.client_address("10.1.2.3", "6.6.6.6, 9.9.9.9, 10.0.0.5") == "9.9.9.9"
     assert two.client_address("10.1.2.3", "9.9.9.9") == "10.1.2.3"  # a shorter chain than told: believe nothing
     assert ProxyPolicy(hops=1, addresses=("*",)).trusts("203.0.113.1")
-    gate = Gatekeeper(SECRET, one)
+    identities = IdentityService(SECRET, one)
     spoofed = [Request(host="10.0.0.1") for _ in range(2)]
     spoofed[0].headers = {"x-forwarded-for": "1.1.1.1, 9.9.9.9"}
     spoofed[1].headers = {"x-forwarded-for": "2.2.2.2, 9.9.9.9"}
-    assert gate.address_of(spoofed[0]) == gate.address_of(spoofed[1]) != gate.address_of(Request(host="10.0.0.1"))
+    assert identities.address_of(spoofed[0]) == identities.address_of(spoofed[1]) != identities.address_of(Request(host="10.0.0.1"))
 
 
 def test_bounded_map_forgets_the_least_recently_used() -> None:

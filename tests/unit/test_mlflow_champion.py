@@ -4,11 +4,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.mlflow_champion import AliasChampionSource, mirror_versions
+import pytest
+
+from core.mlflow_champion import AliasChampionSource, champion_source, is_tracking_server, mirror_versions
 from core.paths import CHECKPOINT_DIR, META_FILE
 from core.registry import ModelRegistry
 from core.starter import install_starter
+from retrain.setup import tracking_target
 from retrain.tracking import Tracker, TrackingTarget, sync_aliases
+from tests.helpers import tiny_settings
+
+
+@pytest.mark.parametrize(
+    ("uri", "server"),
+    [("http://mlflow:5000", True), ("https://mlflow.example", True), ("databricks", True),
+     ("databricks://profile", True), ("sqlite:///tmp/mlflow.db", False), ("/tmp/mlruns", False)],
+)
+def test_the_app_and_a_run_agree_on_which_tracking_uris_are_servers(uri: str, server: bool, tmp_path: Path) -> None:
+    # One test for both: a server's @champion is what replicas serve, and a server keeps a run's artifacts (none
+    # under home). The two once kept their own scheme lists, which disagreed about `databricks`.
+    settings = tiny_settings(tmp_path, mlflow_tracking_uri=uri)
+    assert is_tracking_server(uri) is server
+    assert isinstance(champion_source(uri, settings.models_dir), AliasChampionSource) is server
+    assert (tracking_target(settings).artifacts_dir is None) is server
 
 
 def test_replica_serves_alias_and_a_fresh_machine_mirrors_it_without_mistaking_its_own_v0001(

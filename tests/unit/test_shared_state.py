@@ -95,7 +95,7 @@ def test_sqlite_sql_is_translated_for_postgresql() -> None:
 
 
 def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: StoreFactory, tmp_path: Path) -> None:
-    from app import gatekeeper, page_limits, shared_web_state
+    from app import identity_service, page_limits, shared_web_state
     from core.registry import ModelRegistry
     from tests.helpers import tiny_settings
     from web.actions import NewsLoopActions
@@ -108,12 +108,12 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
     assert shared_web_state(tiny_settings(tmp_path / "home"), store) == ({}, {})  # no database URL: in memory
 
     def replica() -> tuple[NewsLoopActions, AdminActions]:
-        gate = gatekeeper(settings)
+        identities = identity_service(settings)
         page_state, admin_state = shared_web_state(settings, store)
-        actions = NewsLoopActions(None, store, limits=page_limits(settings), queue=settings.queue_policy(), gate=gate,
+        actions = NewsLoopActions(None, store, limits=page_limits(settings), queue=settings.queue_policy(), identities=identities,
                                   **page_state)
         admin = AdminActions(store, password=None, registry=ModelRegistry(tmp_path / "models"),
-                             jobs=RetrainJobs(settings.paths), gate=gate, **admin_state)
+                             jobs=RetrainJobs(settings.paths), gate=identities, **admin_state)
         return actions, admin
 
     (one, one_admin), (two, two_admin) = replica(), replica()
