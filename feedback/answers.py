@@ -16,9 +16,10 @@ from core.labels import LABELS
 from core.limits import RateLimiter
 from core.policies import StoreLimits
 from core.text import text_hash
-from feedback.db import Database, count, first, inserted_id, iso_time, parse_iso_time, rows
+from feedback.db import Database, iso_time, parse_iso_time
 from feedback.errors import FeedbackError, RateLimited
 from feedback.pool import check_item, pool_counts, read_gold
+from feedback.query import count, first, inserted_id, rows
 from feedback.tables import answers, pool
 from feedback.trust import check_scores, contradiction_reason
 from feedback.validate import (

@@ -12,7 +12,8 @@ import sqlalchemy as sa
 
 from core.policies import TrustPolicy
 from feedback.checks import MIN_TELLING_CHECKS
-from feedback.db import Database, count
+from feedback.db import Database
+from feedback.query import count
 from feedback.tables import answers, pool
 from feedback.validate import NOT_COUNTED, Status
 

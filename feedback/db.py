@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from core.sqlite_guard import Watch, is_live, watch
 from feedback.errors import FeedbackError
@@ -66,36 +65,6 @@ def iso_time(timestamp: float) -> str:
 def parse_iso_time(value: str) -> float:
     """The Unix time of a timestamp stored by `iso_time`."""
     return datetime.fromisoformat(value).timestamp()
-
-
-def rows(conn: sa.Connection, statement: sa.Executable) -> list[dict[str, Any]]:
-    """Every row of `statement` as a dict (column name -> value)."""
-    return [dict(row) for row in conn.execute(statement).mappings()]
-
-
-def first(conn: sa.Connection, statement: sa.Executable) -> dict[str, Any] | None:
-    """The first row of `statement` as a dict, or None."""
-    row = conn.execute(statement).mappings().first()
-    return dict(row) if row is not None else None
-
-
-def count(conn: sa.Connection, statement: sa.Executable) -> int:
-    """The one number `statement` selects."""
-    return int(conn.execute(statement).scalar_one() or 0)
-
-
-def insert_on_conflict(conn: sa.Connection, table: sa.Table) -> sqlite.Insert | postgresql.Insert:
-    """An INSERT into `table` that can say ON CONFLICT (`on_conflict_do_nothing`, `on_conflict_do_update`): the
-    two backends' constructs share those methods and compile them to the same clause."""
-    return sqlite.insert(table) if conn.dialect.name == "sqlite" else postgresql.insert(table)
-
-
-def inserted_id(conn: sa.Connection, statement: sa.Insert) -> int:
-    """Run a one-row INSERT and return the row's new id."""
-    key = conn.execute(statement).inserted_primary_key
-    if key is None:
-        raise FeedbackError("the database returned no id for a new row")
-    return int(key[0])
 
 
 def _reason(exc: BaseException) -> str:

@@ -12,8 +12,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from feedback.db import Database, first, inserted_id, iso_time, rows
+from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError
+from feedback.query import first, inserted_id, rows
 from feedback.tables import guidelines
 from feedback.validate import is_valid_unicode
 

@@ -13,9 +13,10 @@ import sqlalchemy as sa
 
 from core.policies import QueuePolicy, StoreLimits
 from core.text import text_hash
-from feedback.db import Database, count, first, insert_on_conflict, iso_time, rows
+from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.pool_files import cleaned, read_pool_file
+from feedback.query import count, first, insert_on_conflict, rows
 from feedback.tables import answers, pool, skips
 from feedback.traffic import mark_new_items, traffic_turn
 from feedback.trust import check_due

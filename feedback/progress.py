@@ -5,8 +5,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from core.policies import QueuePolicy
-from feedback.db import Database, count
+from feedback.db import Database
 from feedback.pool import settled, unseen
+from feedback.query import count
 from feedback.tables import pool
 from feedback.validate import check_annotator
 

@@ -17,8 +17,9 @@ import sqlalchemy as sa
 from core.policies import TrustPolicy
 from feedback.answers import LIVE, decoded
 from feedback.credible import credible
-from feedback.db import Database, count, inserted_id, iso_time, rows
+from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError
+from feedback.query import count, inserted_id, rows
 from feedback.tables import answers, pool
 from feedback.trust import MAINTAINER
 from feedback.validate import (

@@ -12,9 +12,11 @@ keeping those records lets every existing database upgrade in place, with no sta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import sqlalchemy as sa
 
@@ -22,8 +24,6 @@ from feedback.errors import FeedbackError
 
 if TYPE_CHECKING:
     from alembic.operations import Operations
-
-    from feedback.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,15 @@ def _record_version(conn: sa.Connection, version: int) -> None:
         conn.execute(sa.insert(_pg_version).values(version=version))
 
 
-def migrate(db: Database) -> int:
+class Migratable(Protocol):
+    """What the runner needs of a database (`feedback.db.Database`): its name and a schema-locked transaction."""
+
+    path: Path | str
+
+    def write(self, *, migrating: bool) -> contextlib.AbstractContextManager[sa.Connection]: ...
+
+
+def migrate(db: Migratable) -> int:
     """Bring the database to CURRENT_VERSION, one transaction per step; returns the final version.
 
     Each step re-reads the version under the migrate lock, so several processes opening an old database at

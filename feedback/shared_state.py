@@ -21,7 +21,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.limits import FailureThrottle, RateLimiter
-from feedback.db import RETRAIN_LOCK, Database, insert_on_conflict, is_database_url
+from feedback.db import RETRAIN_LOCK, Database, is_database_url
+from feedback.query import insert_on_conflict
 from feedback.tables import rate_hits, sessions
 
 _SWEEP_CHANCE = 0.01  # share of writes that also delete every expired row (all keys)

@@ -19,7 +19,8 @@ import hashlib
 import sqlalchemy as sa
 
 from core.text import text_hash
-from feedback.db import Database, count
+from feedback.db import Database
+from feedback.query import count
 from feedback.tables import answers, pool, skips
 
 SALT = "traffic"
