@@ -54,7 +54,7 @@ def _held() -> sa.ColumnElement[bool]:
 class ReviewFilter:
     """Which answers to list; every field narrows the list (None or "" means any)."""
 
-    status: str | None = "suspicious"  # one of STATUSES, or HELD
+    status: str | None = Status.SUSPICIOUS  # one of STATUSES, or HELD
     reason: str | None = None  # a pattern from `reason_choices` (SQL LIKE)
     label: str | None = None  # the label the annotator gave
     annotator: str | None = None
