@@ -1,12 +1,16 @@
-"""Command line for the feedback store: import a labelling pool, export answers, show counts."""
+"""Command line for the feedback store: import a labelling pool, export answers, show counts, inspect a SQLite file."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
+
+import sqlite_utils
 
 from core.config import ConfigError, load_settings
 from feedback.errors import FeedbackError
@@ -43,13 +47,38 @@ def _parser() -> argparse.ArgumentParser:
     exporter.add_argument("--format", required=True, choices=EXPORT_FORMATS, dest="fmt")
     exporter.add_argument("--out", type=Path, help="output file (default: standard output)")
     commands.add_parser("stats", help="print answer and pool counts as JSON")
+    tables = commands.add_parser(
+        "tables",
+        help="print the tables of a SQLite feedback file (the database, or a retrain's backup) as JSON",
+        description="Tables, row counts, columns and schema version of a SQLite feedback file, read only: the "
+        "file is neither created nor migrated, so an old backup shows as it is.",
+    )
+    tables.add_argument("file", type=Path, help="a SQLite file, e.g. NEWSLOOP_HOME/feedback.db or a backups/ copy")
     return parser
+
+
+def describe_tables(path: Path) -> dict[str, Any]:
+    """What a SQLite feedback file holds, read only (sqlite-utils: tables, counts, columns)."""
+    if not path.is_file():
+        raise FeedbackError(f"{path} is not a file")
+    db = sqlite_utils.Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+    try:
+        return {
+            "schema_version": db.execute("PRAGMA user_version").fetchone()[0],
+            "tables": {table.name: {"rows": table.count, "columns": [column.name for column in table.columns]}
+                       for table in db.tables},
+        }
+    finally:
+        db.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     try:
+        if args.command == "tables":
+            print(json.dumps(describe_tables(args.file), indent=2))
+            return 0
         settings = load_settings()
         settings.paths.feedback_db.parent.mkdir(parents=True, exist_ok=True)
         store = FeedbackStore.from_settings(settings)
@@ -65,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"exported {count} answers to {args.out}", file=sys.stderr)
         else:
             print(json.dumps(store.stats(), indent=2))
-    except (FeedbackError, ConfigError) as exc:
+    except (FeedbackError, ConfigError, sqlite3.DatabaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

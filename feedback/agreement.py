@@ -10,8 +10,7 @@ import numpy as np
 
 from core.labels import LABELS
 from feedback.trust import MAINTAINER
-
-_DROPPED = ("undone", "replaced", "rejected")
+from feedback.validate import NOT_COUNTED
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def latest_labels(answers: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, i
     """text_hash -> annotator -> label index, from each annotator's newest live answer on that text."""
     labels: dict[str, dict[str, int]] = {}
     for row in sorted(answers, key=lambda r: r["id"]):
-        if row["status"] in _DROPPED or row["user_label"] not in LABELS:
+        if row["status"] in NOT_COUNTED or row["user_label"] not in LABELS:
             continue
         labels.setdefault(row["text_hash"], {})[row["annotator"]] = LABELS.index(row["user_label"])
     return {text: by for text, by in labels.items() if len(by) >= 2}
@@ -72,11 +71,11 @@ def agreement(answers: Iterable[Mapping[str, Any]], max_annotators: int = 50, mi
     rows = []
     for annotator in sorted(people, key=lambda a: (-counts[a], a))[:max_annotators]:
         mine = matrix[index[annotator]]
-        agree = total = 0
-        for column in np.flatnonzero(~np.isnan(mine)):
-            others = matrix[:, column][~np.isnan(matrix[:, column])]
+        agree, total = 0, 0
+        for item in np.flatnonzero(~np.isnan(mine)):
+            others = matrix[:, item][~np.isnan(matrix[:, item])]
             total += len(others) - 1
-            agree += int((others == mine[column]).sum()) - 1
+            agree += int((others == mine[item]).sum()) - 1
         if counts[annotator] < min_shared or not total:
             rows.append(AnnotatorAgreement(annotator, counts[annotator], None, None))
             continue

@@ -10,19 +10,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sqlite_utils
+import sqlalchemy as sa
 
 from core.labels import LABELS
+from core.limits import RateLimiter
 from core.policies import StoreLimits
 from core.text import text_hash
 from feedback.db import Database, iso_time, parse_iso_time
 from feedback.errors import FeedbackError, RateLimited
 from feedback.pool import check_item, pool_counts, read_gold
+from feedback.query import count, first, inserted_id, rows
+from feedback.tables import answers, pool
 from feedback.trust import check_scores, contradiction_reason
 from feedback.validate import (
     KINDS,
+    NOT_COUNTED,
     STATUSES,
     WITHDRAWN,
+    Status,
     canonical_label,
     check_address,
     check_annotator,
@@ -40,7 +45,30 @@ RATE_WINDOW_S = 60.0
 # The two paths an answer comes by: one click on a prediction (Classify), or the labelling queue. A person
 # has at most one live answer per text on each path: a change of mind replaces the earlier one.
 PATHS = (("confirm", "correct"), ("queue",))
-_LIVE = f"status NOT IN ({', '.join(repr(status) for status in WITHDRAWN)})"  # SQL: not taken back
+LIVE = answers.c.status.not_in(WITHDRAWN)  # not taken back by their annotator
+COUNTED = answers.c.status.not_in(NOT_COUNTED)  # live and not rejected
+
+
+class _AnswerWindow:
+    """A rate limiter's window over the answers table itself: a key's answers are its events.
+
+    Read inside the record's write transaction, so the check and the insert commit together; recording is the
+    answer's own insert, and nothing is forgotten (answers stay for audit).
+    """
+
+    def __init__(self, conn: sa.Connection, column: sa.ColumnElement[str], key: str) -> None:
+        self._conn, self._column, self._key = conn, column, key
+
+    def times(self, since: float) -> Sequence[float]:
+        query = (sa.select(answers.c.created_at).where(self._column == self._key, answers.c.created_at > iso_time(since))
+                 .order_by(answers.c.created_at))
+        return [parse_iso_time(at) for at in self._conn.execute(query).scalars()]
+
+    def record(self, at: float, cost: int) -> None:
+        pass  # the answer row the caller inserts next is the event
+
+    def forget(self, before: float) -> None:
+        pass
 
 
 def path_of(kind: str) -> tuple[str, ...]:
@@ -112,7 +140,7 @@ class Answers:
         if kind == "queue" and item_id is None:
             raise FeedbackError("a 'queue' answer needs the item_id of the queue item it answers")
         reason = contradiction_reason(predicted, probs, label, self._limits.suspicious_confidence)
-        status = "suspicious" if reason else "ok"
+        status = Status.SUSPICIOUS if reason else Status.OK
         digest = text_hash(text)
         now = self._clock()
         row = {
@@ -126,17 +154,16 @@ class Answers:
             "annotator": annotator,
             "item_id": item_id,
             "created_at": iso_time(now),
-            "status": status,
+            "status": str(status),
             "suspicious_reason": reason,
             "verified": int(bool(verified)),
             "address": address,
         }
-        kinds = path_of(kind)
-        marks = ", ".join("?" for _ in kinds)
-        same_path = f"annotator = ? AND text_hash = ? AND kind IN ({marks}) AND {_LIVE}"
+        same_path = (answers.c.annotator == annotator, answers.c.text_hash == digest,
+                     answers.c.kind.in_(path_of(kind)), LIVE)
         with self._db.write() as db:
-            earlier = list(db.query(f"SELECT id, status, user_label FROM answers WHERE {same_path} ORDER BY id",
-                                    [annotator, digest, *kinds]))
+            earlier = rows(db, sa.select(answers.c.id, answers.c.status, answers.c.user_label)
+                           .where(*same_path).order_by(answers.c.id))
             # A rejected answer stays the maintainer's verdict: repeating it is a duplicate, not a new answer.
             existing = next((r for r in earlier if r["user_label"] == label), None)
             if existing:
@@ -144,34 +171,25 @@ class Answers:
             if item_id is not None:
                 check_item(db, item_id, digest)
             per_annotator = self._limits.verified_writes_per_minute if verified else self._limits.writes_per_minute
-            self._check_rate(db, "annotator", annotator, per_annotator, now)
+            self._check_rate(db, answers.c.annotator, annotator, per_annotator, now)
             if address is not None:
-                self._check_rate(db, "address", address, self._limits.address_writes_per_minute, now)
-            replaced = tuple(int(r["id"]) for r in earlier if r["status"] != "rejected")
+                self._check_rate(db, answers.c.address, address, self._limits.address_writes_per_minute, now)
+            replaced = tuple(int(r["id"]) for r in earlier if r["status"] != Status.REJECTED)
             if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
-                db.execute(f"UPDATE answers SET status = 'replaced' WHERE {same_path} AND status != 'rejected'",
-                           [annotator, digest, *kinds])
-            answer_id = db["answers"].insert(row).last_pk
+                db.execute(sa.update(answers).where(*same_path, answers.c.status != Status.REJECTED)
+                           .values(status=str(Status.REPLACED)))
+            answer_id = inserted_id(db, sa.insert(answers).values(row))
         if reason:
             log.warning("answer %s from %s marked suspicious: %s", answer_id, annotator, reason)
-        return RecordResult(id=int(answer_id), duplicate=False, status=status, replaced=replaced)
+        return RecordResult(id=answer_id, duplicate=False, status=status, replaced=replaced)
 
-    def _check_rate(self, db: sqlite_utils.Database, column: str, key: str, limit: int, now: float) -> None:
+    def _check_rate(self, db: sa.Connection, column: sa.ColumnElement[str], key: str, limit: int, now: float) -> None:
         """Refuse a write when `key` (an annotator or a client address) wrote `limit` answers in the window."""
-        recent = [
-            row["created_at"]
-            for row in db.query(
-                f"SELECT created_at FROM answers WHERE {column} = ? AND created_at > ? ORDER BY created_at",
-                [key, iso_time(now - RATE_WINDOW_S)],
-            )
-        ]
-        if len(recent) < limit:
-            return
-        # One more write is allowed once enough of the oldest answers have left the window.
-        frees_at = parse_iso_time(recent[len(recent) - limit]) + RATE_WINDOW_S
-        wait_s = max(1, math.ceil(frees_at - now))
-        who = " from this address" if column == "address" else ""
-        raise RateLimited(f"too many answers{who}: at most {limit} a minute; try again in {wait_s} s", wait_s)
+        wait = RateLimiter(limit, RATE_WINDOW_S).admit(_AnswerWindow(db, column, key), now)
+        if wait:
+            wait_s = max(1, math.ceil(wait))
+            who = " from this address" if column is answers.c.address else ""
+            raise RateLimited(f"too many answers{who}: at most {limit} a minute; try again in {wait_s} s", wait_s)
 
     def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
         """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it.
@@ -179,98 +197,84 @@ class Answers:
         Answers it replaced stay replaced: an undo withdraws a change of mind, it never revives the old answer."""
         annotator = check_annotator(annotator)
         kinds = [check_kind(kind) for kind in kinds]
-        marks = ", ".join("?" for _ in kinds)
         with self._db.write() as db:
-            row = next(
-                db.query(
-                    f"SELECT * FROM answers WHERE annotator = ? AND {_LIVE} AND kind IN ({marks})"
-                    " ORDER BY id DESC LIMIT 1",
-                    [annotator, *kinds],
-                ),
-                None,
-            )
+            row = first(db, sa.select(answers).where(answers.c.annotator == annotator, LIVE, answers.c.kind.in_(kinds))
+                        .order_by(answers.c.id.desc()).limit(1))
             if row is None:
                 return None
-            db.execute("UPDATE answers SET status = 'undone' WHERE id = ?", [row["id"]])
-        row["status"] = "undone"
+            db.execute(sa.update(answers).where(answers.c.id == row["id"]).values(status=str(Status.UNDONE)))
+        row["status"] = Status.UNDONE
         return decoded(row)
 
     def set_status(self, answer_id: int, status: str) -> dict[str, Any]:
         """Record a maintainer's review of an answer: 'accepted' (counts for training) or 'rejected'."""
-        status = check_review_status(status)
+        review = check_review_status(status)
         answer_id = check_row_id(answer_id, "answer id")
         with self._db.write() as db:
-            row = next(db.query("SELECT * FROM answers WHERE id = ?", [answer_id]), None)
+            row = first(db, sa.select(answers).where(answers.c.id == answer_id))
             if row is None:
                 raise FeedbackError(f"no answer with id {answer_id}")
             if row["status"] in WITHDRAWN:
-                how = "undone" if row["status"] == "undone" else "replaced by a later answer"
+                how = "undone" if row["status"] == Status.UNDONE else "replaced by a later answer"
                 raise FeedbackError(f"answer {answer_id} was {how} by its annotator and cannot be reviewed")
-            db.execute("UPDATE answers SET status = ? WHERE id = ?", [status, answer_id])
-        log.info("answer %s %s (was %s)", answer_id, status, row["status"])
-        row["status"] = status
+            db.execute(sa.update(answers).where(answers.c.id == answer_id).values(status=str(review)))
+        log.info("answer %s %s (was %s)", answer_id, review, row["status"])
+        row["status"] = review
         return decoded(row)
 
     def get(self, answer_id: int) -> dict[str, Any] | None:
         """One answer by id, or None."""
         answer_id = check_row_id(answer_id, "answer id")
         with self._db.read() as db:
-            row = next(db.query("SELECT * FROM answers WHERE id = ?", [answer_id]), None)
+            row = first(db, sa.select(answers).where(answers.c.id == answer_id))
         return decoded(row) if row else None
 
     def rows(self, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Answers newest first, optionally only those with `status`; probabilities decoded to a dict."""
-        sql = "SELECT * FROM answers"
-        params: list[Any] = []
+        query = sa.select(answers).order_by(answers.c.id.desc())
         if status is not None:
-            sql += " WHERE status = ?"
-            params.append(check_status(status))
-        sql += " ORDER BY id DESC"
+            query = query.where(answers.c.status == str(check_status(status)))
         if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
+            query = query.limit(int(limit))
         with self._db.read() as db:
-            return [decoded(row) for row in db.query(sql, params)]
+            return [decoded(row) for row in rows(db, query)]
 
     def count(self, status: str | None = None) -> int:
         """Number of answers, all or with one status."""
+        query = sa.select(sa.func.count()).select_from(answers)
+        if status is not None:
+            query = query.where(answers.c.status == str(check_status(status)))
         with self._db.read() as db:
-            if status is None:
-                return int(db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
-            sql = "SELECT COUNT(*) FROM answers WHERE status = ?"
-            return int(db.execute(sql, [check_status(status)]).fetchone()[0])
+            return count(db, query)
 
     def count_since(self, answer_id: int) -> int:
         """Live, unrejected answers with an id above `answer_id` (e.g. the last one a retrain used)."""
         with self._db.read() as db:
-            sql = f"SELECT COUNT(*) FROM answers WHERE id > ? AND {_LIVE} AND status != 'rejected'"
-            return int(db.execute(sql, [answer_id]).fetchone()[0])
+            return count(db, sa.select(sa.func.count()).where(answers.c.id > answer_id, COUNTED))
 
     def stats(self) -> dict[str, Any]:
         """Counts for a dashboard; see `FeedbackStore.stats`."""
         with self._db.read() as db:
 
-            def grouped(column: str, where: str = "") -> dict[str, int]:
-                sql = f"SELECT {column} AS key, COUNT(*) AS n FROM answers {where} GROUP BY {column}"
-                return {row["key"]: row["n"] for row in db.query(sql)}
+            def grouped(column: sa.ColumnElement[str], *where: sa.ColumnElement[bool]) -> dict[str, int]:
+                query = sa.select(column, sa.func.count()).where(*where).group_by(column)
+                return {key: int(n) for key, n in db.execute(query)}
 
-            live = f"WHERE {_LIVE}"
-            by_status = grouped("status")
-            by_label = grouped("user_label", live)
-            by_kind = grouped("kind", live)
-            annotators = db.execute(f"SELECT COUNT(DISTINCT annotator) FROM answers {live}").fetchone()[0]
-            pool = pool_counts(db)
-            check_rows = list(
-                db.query("SELECT a.* FROM answers a JOIN pool p ON p.text_hash = a.text_hash WHERE p.gold_label IS NOT NULL")
-            )
+            by_status = grouped(answers.c.status)
+            by_label = grouped(answers.c.user_label, LIVE)
+            by_kind = grouped(answers.c.kind, LIVE)
+            annotators = count(db, sa.select(sa.func.count(sa.distinct(answers.c.annotator))).where(LIVE))
+            pool_numbers = pool_counts(db)
+            check_rows = rows(db, sa.select(answers).join(pool, pool.c.text_hash == answers.c.text_hash)
+                              .where(pool.c.gold_label.is_not(None)))
             gold = read_gold(db)
         scores = check_scores(check_rows, gold)
         return {
             "answers": sum(by_status.values()),
-            "by_status": {status: by_status.get(status, 0) for status in STATUSES},
+            "by_status": {str(status): by_status.get(status, 0) for status in STATUSES},
             "by_label": {label: by_label.get(label, 0) for label in LABELS},
             "by_kind": {kind: by_kind.get(kind, 0) for kind in KINDS},
-            "annotators": int(annotators),
-            "pool": pool,
+            "annotators": annotators,
+            "pool": pool_numbers,
             "checks_right": {name: f"{score.right}/{score.answered}" for name, score in scores.items()},
         }

@@ -8,36 +8,42 @@ until reviewed. From a person the host signed in, or who passed known-answer che
 
 from __future__ import annotations
 
-from typing import Any
+import sqlalchemy as sa
 
 from core.policies import TrustPolicy
 from feedback.checks import MIN_TELLING_CHECKS
 from feedback.db import Database
-
-# Of an annotator's check answers: telling (the stored model label was not the known one), and those right.
-_TELLING = "CASE WHEN c.predicted_label != g.gold_label THEN 1 ELSE 0 END"
-_TELLING_RIGHT = "CASE WHEN c.predicted_label != g.gold_label AND c.user_label = g.gold_label THEN 1 ELSE 0 END"
-# An answer row `answers` whose annotator the host signed in, or who answered at least ? known-answer checks
-# with at least a ? share right, and at least ? telling ones right with that share on those too
-# (feedback.checks.passed_checks, the "checked" rule, on live answers). Takes four positional parameters:
-# `credible_params(policy)`.
-CREDIBLE = f"""
-    (answers.verified = 1 OR answers.annotator IN (
-        SELECT c.annotator FROM answers c JOIN pool g ON g.text_hash = c.text_hash
-        WHERE g.gold_label IS NOT NULL AND c.status NOT IN ('undone', 'replaced', 'rejected')
-        GROUP BY c.annotator
-        HAVING COUNT(*) >= ? AND SUM(CASE WHEN c.user_label = g.gold_label THEN 1 ELSE 0 END) >= ? * COUNT(*)
-        AND SUM({_TELLING_RIGHT}) >= ? AND SUM({_TELLING_RIGHT}) >= ? * SUM({_TELLING})
-    ))
-"""
+from feedback.query import count
+from feedback.tables import answers, pool
+from feedback.validate import NOT_COUNTED, Status
 
 
-def credible_params(policy: TrustPolicy) -> list[Any]:
-    return [policy.min_checks, policy.min_check_accuracy, MIN_TELLING_CHECKS, policy.min_check_accuracy]
+def credible(policy: TrustPolicy) -> sa.ColumnElement[bool]:
+    """An `answers` row whose annotator the host signed in, or who answered at least `policy.min_checks`
+    known-answer checks with at least a `policy.min_check_accuracy` share right, and at least
+    MIN_TELLING_CHECKS telling ones right with that share on those too (feedback.checks.passed_checks, the
+    "checked" rule, on live answers)."""
+    c, g = answers.alias("c"), pool.alias("g")
+    right = sa.case((c.c.user_label == g.c.gold_label, 1), else_=0)
+    # Of an annotator's check answers: telling (the stored model label was not the known one), and those right.
+    telling = sa.case((c.c.predicted_label != g.c.gold_label, 1), else_=0)
+    telling_right = sa.case((sa.and_(c.c.predicted_label != g.c.gold_label, c.c.user_label == g.c.gold_label), 1),
+                            else_=0)
+    share = policy.min_check_accuracy
+    checked = (
+        sa.select(c.c.annotator).join(g, g.c.text_hash == c.c.text_hash)
+        .where(g.c.gold_label.is_not(None), c.c.status.not_in(NOT_COUNTED))
+        .group_by(c.c.annotator)
+        .having(sa.func.count() >= policy.min_checks, sa.func.sum(right) >= share * sa.func.count(),
+                sa.func.sum(telling_right) >= MIN_TELLING_CHECKS,
+                sa.func.sum(telling_right) >= share * sa.func.sum(telling))
+    )
+    return sa.or_(answers.c.verified == 1, answers.c.annotator.in_(checked))
 
 
 def credible_waiting(db: Database, policy: TrustPolicy) -> int:
     """Suspicious answers still waiting for review from signed-in or checked people."""
+    query = sa.select(sa.func.count()).select_from(answers).where(
+        answers.c.status == Status.SUSPICIOUS, credible(policy))
     with db.read() as conn:
-        sql = f"SELECT COUNT(*) FROM answers WHERE status = 'suspicious' AND {CREDIBLE}"
-        return int(conn.execute(sql, credible_params(policy)).fetchone()[0])
+        return count(conn, query)

@@ -10,8 +10,11 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+import sqlalchemy as sa
+
 from feedback.answers import decoded
 from feedback.db import Database
+from feedback.tables import answers
 from feedback.validate import check_export_format
 
 log = logging.getLogger(__name__)
@@ -56,9 +59,10 @@ def write_answers(db: Database, stream: TextIO, fmt: str) -> int:
     writer = csv.writer(stream) if fmt == "csv" else None
     if writer:
         writer.writerow(EXPORT_COLUMNS)
-    columns = ", ".join(EXPORT_COLUMNS)
+    query = sa.select(*(answers.c[column] for column in EXPORT_COLUMNS)).order_by(answers.c.id)
     with db.read() as conn:
-        for row in conn.query(f"SELECT {columns} FROM answers ORDER BY id"):
+        for mapping in conn.execute(query).mappings():
+            row = dict(mapping)
             if writer:
                 writer.writerow([_safe_cell(row[column]) for column in EXPORT_COLUMNS])
             else:

@@ -10,8 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
+
 from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError
+from feedback.query import first, inserted_id, rows
+from feedback.tables import guidelines
 from feedback.validate import is_valid_unicode
 
 MAX_CHARS = 20_000  # a page of guidance, not a manual; bounds what one save writes and every page load sends
@@ -47,6 +51,7 @@ class Guidelines:
 
 
 BUILT_IN = Guidelines(0, DEFAULT, "", "built in")
+_NEWEST = sa.select(guidelines).order_by(guidelines.c.id.desc()).limit(1)
 
 
 def _row(row: dict[str, Any]) -> Guidelines:
@@ -63,20 +68,19 @@ class GuidelineBook:
     def current(self) -> Guidelines:
         """The guidelines in force now: the newest saved version, else the built-in default."""
         with self._db.read() as db:
-            row = next(db.query("SELECT * FROM guidelines ORDER BY id DESC LIMIT 1"), None)
+            row = first(db, _NEWEST)
         return _row(row) if row else BUILT_IN
 
     def in_force_at(self, at: str) -> Guidelines:
         """The version in force at `at` (an answer's `created_at`): the newest saved at or before it."""
         with self._db.read() as db:
-            row = next(db.query("SELECT * FROM guidelines WHERE saved_at <= ? ORDER BY id DESC LIMIT 1", [at]), None)
+            row = first(db, _NEWEST.where(guidelines.c.saved_at <= at))
         return _row(row) if row else BUILT_IN
 
     def history(self, limit: int = 20) -> list[Guidelines]:
         """Saved versions, newest first (at most `limit`)."""
         with self._db.read() as db:
-            rows = db.query("SELECT * FROM guidelines ORDER BY id DESC LIMIT ?", [max(1, int(limit))])
-            return [_row(row) for row in rows]
+            return [_row(row) for row in rows(db, _NEWEST.limit(max(1, int(limit))))]
 
     def save(self, text: object, saved_by: str) -> tuple[Guidelines, bool]:
         """Save `text` as the new version; returns it and whether it was new (the same text is not saved twice).
@@ -89,11 +93,11 @@ class GuidelineBook:
             raise FeedbackError(f"the guidelines must be valid text of at most {MAX_CHARS:,} characters")
         text = text.strip() + "\n"
         with self._db.write() as db:
-            newest = next(db.query("SELECT * FROM guidelines ORDER BY id DESC LIMIT 1"), None)
+            newest = first(db, _NEWEST)
             if newest is not None and newest["text"] == text:
                 return _row(newest), False
             if newest is None and text == DEFAULT:
                 return BUILT_IN, False
             row = {"text": text, "saved_at": iso_time(self._clock()), "saved_by": saved_by[:200]}
-            version = int(db["guidelines"].insert(row).last_pk)
+            version = inserted_id(db, sa.insert(guidelines).values(row))
         return Guidelines(version, text, row["saved_at"], row["saved_by"]), True

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.policies import TrustPolicy
 from feedback.agreement import pairwise_agreement
-from feedback.review import WITHDRAWN
 from feedback.trust import (
     MAINTAINER,
     annotator_agreement,
@@ -24,6 +23,7 @@ from feedback.trust import (
     failed_checks,
     flagged_annotators,
 )
+from feedback.validate import WITHDRAWN
 
 _ADJECTIVES = (
     "amber", "bold", "brave", "bright", "calm", "clever", "cosmic", "crisp", "curious", "daring", "eager", "fair",
@@ -112,7 +112,7 @@ def people(
     return out
 
 
-def _not_trained(rows: list[dict[str, Any]], gold: Mapping[str, str], policy: TrustPolicy) -> dict[str, str]:
+def _not_trained(rows: Sequence[Mapping[str, Any]], gold: Mapping[str, str], policy: TrustPolicy) -> dict[str, str]:
     """Why each excluded annotator's answers do not train (`feedback.trust.excluded_annotators`' reasons)."""
     excluded = excluded_annotators(rows, gold, policy)
     failed = failed_checks(check_scores(rows, gold), min_checks=policy.min_checks,

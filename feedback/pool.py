@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sqlite_utils
+import sqlalchemy as sa
 
 from core.policies import QueuePolicy, StoreLimits
 from core.text import text_hash
 from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.pool_files import cleaned, read_pool_file
+from feedback.query import count, first, insert_on_conflict, rows
+from feedback.tables import answers, pool, skips
 from feedback.traffic import mark_new_items, traffic_turn
 from feedback.trust import check_due
 from feedback.validate import (
+    NOT_COUNTED,
+    WITHDRAWN,
     PoolRow,
+    Status,
     check_annotator,
     check_model_version,
     check_pool_row,
@@ -30,47 +34,27 @@ from feedback.validate import (
 
 log = logging.getLogger(__name__)
 
-# Items an annotator has neither answered (live) nor skipped, and that anybody may be shown: not held for a
-# maintainer's review (`Pool.add` with `held`), or released by an accepted answer on their text.
-UNSEEN = """
-        NOT EXISTS (
-            SELECT 1 FROM answers a
-            WHERE a.text_hash = p.text_hash AND a.annotator = :annotator AND a.status NOT IN ('undone', 'replaced')
-        )
-        AND NOT EXISTS (SELECT 1 FROM skips s WHERE s.item_id = p.id AND s.annotator = :annotator)
-        AND (p.held_by IS NULL OR EXISTS (
-            SELECT 1 FROM answers v WHERE v.text_hash = p.text_hash AND v.status = 'accepted'))
-"""
-# An item leaves the queue once `required` client addresses (identities sharing one are one voice, as in
-# feedback.trust) agree on a label, so minted identities cannot take items away from honest labellers.
-SETTLED = """
-        EXISTS (
-            SELECT 1 FROM answers a
-            WHERE a.text_hash = p.text_hash AND a.status NOT IN ('undone', 'replaced', 'rejected')
-            GROUP BY a.user_label HAVING COUNT(DISTINCT COALESCE(a.address, a.annotator)) >= :required
-        )
-"""
-_NEXT_ITEM_SQL = f"""
-        SELECT p.* FROM pool p
-        WHERE p.gold_label IS NULL AND p.traffic = 0 AND {UNSEEN} AND NOT {SETTLED}
-        ORDER BY p.uncertainty DESC NULLS LAST, p.id
-        LIMIT :spread
-"""
-# The traffic set's newest unlabelled items (see feedback.traffic): a traffic turn picks one at random.
-_TRAFFIC_ITEM_SQL = f"""
-        SELECT p.* FROM pool p
-        WHERE p.gold_label IS NULL AND p.traffic = 1 AND {UNSEEN} AND NOT {SETTLED}
-        ORDER BY p.id DESC
-        LIMIT :recent
-"""
-_CHECKS_SQL = f"SELECT p.* FROM pool p WHERE p.gold_label IS NOT NULL AND {UNSEEN}"
-_HELD_SQL = """
-        SELECT p.id AS item_id, p.text, p.held_by, p.held_reason, a.id AS answer_id, a.user_label, a.predicted_label
-        FROM pool p JOIN answers a ON a.text_hash = p.text_hash AND a.annotator = p.held_by
-        WHERE p.held_by IS NOT NULL AND a.status NOT IN ('undone', 'replaced', 'rejected')
-        AND NOT EXISTS (SELECT 1 FROM answers v WHERE v.text_hash = p.text_hash AND v.status = 'accepted')
-        ORDER BY p.id DESC LIMIT ?
-"""
+
+def unseen(annotator: str) -> sa.ColumnElement[bool]:
+    """Pool items `annotator` has neither answered (live) nor skipped, and that anybody may be shown: not held for
+    a maintainer's review (`Pool.add` with `held`), or released by an accepted answer on their text."""
+    mine, accepted = answers.alias("a"), answers.alias("v")
+    return sa.and_(
+        ~sa.exists().where(mine.c.text_hash == pool.c.text_hash, mine.c.annotator == annotator,
+                           mine.c.status.not_in(WITHDRAWN)),
+        ~sa.exists().where(skips.c.item_id == pool.c.id, skips.c.annotator == annotator),
+        sa.or_(pool.c.held_by.is_(None),
+               sa.exists().where(accepted.c.text_hash == pool.c.text_hash, accepted.c.status == Status.ACCEPTED)),
+    )
+
+
+def settled(required: int) -> sa.ColumnElement[bool]:
+    """Pool items `required` client addresses agree on (identities sharing one are one voice, as in
+    feedback.trust): they leave the queue, so minted identities cannot take items away from honest labellers."""
+    a = answers.alias("a")
+    voices = sa.func.count(sa.distinct(sa.func.coalesce(a.c.address, a.c.annotator)))
+    return sa.exists(sa.select(1).where(a.c.text_hash == pool.c.text_hash, a.c.status.not_in(NOT_COUNTED))
+                     .group_by(a.c.user_label).having(voices >= required))
 
 
 @dataclass(frozen=True)
@@ -92,42 +76,46 @@ def margin_uncertainty(probabilities: np.ndarray) -> np.ndarray:
     return 1.0 - (ordered[:, -1] - ordered[:, -2])
 
 
-def read_gold(db: sqlite_utils.Database) -> dict[str, str]:
+def read_gold(db: sa.Connection) -> dict[str, str]:
     """The known-answer checks on this connection: text_hash -> the label a maintainer gave."""
-    sql = "SELECT text_hash, gold_label FROM pool WHERE gold_label IS NOT NULL"
-    return {row["text_hash"]: row["gold_label"] for row in db.query(sql)}
+    query = sa.select(pool.c.text_hash, pool.c.gold_label).where(pool.c.gold_label.is_not(None))
+    return {digest: label for digest, label in db.execute(query)}
 
 
-def pool_counts(db: sqlite_utils.Database) -> dict[str, int]:
+def pool_counts(db: sa.Connection) -> dict[str, int]:
     """Pool items, scored items, known-answer checks and skips, for the dashboard."""
-    items, scored, checks = db.execute("SELECT COUNT(*), COUNT(scored_by), COUNT(gold_label) FROM pool").fetchone()
-    skips = db.execute("SELECT COUNT(*) FROM skips").fetchone()[0]
-    return {"items": int(items), "scored": int(scored), "checks": int(checks), "skips": int(skips)}
+    items, scored, checks = db.execute(
+        sa.select(sa.func.count(), sa.func.count(pool.c.scored_by), sa.func.count(pool.c.gold_label))).one()
+    skipped = count(db, sa.select(sa.func.count()).select_from(skips))
+    return {"items": int(items), "scored": int(scored), "checks": int(checks), "skips": skipped}
 
 
-def check_item(db: sqlite_utils.Database, item_id: int, digest: str) -> None:
+def check_item(db: sa.Connection, item_id: int, digest: str) -> None:
     """Refuse an answer naming a queue item that does not exist or holds another text."""
-    item = next(db.query("SELECT text_hash FROM pool WHERE id = ?", [item_id]), None)
+    item = db.execute(sa.select(pool.c.text_hash).where(pool.c.id == item_id)).scalar()
     if item is None:
         raise FeedbackError(f"unknown queue item {item_id}")
-    if item["text_hash"] != digest:
+    if item != digest:
         raise FeedbackError(f"the text does not match queue item {item_id}")
 
 
 def _insert_pool_row(
-    conn: sqlite3.Connection, row: PoolRow, source: str, added_at: str, held: tuple[str, str] | None = None
+    conn: sa.Connection, row: PoolRow, source: str, added_at: str, held: tuple[str, str] | None = None
 ) -> bool:
     """Insert one pool item unless its text is already there; True when it was added. Adding a text that is
     held, without `held` (a maintainer's import, a signed-in author's correction), releases it."""
     by, reason = held or (None, None)
-    cursor = conn.execute(
-        "INSERT OR IGNORE INTO pool (text, text_hash, source, added_at, gold_label, held_by, held_reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (row.text, row.text_hash, source, added_at, row.label, by, reason),
-    )
-    if cursor.rowcount == 0 and held is None:
-        conn.execute("UPDATE pool SET held_by = NULL, held_reason = NULL WHERE text_hash = ?", (row.text_hash,))
-    return cursor.rowcount == 1
+    added = conn.execute(insert_on_conflict(conn, pool).values(
+        text=row.text, text_hash=row.text_hash, source=source, added_at=added_at, gold_label=row.label, held_by=by,
+        held_reason=reason).on_conflict_do_nothing().returning(pool.c.id)).first() is not None
+    if not added and held is None:
+        conn.execute(sa.update(pool).where(pool.c.text_hash == row.text_hash).values(held_by=None, held_reason=None))
+    return added
+
+
+def _queue_items(annotator: str, required: int) -> sa.Select[Any]:
+    """Ordinary items `annotator` may be given: unseen by them, not a check, not settled."""
+    return sa.select(pool).where(pool.c.gold_label.is_(None), unseen(annotator), ~settled(required))
 
 
 class Pool:
@@ -176,7 +164,7 @@ class Pool:
         # One transaction: a crash part-way leaves the pool exactly as it was.
         with self._db.write() as db:
             for row in rows:
-                added += _insert_pool_row(db.conn, row, source, added_at, held)
+                added += _insert_pool_row(db, row, source, added_at, held)
         report = ImportReport(rows=len(rows), added=added, duplicates=len(rows) - added)
         log.info("pool import from %s: %d added, %d duplicates", source, report.added, report.duplicates)
         return report
@@ -184,30 +172,35 @@ class Pool:
     def rescore(self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256) -> int:
         """Recompute uncertainty for items not yet scored by `model_version`; see `FeedbackStore.rescore`."""
         model_version = check_model_version(model_version)
+        query = (sa.select(pool.c.id, pool.c.text)
+                 .where(sa.or_(pool.c.scored_by.is_(None), pool.c.scored_by != model_version)).order_by(pool.c.id))
         with self._db.read() as db:
-            pending = [
-                (row["id"], row["text"])
-                for row in db.query(
-                    "SELECT id, text FROM pool WHERE scored_by IS NULL OR scored_by != ? ORDER BY id",
-                    [model_version],
-                )
-            ]
+            pending = [(int(item_id), str(text)) for item_id, text in db.execute(query)]
+        score = (sa.update(pool).where(pool.c.id == sa.bindparam("item"))
+                 .values(uncertainty=sa.bindparam("score"), scored_by=sa.bindparam("model")))
         for start in range(0, len(pending), batch_size):
             batch = pending[start : start + batch_size]
             probs = check_probability_rows(scorer([text for _, text in batch]), rows=len(batch))
             scores = margin_uncertainty(probs)
             with self._db.write() as db:
-                db.conn.executemany(
-                    "UPDATE pool SET uncertainty = ?, scored_by = ? WHERE id = ?",
-                    [(float(score), model_version, item_id) for (item_id, _), score in zip(batch, scores, strict=True)],
-                )
+                db.execute(score, [{"score": float(value), "model": model_version, "item": item_id}
+                                   for (item_id, _), value in zip(batch, scores, strict=True)])
         log.info("rescored %d pool items with model %s", len(pending), model_version)
         return len(pending)
 
     def held(self, limit: int = 200) -> list[dict[str, Any]]:
         """Items held for review, newest first, each with the live answer of who brought it (for the admin)."""
+        accepted = answers.alias("v")
+        query = (
+            sa.select(pool.c.id.label("item_id"), pool.c.text, pool.c.held_by, pool.c.held_reason,
+                      answers.c.id.label("answer_id"), answers.c.user_label, answers.c.predicted_label)
+            .join(answers, sa.and_(answers.c.text_hash == pool.c.text_hash, answers.c.annotator == pool.c.held_by))
+            .where(pool.c.held_by.is_not(None), answers.c.status.not_in(NOT_COUNTED),
+                   ~sa.exists().where(accepted.c.text_hash == pool.c.text_hash, accepted.c.status == Status.ACCEPTED))
+            .order_by(pool.c.id.desc()).limit(int(limit))
+        )
         with self._db.read() as db:
-            return list(db.query(_HELD_SQL, [int(limit)]))
+            return rows(db, query)
 
     def gold_labels(self) -> dict[str, str]:
         """The known-answer checks: text_hash -> the label a maintainer gave."""
@@ -220,13 +213,16 @@ class Pool:
         item = self.due_check(annotator, policy)
         if item is None:
             mark_new_items(self._db, policy.traffic_share)
+            items = _queue_items(annotator, policy.labels_required)
+            uncertain = (items.where(pool.c.traffic == 0)
+                         .order_by(pool.c.uncertainty.desc().nulls_last(), pool.c.id).limit(policy.spread))
+            # The traffic set's newest unlabelled items (see feedback.traffic): a traffic turn picks one at random.
+            traffic = items.where(pool.c.traffic == 1).order_by(pool.c.id.desc()).limit(policy.traffic_recent)
             with self._db.read() as db:
-                params = {"annotator": annotator, "required": policy.labels_required, "spread": policy.spread,
-                          "recent": policy.traffic_recent}
-                turns = [_NEXT_ITEM_SQL, _TRAFFIC_ITEM_SQL]  # the other kind when this kind has none left
+                turns = [uncertain, traffic]  # the other kind when this kind has none left
                 if traffic_turn(db, annotator, policy.traffic_share):
                     turns.reverse()
-                candidates = next((rows for sql in turns if (rows := list(db.query(sql, params)))), [])
+                candidates = next((found for query in turns if (found := rows(db, query))), [])
             # Each annotator draws from the most uncertain few in their own order, so streams differ and a
             # check cannot be spotted as the one item that is not the same for every fresh identity.
             item = min(candidates, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)
@@ -237,17 +233,15 @@ class Pool:
     def due_check(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None; see `FeedbackStore.due_check`."""
         annotator = check_annotator(annotator)
+        answered_checks = (
+            sa.select(sa.func.count(pool.c.gold_label), sa.func.count())
+            .select_from(answers.outerjoin(pool, pool.c.text_hash == answers.c.text_hash))
+            .where(answers.c.annotator == annotator, answers.c.status.not_in(WITHDRAWN))
+        )
         with self._db.read() as db:
-            counts = db.execute(
-                """
-                SELECT COUNT(p.gold_label), COUNT(*) FROM answers a LEFT JOIN pool p ON p.text_hash = a.text_hash
-                WHERE a.annotator = ? AND a.status NOT IN ('undone', 'replaced')
-                """,
-                [annotator],
-            ).fetchone()
-            checks, answered = int(counts[0]), int(counts[1])
-            skipped = int(db.execute("SELECT COUNT(*) FROM skips WHERE annotator = ?", [annotator]).fetchone()[0])
-            left = list(db.query(_CHECKS_SQL, {"annotator": annotator}))
+            checks, answered = (int(n) for n in db.execute(answered_checks).one())
+            skipped = count(db, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
+            left = rows(db, sa.select(pool).where(pool.c.gold_label.is_not(None), unseen(annotator)))
         if not left:
             return None
         # The draw is keyed by the set of checks, which visitors do not know, so its outcome cannot be
@@ -266,20 +260,19 @@ class Pool:
         annotator = check_annotator(annotator)
         item_id = check_row_id(item_id, "queue item")
         with self._db.write() as db:
-            if next(db.query("SELECT id FROM pool WHERE id = ?", [item_id]), None) is None:
+            if first(db, sa.select(pool.c.id).where(pool.c.id == item_id)) is None:
                 raise FeedbackError(f"unknown queue item {item_id}")
             if max_skips is not None:
-                skipped = db.execute("SELECT COUNT(*) FROM skips WHERE annotator = ?", [annotator]).fetchone()[0]
+                skipped = count(db, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
                 if skipped >= max_skips:
                     raise FeedbackError(f"you have skipped {skipped} articles, the most allowed; please label this one")
-            db.execute(
-                "INSERT OR IGNORE INTO skips (annotator, item_id, skipped_at) VALUES (?, ?, ?)",
-                [annotator, item_id, iso_time(self._clock())],
-            )
+            db.execute(insert_on_conflict(db, skips).values(
+                annotator=annotator, item_id=item_id, skipped_at=iso_time(self._clock())).on_conflict_do_nothing())
 
     def progress(self, annotator: str) -> int:
         """How many queue items this annotator has labelled (live answers)."""
         annotator = check_annotator(annotator)
+        query = sa.select(sa.func.count()).where(
+            answers.c.annotator == annotator, answers.c.kind == "queue", answers.c.status.not_in(WITHDRAWN))
         with self._db.read() as db:
-            sql = "SELECT COUNT(*) FROM answers WHERE annotator = ? AND kind = 'queue' AND status NOT IN ('undone', 'replaced')"
-            return int(db.execute(sql, [annotator]).fetchone()[0])
+            return count(db, query)

@@ -17,7 +17,8 @@ from core.stages import RunRecord
 from feedback.credible import credible_waiting
 from feedback.snapshot import split_trusted, traffic_hashes
 from feedback.store import FeedbackStore
-from feedback.trust import NOT_COUNTED, TrustedExample, select_trusted
+from feedback.trust import TrustedExample, select_trusted
+from feedback.validate import NOT_COUNTED
 
 
 @dataclass(frozen=True)

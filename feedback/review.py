@@ -12,65 +12,76 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy as sa
+
 from core.policies import TrustPolicy
-from feedback.answers import decoded
-from feedback.credible import CREDIBLE, credible_params
+from feedback.answers import LIVE, decoded
+from feedback.credible import credible
 from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError
+from feedback.query import count, inserted_id, rows
+from feedback.tables import answers, pool
 from feedback.trust import MAINTAINER
-from feedback.validate import STATUSES, canonical_label, check_review_status, check_row_id
+from feedback.validate import (
+    NOT_COUNTED,
+    STATUSES,
+    WITHDRAWN,
+    Status,
+    canonical_label,
+    check_review_status,
+    check_row_id,
+)
 
 log = logging.getLogger(__name__)
 
 MAX_SHOWN = 500  # rows one search returns
 MAX_IDS = 1000  # answers one bulk action may name
-# Taken back by their annotator (undone, or replaced by a later answer): kept for audit, never reviewed.
-WITHDRAWN = ("undone", "replaced")
 _PERCENT = re.compile(r"\d+(?:\.\d+)?%")
 HELD = "held"  # a status filter of its own: corrections held out of the queue until a maintainer accepts one
-# The live answer that brought a held pool item in, while no answer on its text is accepted (see feedback.pool).
-_HELD_SQL = """status NOT IN ('undone', 'replaced', 'rejected') AND EXISTS (
-        SELECT 1 FROM pool p WHERE p.text_hash = answers.text_hash AND p.held_by = answers.annotator)
-    AND NOT EXISTS (SELECT 1 FROM answers v WHERE v.text_hash = answers.text_hash AND v.status = 'accepted')"""
+
+
+def _held() -> sa.ColumnElement[bool]:
+    """The live answer that brought a held pool item in, while no answer on its text is accepted (feedback.pool)."""
+    accepted = answers.alias("v")
+    return sa.and_(
+        answers.c.status.not_in(NOT_COUNTED),
+        sa.exists().where(pool.c.text_hash == answers.c.text_hash, pool.c.held_by == answers.c.annotator),
+        ~sa.exists().where(accepted.c.text_hash == answers.c.text_hash, accepted.c.status == Status.ACCEPTED),
+    )
 
 
 @dataclass(frozen=True)
 class ReviewFilter:
     """Which answers to list; every field narrows the list (None or "" means any)."""
 
-    status: str | None = "suspicious"  # one of STATUSES, or HELD
+    status: str | None = Status.SUSPICIOUS  # one of STATUSES, or HELD
     reason: str | None = None  # a pattern from `reason_choices` (SQL LIKE)
     label: str | None = None  # the label the annotator gave
     annotator: str | None = None
     text: str = ""  # a case-insensitive substring of the text
     limit: int = 200
 
-    def where(self) -> tuple[str, list[Any]]:
-        """The SQL condition and its parameters; raises FeedbackError for a bad value."""
-        clauses, params = ["1 = 1"], []
+    def where(self) -> list[sa.ColumnElement[bool]]:
+        """The conditions on `answers` (all must hold); raises FeedbackError for a bad value."""
+        clauses: list[sa.ColumnElement[bool]] = []
         if self.status == HELD:
-            clauses.append(_HELD_SQL)
+            clauses.append(_held())
         elif self.status:
             if self.status not in STATUSES:
                 raise FeedbackError(f"unknown status {self.status!r}; expected one of {', '.join(STATUSES)}, {HELD}")
-            clauses.append("status = ?")
-            params.append(self.status)
+            clauses.append(answers.c.status == self.status)
         if self.reason:
-            clauses.append("suspicious_reason LIKE ?")
-            params.append(self.reason[:200])
+            clauses.append(answers.c.suspicious_reason.like(self.reason[:200]))
         if self.label:
-            clauses.append("user_label = ?")
-            params.append(canonical_label(self.label))
+            clauses.append(answers.c.user_label == canonical_label(self.label))
         if self.annotator:
-            clauses.append("annotator = ?")
-            params.append(self.annotator[:200])
+            clauses.append(answers.c.annotator == self.annotator[:200])
         if self.text.strip():
-            # '!' escapes LIKE's wildcards in what the maintainer typed; LOWER() on both sides, because
-            # PostgreSQL's LIKE is case-sensitive where SQLite's is not.
-            needle = re.sub(r"([!%_])", r"!\1", self.text.strip()[:200].lower())
-            clauses.append("LOWER(text) LIKE ? ESCAPE '!'")
-            params.append(f"%{needle}%")
-        return " AND ".join(clauses), params
+            # LOWER() on both sides, because PostgreSQL's LIKE is case-sensitive where SQLite's is not; what the
+            # maintainer typed is matched literally (its % and _ escaped).
+            needle = self.text.strip()[:200].lower()
+            clauses.append(sa.func.lower(answers.c.text).contains(needle, autoescape=True))
+        return clauses
 
 
 @dataclass(frozen=True)
@@ -105,32 +116,32 @@ class Reviews:
     def find(self, where: ReviewFilter, trust: TrustPolicy | None = None) -> tuple[list[dict[str, Any]], int]:
         """Answers matching `where` (at most `where.limit`, capped at MAX_SHOWN), and how many match: those of
         signed-in or checked people first (`feedback.credible`, with `trust`'s check rule), newest first within."""
-        condition, params = where.where()
+        conditions = where.where()
         limit = max(1, min(int(where.limit), MAX_SHOWN))
-        first = credible_params(trust or TrustPolicy())
+        first = sa.case((credible(trust or TrustPolicy()), 0), else_=1)
+        query = sa.select(answers).where(*conditions).order_by(first, answers.c.id.desc()).limit(limit)
         with self._db.read() as conn:
-            total = int(conn.execute(f"SELECT COUNT(*) FROM answers WHERE {condition}", params).fetchone()[0])
-            sql = f"SELECT * FROM answers WHERE {condition} ORDER BY CASE WHEN {CREDIBLE} THEN 0 ELSE 1 END, id DESC LIMIT ?"
-            rows = [decoded(row) for row in conn.query(sql, [*params, *first, limit])]
-        return rows, total
+            total = count(conn, sa.select(sa.func.count()).select_from(answers).where(*conditions))
+            found = [decoded(row) for row in rows(conn, query)]
+        return found, total
 
 
     def reason_choices(self) -> list[tuple[str, str]]:
         """The kinds of suspicion recorded, as (words, LIKE pattern): "model was …% sure of World"."""
+        query = (sa.select(answers.c.suspicious_reason).distinct()
+                 .where(answers.c.suspicious_reason.is_not(None)).limit(2000))
         with self._db.read() as conn:
-            reasons = [row["r"] for row in conn.query(
-                "SELECT DISTINCT suspicious_reason AS r FROM answers WHERE suspicious_reason IS NOT NULL LIMIT 2000")]
+            reasons = list(conn.execute(query).scalars())
         patterns = sorted({_PERCENT.sub("%", reason) for reason in reasons if reason})
         return [(pattern.replace("%", "…%") if "%" in pattern else pattern, pattern) for pattern in patterns]
 
 
     def annotator_ids(self, limit: int = 500) -> list[str]:
         """Annotators with live answers, most answers first (at most `limit`)."""
+        query = (sa.select(answers.c.annotator).where(LIVE).group_by(answers.c.annotator)
+                 .order_by(sa.func.count().desc(), answers.c.annotator).limit(int(limit)))
         with self._db.read() as conn:
-            rows = conn.query(
-                "SELECT annotator, COUNT(*) AS n FROM answers WHERE status NOT IN (?, ?) GROUP BY annotator "
-                "ORDER BY n DESC, annotator LIMIT ?", [*WITHDRAWN, int(limit)])
-            return [row["annotator"] for row in rows]
+            return list(conn.execute(query).scalars())
 
 
     def set_statuses(self, ids: Iterable[object], status: str) -> ReviewReport:
@@ -145,14 +156,12 @@ class Reviews:
             raise FeedbackError("choose at least one answer")
         if len(wanted) > MAX_IDS:
             raise FeedbackError(f"at most {MAX_IDS} answers at once; {len(wanted)} were chosen")
-        marks = ", ".join("?" for _ in wanted)
         with self._db.write() as conn:
-            before = {int(row["id"]): row["status"]
-                      for row in conn.query(f"SELECT id, status FROM answers WHERE id IN ({marks})", wanted)}
+            before = {int(i): s for i, s in conn.execute(
+                sa.select(answers.c.id, answers.c.status).where(answers.c.id.in_(wanted)))}
             changed = {i: s for i, s in before.items() if s != status and s not in WITHDRAWN}
             if changed:
-                change = ", ".join("?" for _ in changed)
-                conn.execute(f"UPDATE answers SET status = ? WHERE id IN ({change})", [status, *sorted(changed)])
+                conn.execute(sa.update(answers).where(answers.c.id.in_(sorted(changed))).values(status=status))
         report = ReviewReport(
             status=status,
             changed=dict(sorted(changed.items())),
@@ -176,28 +185,27 @@ class Reviews:
         if not isinstance(text_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", text_hash):
             raise FeedbackError("name the text by its 64-character text hash")
         with self._db.write() as conn:
-            rows = list(conn.query(
-                "SELECT id, text, user_label, status, annotator FROM answers WHERE text_hash = ? AND status NOT IN (?, ?) "
-                "ORDER BY id", [text_hash, *WITHDRAWN]))
-            if not rows:
+            live = rows(conn, sa.select(answers.c.id, answers.c.text, answers.c.user_label, answers.c.status,
+                                        answers.c.annotator)
+                        .where(answers.c.text_hash == text_hash, LIVE).order_by(answers.c.id))
+            if not live:
                 raise FeedbackError("no live answers on that text")
-            people = [row for row in rows if row["annotator"] != MAINTAINER]
-            accept = [row["id"] for row in people if row["user_label"] == label and row["status"] != "accepted"]
-            reject = [row["id"] for row in rows if row["user_label"] != label and row["status"] != "rejected"]
-            for status, ids in (("accepted", accept), ("rejected", reject)):
+            people = [row for row in live if row["annotator"] != MAINTAINER]
+            accept = [row["id"] for row in people if row["user_label"] == label and row["status"] != Status.ACCEPTED]
+            reject = [row["id"] for row in live if row["user_label"] != label and row["status"] != Status.REJECTED]
+            for status, ids in ((Status.ACCEPTED, accept), (Status.REJECTED, reject)):
                 if ids:
-                    marks = ", ".join("?" for _ in ids)
-                    conn.execute(f"UPDATE answers SET status = ? WHERE id IN ({marks})", [status, *ids])
-            mine = next((row for row in rows if row["annotator"] == MAINTAINER and row["user_label"] == label), None)
+                    conn.execute(sa.update(answers).where(answers.c.id.in_(ids)).values(status=status))
+            mine = next((row for row in live if row["annotator"] == MAINTAINER and row["user_label"] == label), None)
             if mine is None:
-                mine_id = int(conn["answers"].insert({
-                    "text": rows[0]["text"], "text_hash": text_hash, "user_label": label, "kind": "correct",
-                    "annotator": MAINTAINER, "created_at": iso_time(self._clock()), "status": "accepted", "verified": 1,
-                }).last_pk)
+                mine_id = inserted_id(conn, sa.insert(answers).values(
+                    text=live[0]["text"], text_hash=text_hash, user_label=label, kind="correct", annotator=MAINTAINER,
+                    created_at=iso_time(self._clock()), status=Status.ACCEPTED, verified=1,
+                ))
             else:
                 mine_id = int(mine["id"])
-                if mine["status"] != "accepted":
-                    conn.execute("UPDATE answers SET status = 'accepted' WHERE id = ?", [mine_id])
+                if mine["status"] != Status.ACCEPTED:
+                    conn.execute(sa.update(answers).where(answers.c.id == mine_id).values(status=Status.ACCEPTED))
         log.info("text %s resolved as %s: %d accepted, %d rejected", text_hash[:12], label, len(accept), len(reject))
         return Resolution(text_hash, label, mine_id, tuple(accept), tuple(reject))
 

@@ -1,151 +1,175 @@
-"""Versioned schema of the feedback database and the in-place migrations between versions."""
+"""The feedback database's one migration history, for SQLite and PostgreSQL alike: an ordered list of steps.
+
+Each step is written with Alembic's operations (`op.create_table`, `op.add_column`, ...), which compile the same
+step into each backend's DDL, and SQLAlchemy expressions for data changes, so no SQL text differs between
+backends. One runner applies them, one transaction per step, under the database's migrate lock (SQLite's
+BEGIN IMMEDIATE; a PostgreSQL advisory lock), so replicas opening an old database at once migrate it once.
+
+Why not Alembic's revision scripts: the steps predate it and databases in use record their version where the
+first runner put it (SQLite's `user_version` header field, PostgreSQL's one-row `newsloop_schema` table);
+keeping those records lets every existing database upgrade in place, with no stamping and no second history.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import sqlite3
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import sqlalchemy as sa
 
 from feedback.errors import FeedbackError
 
+if TYPE_CHECKING:
+    from alembic.operations import Operations
+
 log = logging.getLogger(__name__)
 
-# Version 1 is the original layout: answers without probabilities, kind, status or queue tables.
-_V1 = """
-CREATE TABLE answers (
-    id INTEGER PRIMARY KEY,
-    text TEXT NOT NULL,
-    text_hash TEXT NOT NULL,
-    predicted_label TEXT,
-    model_version TEXT,
-    user_label TEXT NOT NULL,
-    annotator TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX answers_annotator_created ON answers (annotator, created_at);
-"""
-
-# Version 2 adds model probabilities, the answer kind, review status and the labelling queue.
-_V2 = """
-ALTER TABLE answers ADD COLUMN probabilities TEXT;
-ALTER TABLE answers ADD COLUMN kind TEXT NOT NULL DEFAULT 'correct';
-ALTER TABLE answers ADD COLUMN item_id INTEGER;
-ALTER TABLE answers ADD COLUMN status TEXT NOT NULL DEFAULT 'ok';
-ALTER TABLE answers ADD COLUMN suspicious_reason TEXT;
-UPDATE answers SET kind = 'confirm' WHERE predicted_label IS NOT NULL AND user_label = predicted_label;
-CREATE INDEX answers_text_hash ON answers (text_hash, status);
-CREATE INDEX answers_dedupe ON answers (annotator, text_hash, user_label);
-CREATE TABLE pool (
-    id INTEGER PRIMARY KEY,
-    text TEXT NOT NULL,
-    text_hash TEXT NOT NULL UNIQUE,
-    source TEXT,
-    added_at TEXT NOT NULL,
-    uncertainty REAL,
-    scored_by TEXT
-);
-CREATE INDEX pool_uncertainty ON pool (uncertainty);
-CREATE TABLE skips (
-    annotator TEXT NOT NULL,
-    item_id INTEGER NOT NULL REFERENCES pool (id),
-    skipped_at TEXT NOT NULL,
-    PRIMARY KEY (annotator, item_id)
-);
-"""
+# Frozen column types of the steps (`feedback.tables` declares the tables with the same ones).
+# SQLite's rowid alias (INTEGER PRIMARY KEY) on SQLite, a 64-bit identity column on PostgreSQL.
+ROW_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+# 8-byte floats on both (PostgreSQL's REAL would be 4 bytes).
+FLOAT8: sa.types.TypeEngine[float] = sa.Double()
+Step = Callable[["Operations"], None]
 
 
-# Version 3 adds known-answer checks: pool items with a label a maintainer vouches for.
-_V3 = """
-ALTER TABLE pool ADD COLUMN gold_label TEXT;
-"""
+def _id() -> sa.Column[int]:
+    return sa.Column("id", ROW_ID, sa.Identity(), primary_key=True)
 
 
-# Version 4 records who vouches for an answer: whether its annotator was signed in by the host, and a keyed
-# hash of the client address, so trust can count people and addresses rather than self-minted ids.
-_V4 = """
-ALTER TABLE answers ADD COLUMN verified INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE answers ADD COLUMN address TEXT;
-UPDATE answers SET verified = 1 WHERE annotator LIKE 'user:%';
-CREATE INDEX answers_address_created ON answers (address, created_at);
-"""
+def _text(name: str, *, required: bool = False) -> sa.Column[str]:
+    return sa.Column(name, sa.Text, nullable=not required)
 
 
-# Version 5 keeps the web state replicas share (`feedback.shared_state`): rate-limit hits, and per-browser
-# records with an expiry (admin sessions, the queue item a browser was given).
-_V5 = """
-CREATE TABLE rate_hits (bucket TEXT NOT NULL, key TEXT NOT NULL, at REAL NOT NULL);
-CREATE INDEX rate_hits_key_at ON rate_hits (bucket, key, at);
-CREATE TABLE sessions (
-    kind TEXT NOT NULL,
-    key TEXT NOT NULL,
-    value TEXT,
-    expires_at REAL NOT NULL,
-    PRIMARY KEY (kind, key)
-);
-"""
+def _v1(op: Operations) -> None:
+    """The original layout: answers without probabilities, kind, status or queue tables."""
+    op.create_table(
+        "answers", _id(), _text("text", required=True), _text("text_hash", required=True), _text("predicted_label"),
+        _text("model_version"), _text("user_label", required=True), _text("annotator", required=True),
+        _text("created_at", required=True),
+    )
+    op.create_index("answers_annotator_created", "answers", ["annotator", "created_at"])
 
 
-# Version 6 keeps the labelling guidelines a maintainer writes in the admin view (`feedback.guidelines`): every
-# saved version with its time, so an answer can be read beside the guidelines in force when it was given.
-_V6 = """
-CREATE TABLE guidelines (
-    id INTEGER PRIMARY KEY,
-    text TEXT NOT NULL,
-    saved_at TEXT NOT NULL,
-    saved_by TEXT
-);
-"""
+def _v2(op: Operations) -> None:
+    """Model probabilities, the answer kind, review status and the labelling queue."""
+    op.add_column("answers", _text("probabilities"))
+    op.add_column("answers", sa.Column("kind", sa.Text, nullable=False, server_default="correct"))
+    op.add_column("answers", sa.Column("item_id", sa.Integer))
+    op.add_column("answers", sa.Column("status", sa.Text, nullable=False, server_default="ok"))
+    op.add_column("answers", _text("suspicious_reason"))
+    a = sa.table("answers", sa.column("kind"), sa.column("predicted_label"), sa.column("user_label"))
+    op.execute(a.update().where(a.c.predicted_label.is_not(None), a.c.user_label == a.c.predicted_label)
+               .values(kind="confirm"))
+    op.create_index("answers_text_hash", "answers", ["text_hash", "status"])
+    op.create_index("answers_dedupe", "answers", ["annotator", "text_hash", "user_label"])
+    op.create_table(
+        "pool", _id(), _text("text", required=True), sa.Column("text_hash", sa.Text, nullable=False, unique=True),
+        _text("source"), _text("added_at", required=True), sa.Column("uncertainty", FLOAT8), _text("scored_by"),
+    )
+    op.create_index("pool_uncertainty", "pool", ["uncertainty"])
+    op.create_table(
+        "skips", _text("annotator", required=True),
+        sa.Column("item_id", sa.Integer, sa.ForeignKey("pool.id"), nullable=False), _text("skipped_at", required=True),
+        sa.PrimaryKeyConstraint("annotator", "item_id"),
+    )
 
 
-# Version 7 holds pool items back from the labelling queue until a maintainer accepts an answer on their text:
-# corrections that visitors the host did not sign in brought in (`held_by`: who; `held_reason`: why it waits).
-_V7 = """
-ALTER TABLE pool ADD COLUMN held_by TEXT;
-ALTER TABLE pool ADD COLUMN held_reason TEXT
-"""
+def _v3(op: Operations) -> None:
+    """Known-answer checks: pool items with a label a maintainer vouches for."""
+    op.add_column("pool", _text("gold_label"))
 
 
-# Version 8 marks the traffic set (`feedback.pool`): pool items kept out of the uncertainty order, offered at
-# random, whose labels only judge challengers. NULL until the queue first sees the item and draws it; items
-# already answered before this version may have been trained on, so they are marked 0 (not traffic) now.
-_V8 = """
-ALTER TABLE pool ADD COLUMN traffic INTEGER;
-UPDATE pool SET traffic = 0 WHERE EXISTS (SELECT 1 FROM answers a WHERE a.text_hash = pool.text_hash)
-"""
+def _v4(op: Operations) -> None:
+    """Who vouches for an answer: whether the host signed its annotator in, and a keyed hash of the client
+    address, so trust can count people and addresses rather than self-minted ids."""
+    op.add_column("answers", sa.Column("verified", sa.Integer, nullable=False, server_default=sa.text("0")))
+    op.add_column("answers", _text("address"))
+    a = sa.table("answers", sa.column("verified"), sa.column("annotator"))
+    op.execute(a.update().where(a.c.annotator.like("user:%")).values(verified=1))
+    op.create_index("answers_address_created", "answers", ["address", "created_at"])
 
 
-def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
-    def apply(conn: sqlite3.Connection) -> None:
-        # executescript() would COMMIT first, so run statement by statement inside our transaction.
-        for statement in sql.split(";"):
-            if statement.strip():
-                conn.execute(statement)
+def _v5(op: Operations) -> None:
+    """The web state replicas share (`feedback.shared_state`): rate-limit hits, and per-browser records with an
+    expiry (admin sessions, the queue item a browser was given)."""
+    op.create_table("rate_hits", _text("bucket", required=True), _text("key", required=True),
+                    sa.Column("at", FLOAT8, nullable=False))
+    op.create_index("rate_hits_key_at", "rate_hits", ["bucket", "key", "at"])
+    op.create_table(
+        "sessions", _text("kind", required=True), _text("key", required=True), _text("value"),
+        sa.Column("expires_at", FLOAT8, nullable=False), sa.PrimaryKeyConstraint("kind", "key"),
+    )
 
-    return apply
+
+def _v6(op: Operations) -> None:
+    """The labelling guidelines a maintainer writes (`feedback.guidelines`): every saved version with its time."""
+    op.create_table("guidelines", _id(), _text("text", required=True), _text("saved_at", required=True),
+                    _text("saved_by"))
+
+
+def _v7(op: Operations) -> None:
+    """Pool items held back from the queue until a maintainer accepts an answer on their text (`held_by`: who
+    brought them in; `held_reason`: why they wait)."""
+    op.add_column("pool", _text("held_by"))
+    op.add_column("pool", _text("held_reason"))
+
+
+def _v8(op: Operations) -> None:
+    """The traffic set (`feedback.traffic`): NULL until the queue first draws the item; items already answered
+    may have been trained on, so they are marked 0 (not traffic) now."""
+    op.add_column("pool", sa.Column("traffic", sa.Integer))
+    p = sa.table("pool", sa.column("traffic"), sa.column("text_hash"))
+    a = sa.table("answers", sa.column("text_hash"))
+    op.execute(p.update().where(sa.exists().where(a.c.text_hash == p.c.text_hash)).values(traffic=0))
 
 
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _script(_V1), 2: _script(_V2), 3: _script(_V3), 4: _script(_V4), 5: _script(_V5),
-    6: _script(_V6), 7: _script(_V7), 8: _script(_V8),
-}
+MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8}
 CURRENT_VERSION = max(MIGRATIONS)
 
-
-def schema_version(conn: sqlite3.Connection) -> int:
-    """The database's schema version, kept in SQLite's `user_version` header field."""
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+# Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).
+_pg_version = sa.Table("newsloop_schema", sa.MetaData(), sa.Column("version", sa.Integer, nullable=False))
 
 
-def migrate(conn: sqlite3.Connection) -> int:
+def schema_version(conn: sa.Connection) -> int:
+    """The database's schema version (0: a new database)."""
+    if conn.dialect.name == "sqlite":
+        return int(conn.exec_driver_sql("PRAGMA user_version").scalar_one())
+    _pg_version.create(conn, checkfirst=True)
+    return int(conn.execute(sa.select(_pg_version.c.version)).scalar() or 0)
+
+
+def _record_version(conn: sa.Connection, version: int) -> None:
+    if conn.dialect.name == "sqlite":
+        # user_version lives in the database header, so it commits or rolls back with the step.
+        conn.exec_driver_sql(f"PRAGMA user_version = {int(version)}")
+    else:
+        conn.execute(sa.delete(_pg_version))
+        conn.execute(sa.insert(_pg_version).values(version=version))
+
+
+class Migratable(Protocol):
+    """What the runner needs of a database (`feedback.db.Database`): its name and a schema-locked transaction."""
+
+    path: Path | str
+
+    def write(self, *, migrating: bool) -> contextlib.AbstractContextManager[sa.Connection]: ...
+
+
+def migrate(db: Migratable) -> int:
     """Bring the database to CURRENT_VERSION, one transaction per step; returns the final version.
 
-    `conn` must be in autocommit mode (isolation_level=None). Each step re-reads the version under the
-    write lock, so several processes opening an old database at once migrate it exactly once.
+    Each step re-reads the version under the migrate lock, so several processes opening an old database at
+    once migrate it exactly once.
     """
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
     while True:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with db.write(migrating=True) as conn:
             version = schema_version(conn)
             if version > CURRENT_VERSION:
                 raise FeedbackError(
@@ -153,15 +177,8 @@ def migrate(conn: sqlite3.Connection) -> int:
                     f"({CURRENT_VERSION}); upgrade NewsLoop"
                 )
             if version == CURRENT_VERSION:
-                conn.execute("COMMIT")
                 return version
-            MIGRATIONS[version + 1](conn)
-            # user_version lives in the database header, so it commits or rolls back with the step.
-            conn.execute(f"PRAGMA user_version = {version + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            MIGRATIONS[version + 1](Operations(MigrationContext.configure(connection=conn)))
+            _record_version(conn, version + 1)
         if version > 0:
-            log.info("migrated feedback database from schema version %d to %d", version, version + 1)
+            log.info("migrated feedback database %s from schema version %d to %d", db.path, version, version + 1)

@@ -1,8 +1,9 @@
 """Web state in the feedback database, shared by every replica: rate limits, sign-in failures, admin
 sessions and tickets, queue items.
 
-Each class has the methods of the in-memory one it replaces (`core.limits.RateLimiter`,
-`web.admin.AdminSessions`, `web.session_memory.BoundedMap`), so `app.py` picks one or the other. Times are
+Rate limits are `core.limits.RateLimiter` itself over a database store of events (`DatabaseWindows`); the other
+classes have the methods of the in-memory ones they replace (`web.admin.AdminSessions`,
+`web.session_memory.BoundedMap`), so `app.py` picks one or the other. Times are
 wall-clock (`time.time`), the one clock machines share. Concurrency is the database's: every change is one
 write transaction (SQLite's BEGIN IMMEDIATE; on PostgreSQL an advisory lock per key, so a client's rate-limit
 check never waits for another client's or for answers being written).
@@ -14,17 +15,16 @@ import contextlib
 import json
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from core.limits import FailureThrottle, wait_for_room
-from feedback.db import Database
-from feedback.dialect import RETRAIN_LOCK, is_database_url
+import sqlalchemy as sa
 
-_UPSERT = (
-    "INSERT INTO sessions (kind, key, value, expires_at) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
-)
+from core.limits import FailureThrottle, RateLimiter
+from feedback.db import RETRAIN_LOCK, Database, is_database_url
+from feedback.query import insert_on_conflict
+from feedback.tables import rate_hits, sessions
+
 _SWEEP_CHANCE = 0.01  # share of writes that also delete every expired row (all keys)
 
 
@@ -32,42 +32,56 @@ class Busy(RuntimeError):
     """Another machine holds the lock."""
 
 
-class SharedRateLimiter:
-    """At most `limit` events per `window_s` seconds per key, counted across replicas (`RateLimiter`'s methods)."""
+class _HitsWindow:
+    """One key's rows of `rate_hits` on a connection (inside the caller's transaction)."""
+
+    def __init__(self, conn: sa.Connection, bucket: str, key: str) -> None:
+        self._conn, self._where = conn, (rate_hits.c.bucket == bucket, rate_hits.c.key == key)
+        self._bucket, self._key = bucket, key
+
+    def times(self, since: float) -> Sequence[float]:
+        query = sa.select(rate_hits.c.at).where(*self._where, rate_hits.c.at > since).order_by(rate_hits.c.at)
+        return list(self._conn.execute(query).scalars())
+
+    def record(self, at: float, cost: int) -> None:
+        if cost > 0:
+            self._conn.execute(sa.insert(rate_hits), [{"bucket": self._bucket, "key": self._key, "at": at}] * cost)
+
+    def forget(self, before: float) -> None:
+        self._conn.execute(sa.delete(rate_hits).where(*self._where, rate_hits.c.at <= before))
+
+
+class DatabaseWindows:
+    """`core.limits.RateLimiter`'s events in the `rate_hits` table, one bucket per limiter, seen by every replica."""
+
+    def __init__(self, db: Database, bucket: str, window_s: float, clock: Callable[[], float] = time.time) -> None:
+        self._db, self._bucket, self._window_s, self._clock = db, bucket, window_s, clock
+
+    @contextlib.contextmanager
+    def locked(self, key: str) -> Iterator[_HitsWindow]:
+        # Locked per bucket and key: clients never wait for each other or for answers being written.
+        with self._db.write(f"rate:{self._bucket}:{key}", relaxed=True) as conn:
+            yield _HitsWindow(conn, self._bucket, key)
+        if random.random() < _SWEEP_CHANCE:  # other keys' old hits, outside the per-key lock (nothing checks them)
+            with self._db.write("rate:sweep", relaxed=True) as conn:
+                stale = (rate_hits.c.bucket == self._bucket, rate_hits.c.at <= self._clock() - self._window_s)
+                conn.execute(sa.delete(rate_hits).where(*stale))
+
+    @contextlib.contextmanager
+    def viewed(self, key: str) -> Iterator[_HitsWindow]:
+        with self._db.read() as conn:
+            yield _HitsWindow(conn, self._bucket, key)
+
+
+class SharedRateLimiter(RateLimiter):
+    """At most `limit` events per `window_s` seconds per key, counted across replicas: `RateLimiter` over the
+    database's `rate_hits` (wall-clock times, the one clock machines share)."""
 
     def __init__(
         self, db: Database, bucket: str, limit: int, window_s: float, clock: Callable[[], float] = time.time
     ) -> None:
-        if limit < 1 or window_s <= 0:
-            raise ValueError("limit must be >= 1 and window_s > 0")
-        self._db, self.bucket, self.limit, self.window_s, self._clock = db, bucket, limit, window_s, clock
-
-    def _wait(self, conn: Any, key: str, now: float, cost: int = 1) -> float:
-        sql = "SELECT at FROM rate_hits WHERE bucket = ? AND key = ? AND at > ? ORDER BY at"
-        hits = [row["at"] for row in conn.query(sql, [self.bucket, key, now - self.window_s])]
-        return wait_for_room(hits, self.limit, self.window_s, now, cost)
-
-    def peek(self, key: str) -> float:
-        """Seconds until `key` may have another event (0 = now), without recording one."""
-        with self._db.read() as conn:
-            return self._wait(conn, key, self._clock())
-
-    def check(self, key: str, cost: int = 1) -> float:
-        """Record `cost` events for `key` and return 0, or refuse them all and return the seconds to wait."""
-        now = self._clock()
-        # Locked per bucket and key: clients never wait for each other or for answers being written.
-        with self._db.write(f"rate:{self.bucket}:{key}", relaxed=True) as conn:
-            wait = self._wait(conn, key, now, cost)
-            if wait:
-                return wait
-            for _ in range(cost):
-                conn.execute("INSERT INTO rate_hits (bucket, key, at) VALUES (?, ?, ?)", [self.bucket, key, now])
-            stale = [self.bucket, now - self.window_s]
-            conn.execute("DELETE FROM rate_hits WHERE bucket = ? AND key = ? AND at <= ?", [self.bucket, key, stale[1]])
-        if random.random() < _SWEEP_CHANCE:  # other keys' old hits, outside the per-key lock (nothing checks them)
-            with self._db.write("rate:sweep", relaxed=True) as conn:
-                conn.execute("DELETE FROM rate_hits WHERE bucket = ? AND at <= ?", stale)
-        return 0.0
+        super().__init__(limit, window_s, clock, store=DatabaseWindows(db, bucket, window_s, clock))
+        self.bucket = bucket
 
 
 def shared_failure_throttle(db: Database, per_key: int = 5, everyone: int = 20, window_s: float = 300.0) -> FailureThrottle:
@@ -84,26 +98,32 @@ class _Records:
     def __init__(self, db: Database, kind: str, clock: Callable[[], float]) -> None:
         self._db, self._kind, self._clock = db, kind, clock
 
+    def _live(self, key: str) -> sa.Select[str | None]:
+        return sa.select(sessions.c.value).where(
+            sessions.c.kind == self._kind, sessions.c.key == key, sessions.c.expires_at > self._clock())
+
     def put(self, key: str, value: str | None, ttl_s: float) -> None:
         now = self._clock()
+        row = {"kind": self._kind, "key": key, "value": value, "expires_at": now + ttl_s}
         with self._db.write(f"{self._kind}:{key}") as conn:
-            conn.execute(_UPSERT, [self._kind, key, value, now + ttl_s])
+            insert = insert_on_conflict(conn, sessions).values(row)
+            conn.execute(insert.on_conflict_do_update(
+                index_elements=[sessions.c.kind, sessions.c.key],
+                set_={"value": insert.excluded.value, "expires_at": insert.excluded.expires_at}))
         if random.random() < _SWEEP_CHANCE:  # every kind's expired rows, in a transaction of its own
             with self._db.write("sessions:sweep", relaxed=True) as conn:
-                conn.execute("DELETE FROM sessions WHERE expires_at <= ?", [now])
+                conn.execute(sa.delete(sessions).where(sessions.c.expires_at <= now))
 
     def get(self, key: str) -> tuple[bool, str | None]:
         with self._db.read() as conn:
-            sql = "SELECT value FROM sessions WHERE kind = ? AND key = ? AND expires_at > ?"
-            row = next(conn.query(sql, [self._kind, key, self._clock()]), None)
-        return (row is not None, row["value"] if row else None)
+            found = conn.execute(self._live(key)).scalars().all()
+        return (bool(found), found[0] if found else None)
 
     def delete(self, key: str) -> str | None:
         with self._db.write(f"{self._kind}:{key}") as conn:
-            sql = "SELECT value FROM sessions WHERE kind = ? AND key = ? AND expires_at > ?"
-            row = next(conn.query(sql, [self._kind, key, self._clock()]), None)
-            conn.execute("DELETE FROM sessions WHERE kind = ? AND key = ?", [self._kind, key])
-        return row["value"] if row else None
+            found = conn.execute(self._live(key)).scalars().all()
+            conn.execute(sa.delete(sessions).where(sessions.c.kind == self._kind, sessions.c.key == key))
+        return found[0] if found else None
 
 
 class SharedAdminSessions:
@@ -159,7 +179,8 @@ def database_lock(url: str, key: int = RETRAIN_LOCK) -> Iterator[None]:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+        held = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        if not held or not held[0]:
             raise Busy("another retrain is running (database lock held)")
         try:
             yield

@@ -11,7 +11,7 @@ from core.data import Example, split_by_hash
 from core.labels import label_index
 from core.policies import TrustPolicy
 from core.text import text_hash
-from feedback.dialect import is_database_url
+from feedback.db import is_database_url
 from feedback.store import FeedbackStore
 from feedback.traffic import read_traffic
 from feedback.trust import TrustedExample, select_trusted
@@ -44,7 +44,7 @@ def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Pa
     """Copy the feedback database with SQLite's backup API; keep the newest `keep` copies.
 
     A postgresql:// URL is copied from one REPEATABLE READ snapshot into the same kind of SQLite file
-    (`feedback.pg.PgDatabase.backup`). Returns the copy, or None when there is no database yet.
+    (`feedback.db.Database.backup`). Returns the copy, or None when there is no database yet.
     """
     if not is_database_url(db_path) and not Path(db_path).is_file():
         return None

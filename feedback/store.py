@@ -12,7 +12,6 @@ import numpy as np
 from core.policies import QueuePolicy, StoreLimits
 from feedback.answers import Answers, RecordResult
 from feedback.db import Database
-from feedback.dialect import is_database_url
 from feedback.export import export_answers, write_answers
 from feedback.guidelines import GuidelineBook
 from feedback.pool import ImportReport, Pool
@@ -24,18 +23,9 @@ if TYPE_CHECKING:
     from core.config import Settings
 
 
-def open_database(location: Path | str, *, durable: bool = True) -> Database:
-    """The feedback database at `location`: a SQLite file, or a PostgreSQL server for a postgresql:// URL."""
-    if is_database_url(location):
-        from feedback.pg import PgDatabase  # psycopg loads only when a server is named
-
-        return PgDatabase(str(location), durable=durable)  # type: ignore[return-value]
-    return Database(Path(location), durable=durable)
-
-
 class FeedbackStore:
     """Answers (confirmations, corrections, queue labels) and the labelling pool in one SQLite file, or in a
-    PostgreSQL database when `path` is a postgresql:// URL (`feedback.pg`; the same logic and SQL).
+    PostgreSQL database when `path` is a postgresql:// URL (`feedback.db`; the same logic and queries).
 
     Safe to share between threads and processes (see `feedback.db.Database`); `limits` bounds what it
     accepts. `durable=False` trades the fsync per answer for speed: still safe against process crashes,
@@ -51,7 +41,7 @@ class FeedbackStore:
         durable: bool = True,
     ) -> None:
         self.limits = limits
-        self._db = open_database(path, durable=durable)
+        self._db = Database(path, durable=durable)
         self._answers = Answers(self._db, limits, clock)
         self._pool = Pool(self._db, limits, clock)
         self.reviews = Reviews(self._db, clock)  # find answers by filter, review many, settle disagreements

@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import hashlib
 
-import sqlite_utils
+import sqlalchemy as sa
 
 from core.text import text_hash
 from feedback.db import Database
+from feedback.query import count
+from feedback.tables import answers, pool, skips
 
 SALT = "traffic"
-
-_UNDRAWN_SQL = """
-    SELECT p.id, p.text_hash, EXISTS (SELECT 1 FROM answers a WHERE a.text_hash = p.text_hash) AS answered
-    FROM pool p WHERE p.traffic IS NULL AND p.gold_label IS NULL
-"""
 
 
 def draw(digest: str) -> float:
@@ -36,18 +33,23 @@ def draw(digest: str) -> float:
 
 def mark_new_items(db: Database, share: float) -> int:
     """Draw the traffic membership of pool items the queue has not seen yet; returns how many were drawn."""
+    answered = sa.exists().where(answers.c.text_hash == pool.c.text_hash)
+    query = sa.select(pool.c.id, pool.c.text_hash, answered).where(pool.c.traffic.is_(None), pool.c.gold_label.is_(None))
     with db.read() as conn:
-        undrawn = list(conn.query(_UNDRAWN_SQL))
+        undrawn = list(conn.execute(query))
     if not undrawn:
         return 0
-    marks = [(int(not row["answered"] and draw(row["text_hash"]) < share), row["id"]) for row in undrawn]
+    marks = [{"drawn": int(not was_answered and draw(digest) < share), "item": item_id}
+             for item_id, digest, was_answered in undrawn]
+    # `traffic IS NULL` again: another process may have drawn them meanwhile (with the same result).
+    mark = (sa.update(pool).where(pool.c.id == sa.bindparam("item"), pool.c.traffic.is_(None))
+            .values(traffic=sa.bindparam("drawn")))
     with db.write() as conn:
-        # `traffic IS NULL` again: another process may have drawn them meanwhile (with the same result).
-        conn.conn.executemany("UPDATE pool SET traffic = ? WHERE id = ? AND traffic IS NULL", marks)
+        conn.execute(mark, marks)
     return len(marks)
 
 
-def traffic_turn(conn: sqlite_utils.Database, annotator: str, share: float) -> bool:
+def traffic_turn(conn: sa.Connection, annotator: str, share: float) -> bool:
     """Whether this annotator's next ordinary queue item should come from the traffic set.
 
     Keyed by the annotator's position (answers and skips so far), so a reload does not re-roll it, and
@@ -55,11 +57,11 @@ def traffic_turn(conn: sqlite_utils.Database, annotator: str, share: float) -> b
     """
     if share <= 0:
         return False
-    answered = int(conn.execute("SELECT COUNT(*) FROM answers WHERE annotator = ?", [annotator]).fetchone()[0])
-    skipped = int(conn.execute("SELECT COUNT(*) FROM skips WHERE annotator = ?", [annotator]).fetchone()[0])
+    answered = count(conn, sa.select(sa.func.count()).where(answers.c.annotator == annotator))
+    skipped = count(conn, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
     return int(text_hash(f"traffic-turn:{annotator}:{answered + skipped}")[:12], 16) / 16**12 < share
 
 
-def read_traffic(conn: sqlite_utils.Database) -> set[str]:
+def read_traffic(conn: sa.Connection) -> set[str]:
     """The text hashes of the traffic set's items."""
-    return {row["text_hash"] for row in conn.query("SELECT text_hash FROM pool WHERE traffic = 1")}
+    return set(conn.execute(sa.select(pool.c.text_hash).where(pool.c.traffic == 1)).scalars())

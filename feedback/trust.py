@@ -17,11 +17,10 @@ from feedback.checks import (  # noqa: F401 - check_due, CheckScore, EARLY_CHECK
     passed_checks,
     score_checks,
 )
+from feedback.validate import NOT_COUNTED, Status
 
 log = logging.getLogger(__name__)
 
-# Statuses whose answers never count: withdrawn by the annotator, or refused by a maintainer.
-NOT_COUNTED = ("undone", "replaced", "rejected")
 # The identity a maintainer's reviewed labels are stored under (`feedback.review.resolve`). Web identities are
 # always "user:..." or "anon:...", so no visitor can answer as it. Its label settles a text; it is never excluded.
 MAINTAINER = "maintainer"
@@ -209,7 +208,7 @@ def _not_eligible(
 
 def _self_brought(row: Mapping[str, Any]) -> bool:
     """A one-click answer on a text its annotator brought in, that no maintainer accepted."""
-    return row.get("kind") in SELF_BROUGHT and row["status"] != "accepted" and row["annotator"] != MAINTAINER
+    return row.get("kind") in SELF_BROUGHT and row["status"] != Status.ACCEPTED and row["annotator"] != MAINTAINER
 
 
 def independently_agreed(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -220,13 +219,13 @@ def independently_agreed(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, An
     server picked what they saw), an answer a maintainer accepted, or the maintainer's own label. Two
     identities pasting the same text agree only with each other, so they count for nothing.
     """
-    rows = [dict(row) for row in rows]
+    copies = [dict(row) for row in rows]
     independent: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
+    for row in copies:
         if not _self_brought(row):
             independent[(row["text_hash"], row["user_label"])].append(row)
     return [
-        row for row in rows
+        row for row in copies
         if not _self_brought(row) or any(
             other["annotator"] != row["annotator"] and _voice(other) != _voice(row)
             for other in independent[(row["text_hash"], row["user_label"])]
@@ -268,7 +267,8 @@ def select_trusted(
     rows = list(rows)
     gold = gold or {}
     excluded = excluded_annotators(rows, gold, policy)
-    kept = [row for row in rows if row["annotator"] not in excluded and row["text_hash"] not in gold]
+    kept: Sequence[Mapping[str, Any]] = [
+        row for row in rows if row["annotator"] not in excluded and row["text_hash"] not in gold]
     if policy.train_on == "checked":
         kept = independently_agreed(counted_answers(kept))
     reviewed = {row["text_hash"]: row["user_label"] for row in counted_answers(rows) if row["annotator"] == MAINTAINER}
@@ -279,7 +279,7 @@ def select_trusted(
         if votes.text_hash not in reviewed:
             if votes.majority is None or len(votes.majority_rows) < policy.labels_required:
                 continue
-            if any(row["status"] == "suspicious" for row in votes.majority_rows):
+            if any(row["status"] == Status.SUSPICIOUS for row in votes.majority_rows):
                 continue
         assert votes.majority is not None  # either reviewed (equal to it) or checked above
         trusted.append(

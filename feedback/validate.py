@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -13,12 +14,27 @@ from core.text import clean_text, text_hash
 from feedback.errors import FeedbackError
 
 KINDS = ("confirm", "correct", "queue")
-# Appended only: exports number statuses by position (feedback.dataset's ClassLabel).
-STATUSES = ("ok", "suspicious", "accepted", "rejected", "undone", "replaced")
+
+
+class Status(StrEnum):
+    """An answer's status, as stored (the values are the words in the database and in exports)."""
+
+    # Appended only: exports number statuses by position (feedback.dataset's ClassLabel).
+    OK = "ok"
+    SUSPICIOUS = "suspicious"  # the model was very sure of another label: waits for a maintainer
+    ACCEPTED = "accepted"  # reviewed: counts for training
+    REJECTED = "rejected"  # reviewed: never trains
+    UNDONE = "undone"  # taken back by its annotator
+    REPLACED = "replaced"  # its annotator gave another label later on the same text and path
+
+
+STATUSES: tuple[Status, ...] = tuple(Status)
 # Answers their annotator took back: undone, or replaced by a later answer on the same text and path. They
 # stay for audit but nothing counts them.
-WITHDRAWN = ("undone", "replaced")
-REVIEW_STATUSES = ("accepted", "rejected")
+WITHDRAWN = (Status.UNDONE, Status.REPLACED)
+# What neither trust nor any count of live answers counts: withdrawn, or rejected by a maintainer.
+NOT_COUNTED = (*WITHDRAWN, Status.REJECTED)
+REVIEW_STATUSES = (Status.ACCEPTED, Status.REJECTED)
 EXPORT_FORMATS = ("csv", "jsonl")
 _MAX_ID_CHARS = 200
 _MAX_ROW_ID = 2**63  # SQLite's INTEGER range
@@ -47,14 +63,14 @@ def check_kind(kind: object) -> str:
     return _one_of(kind, KINDS, "kind")
 
 
-def check_status(status: object) -> str:
+def check_status(status: object) -> Status:
     """An answer status to filter by, one of STATUSES."""
-    return _one_of(status, STATUSES, "status")
+    return Status(_one_of(status, STATUSES, "status"))
 
 
-def check_review_status(status: object) -> str:
+def check_review_status(status: object) -> Status:
     """A maintainer's review of an answer, one of REVIEW_STATUSES."""
-    return _one_of(status, REVIEW_STATUSES, "review status")
+    return Status(_one_of(status, REVIEW_STATUSES, "review status"))
 
 
 def check_export_format(fmt: object) -> str:

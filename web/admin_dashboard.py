@@ -9,12 +9,13 @@ from typing import Any
 
 import gradio as gr
 
+from feedback.validate import WITHDRAWN
 from web import admin_plots as plots
 from web import admin_report as report
 from web.admin import AdminActions
 
 POLL_S = 3.0  # how often the view refreshes itself while a job runs
-LIVE_STATUSES_OUT = ("undone", "replaced")  # answers their annotator took back
+LIVE_STATUSES_OUT = WITHDRAWN  # answers their annotator took back
 
 
 @dataclass

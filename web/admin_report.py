@@ -9,6 +9,7 @@ from typing import Any
 
 from core.stages import RunRecord, Stage
 from feedback.readiness import Readiness
+from feedback.validate import WITHDRAWN, Status
 from web.decision_words import decision_text as decision_text  # the page's decision, rendered from the record
 from web.decision_words import traffic_sentence
 from web.jobs import JobStatus
@@ -54,11 +55,11 @@ def tiles(stats: Mapping[str, Any], trusted: int | None, pool_left: int) -> str:
     answered = sum(a for _, a in checks)
     accuracy = f"{sum(r for r, _ in checks) / answered:.0%}" if answered else "–"
     status = stats.get("by_status") or {}
-    live = int(stats.get("answers", 0)) - int(status.get("undone", 0)) - int(status.get("replaced", 0))
+    live = int(stats.get("answers", 0)) - sum(int(status.get(withdrawn, 0)) for withdrawn in WITHDRAWN)
     items = [
         (f"{live:,}", "answers", "live answers (undone and replaced ones not counted)"),
         ("–" if trusted is None else f"{trusted:,}", "trusted", "texts a retrain would train on"),
-        (f"{int(status.get('suspicious', 0)):,}", "suspicious waiting", "answers waiting for your review"),
+        (f"{int(status.get(Status.SUSPICIOUS, 0)):,}", "suspicious waiting", "answers waiting for your review"),
         (f"{pool_left:,}", "pool left", "queue articles still needing labels"),
         (f"{int(stats.get('annotators', 0)):,}", "annotators", "people (browsers or accounts) who answered"),
         (accuracy, "check accuracy", f"known-answer checks answered right ({answered} answered)"),

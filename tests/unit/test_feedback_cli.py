@@ -54,3 +54,16 @@ def test_bad_configuration_exits_non_zero_with_message(
     monkeypatch.setenv("NEWSLOOP_FEEDBACK_PER_MINUTE", "0")
     assert main(["stats"]) == 2
     assert "NEWSLOOP_FEEDBACK_PER_MINUTE" in capsys.readouterr().err
+
+
+def test_tables_describes_a_backup_read_only(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = FeedbackStore(tmp_path / "feedback.db")
+    store.record(text="A story", user_label="World", annotator="a", kind="correct")
+    store.backup(tmp_path / "backup.db")
+    assert main(["tables", str(tmp_path / "backup.db")]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert described["schema_version"] == 8 and described["tables"]["answers"]["rows"] == 1
+    assert described["tables"]["pool"] == {"rows": 0, "columns": [
+        "id", "text", "text_hash", "source", "added_at", "uncertainty", "scored_by", "gold_label", "held_by",
+        "held_reason", "traffic"]}
+    assert main(["tables", str(tmp_path / "missing.db")]) == 2 and not (tmp_path / "missing.db").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from feedback.dialect import redacted
+from feedback.db import redacted
 from feedback.errors import FeedbackError
 from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 
 import feedback
 import feedback.pool
@@ -36,7 +37,7 @@ def write_csv(path: Path, header: str, rows: list[str]) -> Path:
 
 def pool_texts(store: FeedbackStore) -> list[str]:
     with store._db.read() as db:  # either backend's connection
-        return [row["text"] for row in db.query("SELECT text FROM pool ORDER BY id")]
+        return [row["text"] for row in db.execute(sa.text("SELECT text FROM pool ORDER BY id")).mappings()]
 
 
 def scorer_from(uncertain_words: dict[str, float]):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from core.policies import StoreLimits, TrustPolicy
 from core.text import text_hash
@@ -166,7 +167,7 @@ def test_pool_texts_lose_their_html_entities(store: FeedbackStore, tmp_path: Pat
 
 def _pool(store: FeedbackStore) -> list[dict]:
     with store.database.read() as db:
-        return list(db.query("SELECT text FROM pool"))
+        return list(db.execute(sa.text("SELECT text FROM pool")).mappings())
 
 
 def test_people_are_named_and_measured_honestly(store: FeedbackStore) -> None:

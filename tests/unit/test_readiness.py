@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from core.config import load_settings
 from core.labels import LABELS
@@ -56,7 +57,7 @@ def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: 
     store.add_to_pool([f"pool story {i}" for i in range(100)], source="test")
     store.next_item("anyone", QueuePolicy())  # draws the traffic set
     with store.database.read() as db:
-        pool = list(db.query("SELECT id, text, traffic FROM pool ORDER BY id"))
+        pool = list(db.execute(sa.text("SELECT id, text, traffic FROM pool ORDER BY id")).mappings())
     for row in pool:
         store.record(text=row["text"], user_label="World", annotator="user:ann", kind="queue", item_id=row["id"],
                      verified=True)
@@ -77,7 +78,7 @@ def test_true_looking_corrections_come_first_in_review(store: FeedbackStore) -> 
     store.add_to_pool(["check one", "check two", "check three"], source="checks", labels=["World"] * 3)
     checked, failing = "anon:checked", "anon:guesser"
     with store.database.read() as db:
-        checks = list(db.query("SELECT id, text FROM pool"))
+        checks = list(db.execute(sa.text("SELECT id, text FROM pool")).mappings())
     for row in checks:  # the model said Sports on the first: a telling check, which "checked" needs right
         store.record(text=row["text"], user_label="World", annotator=checked, kind="queue", item_id=row["id"],
                      predicted_label="Sports" if row["text"] == "check one" else "World")

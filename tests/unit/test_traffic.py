@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 
 from core.labels import LABELS
 from core.policies import QueuePolicy, StoreLimits, TrustPolicy
@@ -24,7 +25,7 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 
 def traffic_flags(store: FeedbackStore) -> dict[str, int | None]:
     with store.database.read() as db:
-        return {row["text"]: row["traffic"] for row in db.query("SELECT text, traffic FROM pool ORDER BY id")}
+        return {row["text"]: row["traffic"] for row in db.execute(sa.text("SELECT text, traffic FROM pool ORDER BY id")).mappings()}
 
 
 def filled(store: FeedbackStore, n: int) -> list[str]:

@@ -1,0 +1,80 @@
+"""The feedback tables at the current schema version, declared once for every query on either backend.
+
+`feedback.schema` builds them step by step (its steps are frozen; these follow the newest one); a test compares
+the two on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from feedback.schema import FLOAT8, ROW_ID
+
+metadata = sa.MetaData()
+
+answers = sa.Table(
+    "answers", metadata,
+    sa.Column("id", ROW_ID, sa.Identity(), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("text_hash", sa.Text, nullable=False),
+    sa.Column("predicted_label", sa.Text),
+    sa.Column("model_version", sa.Text),
+    sa.Column("user_label", sa.Text, nullable=False),
+    sa.Column("annotator", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("probabilities", sa.Text),
+    sa.Column("kind", sa.Text, nullable=False, server_default="correct"),
+    sa.Column("item_id", sa.Integer),
+    sa.Column("status", sa.Text, nullable=False, server_default="ok"),
+    sa.Column("suspicious_reason", sa.Text),
+    sa.Column("verified", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("address", sa.Text),
+)
+
+pool = sa.Table(
+    "pool", metadata,
+    sa.Column("id", ROW_ID, sa.Identity(), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("text_hash", sa.Text, nullable=False, unique=True),
+    sa.Column("source", sa.Text),
+    sa.Column("added_at", sa.Text, nullable=False),
+    sa.Column("uncertainty", FLOAT8),
+    sa.Column("scored_by", sa.Text),
+    sa.Column("gold_label", sa.Text),
+    sa.Column("held_by", sa.Text),
+    sa.Column("held_reason", sa.Text),
+    sa.Column("traffic", sa.Integer),
+)
+
+skips = sa.Table(
+    "skips", metadata,
+    sa.Column("annotator", sa.Text, primary_key=True),
+    sa.Column("item_id", sa.Integer, sa.ForeignKey("pool.id"), primary_key=True),
+    sa.Column("skipped_at", sa.Text, nullable=False),
+)
+
+rate_hits = sa.Table(
+    "rate_hits", metadata,
+    sa.Column("bucket", sa.Text, nullable=False),
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("at", FLOAT8, nullable=False),
+)
+
+sessions = sa.Table(
+    "sessions", metadata,
+    sa.Column("kind", sa.Text, primary_key=True),
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text),
+    sa.Column("expires_at", FLOAT8, nullable=False),
+)
+
+guidelines = sa.Table(
+    "guidelines", metadata,
+    sa.Column("id", ROW_ID, sa.Identity(), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("saved_at", sa.Text, nullable=False),
+    sa.Column("saved_by", sa.Text),
+)
+
+# What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items).
+COPIED = (answers, pool, skips)
