@@ -246,6 +246,13 @@ class Answers:
             sql = f"SELECT COUNT(*) FROM answers WHERE id > ? AND {_LIVE} AND status != 'rejected'"
             return int(db.execute(sql, [answer_id]).fetchone()[0])
 
+    def per_day(self, days: int) -> dict[str, int]:
+        """Live answers per UTC day (YYYY-MM-DD), the newest `days` days that have any; see `FeedbackStore`."""
+        with self._db.read() as db:
+            sql = (f"SELECT substr(created_at, 1, 10) AS day, COUNT(*) AS n FROM answers WHERE {_LIVE} "
+                   "GROUP BY substr(created_at, 1, 10) ORDER BY day DESC LIMIT ?")
+            return {str(row["day"]): int(row["n"]) for row in db.query(sql, [days])}
+
     def stats(self) -> dict[str, Any]:
         """Counts for a dashboard; see `FeedbackStore.stats`."""
         with self._db.read() as db:
