@@ -121,9 +121,11 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
     logout_btn.click(admin.logout, outputs=[*signed, ticket], **PRIVATE).then(
         None, inputs=ticket, js=REDEEM_JS, **PRIVATE)
     whole_view(demo.load(admin.restore, outputs=signed, **PRIVATE))
-    timer.tick(dash.poll, outputs=dash.outputs, **PRIVATE)
-    watch.tick(dash.look_for_runs, outputs=dash.outputs, **PRIVATE)
-    retrain_btn.click(admin.retrain_preview, outputs=[confirm_text, confirm], **PRIVATE)
+    # The ticks refresh quietly: no loading overlay over the whole panel every few seconds.
+    timer.tick(dash.poll, outputs=dash.outputs, show_progress="hidden", **PRIVATE)
+    watch.tick(dash.look_for_runs, outputs=dash.outputs, show_progress="hidden", **PRIVATE)
+    retrain_btn.click(admin.retrain_preview, outputs=[confirm_text, confirm], **PRIVATE).then(
+        dash.look_for_runs, outputs=dash.outputs, show_progress="hidden", **PRIVATE)  # a run the watch missed yet
     cancel_btn.click(lambda: gr.update(visible=False), outputs=confirm, **PRIVATE)
     start_btn.click(admin.launch_retrain, outputs=[job_msg, confirm, timer], **PRIVATE).then(
         dash.poll, outputs=dash.outputs, **PRIVATE)
