@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from core.decision import GateResult, Rule, RuleResult, describe
+from core.locks import is_locked
 from core.paths import HomePaths
 
 
@@ -154,6 +156,7 @@ class RunRecord:
 
 HISTORY_KEPT = 20  # finished runs the state file remembers (for the expected duration)
 DURATION_RUNS = 5  # the expected duration is the median of this many recent runs that trained
+STALE_STAGE_S = 6 * 3600.0  # no stage takes this long: past it, a live pid may be another process's (reused)
 
 
 @dataclass(frozen=True)
@@ -208,9 +211,12 @@ def pid_alive(pid: int) -> bool:
 def running_run(paths: HomePaths) -> Progress | None:
     """The retrain the progress file announces, while it runs: its stage is not DONE and the process that
     wrote it is alive. Any run on this home writes the file (the CLI, `watch`, another replica's admin view),
-    so this sees them all; a run killed mid-way leaves its stage behind, but not its process."""
+    so this sees them all; a run killed mid-way leaves its stage behind, but not its process. A stage older
+    than STALE_STAGE_S counts only while the retrain lock is held (its pid may have been reused since)."""
     progress = read_progress(paths)
     if progress is None or progress.stage == Stage.DONE or not pid_alive(progress.pid):
+        return None
+    if time.time() - progress.at > STALE_STAGE_S and not is_locked(paths.retrain_lock):
         return None
     return progress
 

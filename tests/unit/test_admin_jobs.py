@@ -13,7 +13,16 @@ from pathlib import Path
 
 from core.config import PROJECT_ROOT
 from core.paths import HomePaths
-from core.stages import Outcome, RowCounts, RunRecord, Stage, read_history, read_progress, running_run
+from core.stages import (
+    STALE_STAGE_S,
+    Outcome,
+    RowCounts,
+    RunRecord,
+    Stage,
+    read_history,
+    read_progress,
+    running_run,
+)
 from retrain.state import record_run, write_progress
 from web.admin_dashboard import AdminDashboard, DashboardParts
 from web.admin_report import duration_words, progress_html
@@ -151,3 +160,33 @@ def test_a_run_in_this_process_announces_itself_too(tmp_path: Path) -> None:
     assert status.running and status.step == Stage.GATE and status.elsewhere > 0
     write_progress(paths, Stage.DONE, "promoted")
     assert not RetrainJobs(paths).status().running
+
+
+def test_a_stage_older_than_any_run_counts_only_while_the_lock_is_held(tmp_path: Path) -> None:
+    """A killed run's pid may be reused by another process: past STALE_STAGE_S the lock must agree."""
+    paths = HomePaths(tmp_path / "home")
+    write_progress(paths, Stage.TRAINING)  # by this (live) process
+    data = json.loads(paths.retrain_progress.read_text())
+    paths.retrain_progress.write_text(json.dumps(data | {"at": data["at"] - STALE_STAGE_S - 60}))
+    assert running_run(paths) is None  # a live pid, an ancient stage, nobody holding the lock
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_ONLY, str(paths.home)], cwd=PROJECT_ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        found = running_run(paths)
+        assert found is not None and found.stage == Stage.TRAINING
+    finally:
+        holder.kill()
+        holder.wait()
+    assert running_run(paths) is None
+
+
+LOCK_ONLY = """
+import sys
+from pathlib import Path
+from core.paths import HomePaths
+from retrain.state import retrain_lock
+with retrain_lock(HomePaths(Path(sys.argv[1]))):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
