@@ -12,6 +12,20 @@ class LockBusy(RuntimeError):
     """A non-blocking lock attempt found the lock held by another process."""
 
 
+def is_locked(path: Path) -> bool:
+    """Whether another process holds `path`'s lock now. It takes a shared lock for an instant to find out, so
+    a holder trying to lock at that very instant would see it busy: ask only when it matters (rarely)."""
+    if not path.is_file():
+        return False
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 @contextlib.contextmanager
 def file_lock(path: Path, *, blocking: bool = True) -> Iterator[None]:
     """Hold an exclusive lock on `path` (created if missing). With `blocking=False`, raise LockBusy if held.

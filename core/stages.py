@@ -4,12 +4,17 @@ the pages that read them (`web.jobs`, the admin view): one list of stages, one r
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from core.decision import GateResult, Rule, RuleResult, describe
+from core.locks import is_locked
 from core.paths import HomePaths
 
 
@@ -155,6 +160,73 @@ class RunRecord:
         )
 
 
+HISTORY_KEPT = 20  # finished runs the state file remembers (for the expected duration)
+DURATION_RUNS = 5  # the expected duration is the median of this many recent runs that trained
+STALE_STAGE_S = 6 * 3600.0  # no stage takes this long: past it, a live pid may be another process's (reused)
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """A finished run in the state file's history: when, how it ended, how long it took."""
+
+    finished_at: str
+    decision: str
+    seconds: float
+    trained: bool  # a challenger was trained: a run refused before training takes seconds, not minutes
+
+    @classmethod
+    def of(cls, record: RunRecord, finished_at: str) -> PastRun:
+        return cls(finished_at, str(record.decision), float(record.seconds), bool(record.challenger))
+
+
+def expected_seconds(history: Sequence[PastRun], runs: int = DURATION_RUNS) -> tuple[float, int] | None:
+    """How long a retrain takes on this host: the median duration of the last `runs` runs that trained a
+    challenger and did not fail, and how many runs that is; None before the first. The median, so one run
+    slowed by a busy machine (or one cut short) does not set the estimate."""
+    durations = [r.seconds for r in history if r.trained and r.decision != Outcome.FAILED and r.seconds > 0]
+    recent = durations[-runs:]
+    return (statistics.median(recent), len(recent)) if recent else None
+
+
+def read_history(paths: HomePaths) -> list[PastRun]:
+    """The finished runs the state file remembers, oldest first (a file from before the history: its last run)."""
+    data = _read_json(paths.retrain_state)
+    try:
+        if "history" in data:
+            return [PastRun(str(r["finished_at"]), str(r["decision"]), float(r["seconds"]), bool(r["trained"]))
+                    for r in data["history"]]
+        last = read_last_run(paths)
+        return [PastRun.of(last, last.finished_at)] if last else []
+    except (KeyError, TypeError, ValueError):
+        return []
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host (the progress file's writer: same home, same host)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, under another user
+        return True
+    return True
+
+
+def running_run(paths: HomePaths) -> Progress | None:
+    """The retrain the progress file announces, while it runs: its stage is not DONE and the process that
+    wrote it is alive. Any run on this home writes the file (the CLI, `watch`, another replica's admin view),
+    so this sees them all; a run killed mid-way leaves its stage behind, but not its process. A stage older
+    than STALE_STAGE_S counts only while the retrain lock is held (its pid may have been reused since)."""
+    progress = read_progress(paths)
+    if progress is None or progress.stage == Stage.DONE or not pid_alive(progress.pid):
+        return None
+    if time.time() - progress.at > STALE_STAGE_S and not is_locked(paths.retrain_lock):
+        return None
+    return progress
+
+
 def read_progress(paths: HomePaths) -> Progress | None:
     """The progress file, or None when there is none or it cannot be read (a run mid-write, an old format)."""
     data = _read_json(paths.retrain_progress)
@@ -175,9 +247,11 @@ def read_last_run(paths: HomePaths) -> RunRecord | None:
         return None
 
 
-def state_payload(record: RunRecord, finished_at: str) -> dict[str, Any]:
-    """The state file's content for `record` (what `read_last_run` reads back)."""
-    return {"last_run": record.as_dict(), "finished_at": finished_at}
+def state_payload(record: RunRecord, finished_at: str, earlier: Sequence[PastRun] = ()) -> dict[str, Any]:
+    """The state file's content for `record` (what `read_last_run` reads back), with the history of the
+    `earlier` runs and this one (what `read_history` reads back)."""
+    history = [*earlier, PastRun.of(record, finished_at)][-HISTORY_KEPT:]
+    return {"last_run": record.as_dict(), "finished_at": finished_at, "history": [asdict(r) for r in history]}
 
 
 def _read_json(path: Path) -> dict[str, Any]:

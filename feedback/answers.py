@@ -252,6 +252,13 @@ class Answers:
         with self._db.read() as db:
             return count(db, sa.select(sa.func.count()).where(answers.c.id > answer_id, COUNTED))
 
+    def per_day(self, days: int) -> dict[str, int]:
+        """Live answers per UTC day (YYYY-MM-DD), the newest `days` days that have any; see `FeedbackStore`."""
+        day = sa.func.substr(answers.c.created_at, 1, 10)  # ISO times: the date is their first 10 characters
+        query = sa.select(day, sa.func.count()).where(LIVE).group_by(day).order_by(day.desc()).limit(days)
+        with self._db.read() as db:
+            return {str(d): int(n) for d, n in db.execute(query)}
+
     def stats(self) -> dict[str, Any]:
         """Counts for a dashboard; see `FeedbackStore.stats`."""
         with self._db.read() as db:

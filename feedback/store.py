@@ -149,6 +149,11 @@ class FeedbackStore:
         """Live, unrejected answers with an id above `answer_id` (e.g. the last one a retrain used)."""
         return self._answers.count_since(answer_id)
 
+    def answers_per_day(self, days: int = 30) -> dict[str, int]:
+        """Live answers (undone and replaced ones not counted) per UTC day, for the newest `days` days that
+        have any: counted by the database, whatever the number of answers."""
+        return self._answers.per_day(days)
+
     def stats(self) -> dict[str, Any]:
         """Counts for a dashboard: by status (all answers); by label, kind, annotators (live answers); pool;
         and per annotator, known-answer checks answered right out of those answered."""

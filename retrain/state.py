@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from core.locks import LockBusy, file_lock
 from core.paths import HomePaths
 from core.registry import write_json_atomic
-from core.stages import Progress, RunRecord, Stage, state_payload
+from core.stages import Progress, RunRecord, Stage, read_history, state_payload
 from feedback.shared_state import Busy, database_lock
 
 
@@ -42,7 +42,8 @@ def write_progress(paths: HomePaths, stage: Stage, decision: str = "") -> None:
 
 
 def record_run(paths: HomePaths, record: RunRecord) -> None:
-    """Remember the last run (its decision and rules, and the newest feedback it saw, for `watch`)."""
+    """Remember the last run (its decision and rules, and the newest feedback it saw, for `watch`), and add it
+    to the runs' history (their durations give the admin view its expected duration)."""
     finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     record.finished_at = finished
-    write_json_atomic(paths.retrain_state, state_payload(record, finished))
+    write_json_atomic(paths.retrain_state, state_payload(record, finished, read_history(paths)))

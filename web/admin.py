@@ -18,6 +18,7 @@ from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from web import admin_report as report
 from web.admin_exports import ExportDownloads, Offer
+from web.admin_guard import admin_only
 from web.admin_sessions import AdminSessions, SignedInBrowsers, SignInTickets
 from web.identity import IdentityService
 from web.jobs import RetrainJobs
@@ -28,7 +29,8 @@ EXPORTS = ("csv", "jsonl", "parquet")  # parquet: a Hugging Face `datasets` tabl
 
 
 class AdminActions:
-    """The maintainer's view. Every handler checks the caller server-side: hiding the panel is not security.
+    """The maintainer's view. Every admin handler is wrapped in `admin_only` (web.admin_guard), which checks
+    the caller server-side: hiding the panel is not security.
 
     An admin is a browser that signed in with the password (`AdminSessions`), or, on a Space, a Hugging
     Face account named in `admins`.
@@ -153,18 +155,20 @@ class AdminActions:
 
         return len(read_trusted(self.store, self.trust)) if self.store is not None else None
 
+    @admin_only(lambda _: ("Sign in first.", gr.update(visible=False)))
     def retrain_preview(
         self, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> tuple[str, dict[str, Any]]:
         """What a retrain would train on and how long it should take, before it starts."""
-        if not self.is_admin(request, profile):
-            return "Sign in first.", gr.update(visible=False)
         if self.store is None:
             return "There is no feedback store on this server.", gr.update(visible=False)
         from feedback.readiness import readiness  # here: only the retrain preview needs it
 
+        job = self.jobs.status()
+        if job.running:
+            return "A retrain is already running: its progress is shown above.", gr.update(visible=False)
         ready = readiness(self.store, self.trust, self.retrain, self.promotion, self.jobs.last_run())
-        return report.preview_text(ready, self.jobs.expected_seconds() / 60), gr.update(visible=True)
+        return report.preview_text(ready, self.jobs.expected()), gr.update(visible=True)
 
     def credible_waiting(self) -> int:
         """Suspicious answers from signed-in or checked people waiting for review (see `report.review_line`)."""
@@ -172,19 +176,17 @@ class AdminActions:
 
         return credible_waiting(self.store.database, self.trust) if self.store is not None else 0
 
+    @admin_only(lambda _: ("Sign in first.", gr.update(visible=False), gr.Timer(active=False)))
     def launch_retrain(
         self, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> tuple[str, dict[str, Any], gr.Timer]:
-        if not self.is_admin(request, profile):
-            return "Sign in first.", gr.update(visible=False), gr.Timer(active=False)
         message = self.jobs.start("run")
         started = message.startswith("Started")
         shown = "Retrain started: progress below, refreshed every few seconds." if started else message
         return shown, gr.update(visible=False), gr.Timer(active=True)
 
+    @admin_only()
     def rollback(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
-        if not self.is_admin(request, profile):
-            return "Sign in first."
         champion = self.registry.champion()
         if champion is None or not self.registry.status()["previous"]:
             return "There is no previous champion to roll back to."
@@ -199,11 +201,10 @@ class AdminActions:
         tail = self.jobs.status().log_tail.strip().splitlines()[-1:] or ["no output"]
         return f"Not rolled back: {tail[0]}" if code is not None else "The rollback is still running…"
 
+    @admin_only()
     def import_pool(
         self, file: str | None, checks: bool, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> str:
-        if not self.is_admin(request, profile):
-            return "Sign in first."
         if self.store is None or not file:
             return "Choose a CSV or JSONL file."
         try:
@@ -213,9 +214,10 @@ class AdminActions:
         what = "known-answer check(s)" if checks else "article(s)"
         return f"Imported {report.added} {what} ({report.duplicates} already in the pool)."
 
+    @admin_only("")
     def export(self, fmt: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         """A one-time download link for this admin's browser (`take_export`); the file is gone once fetched."""
-        if not self.is_admin(request, profile) or self.store is None or fmt not in EXPORTS:
+        if self.store is None or fmt not in EXPORTS:
             return ""
         path = self.exports.new_file(f".{fmt}")
         if fmt == "parquet":
@@ -230,19 +232,17 @@ class AdminActions:
         return (f'<a href="admin/export/{token}" download="{name}" id="export-link">Download {name}</a> '
                 f"(once, from this browser, within {minutes:.0f} minutes)")
 
+    @admin_only(None)
     def take_export(self, token: str, request: Any) -> Offer | None:
         """The export behind `token` if this request is the admin browser it was made for (used up)."""
-        if not self.is_admin(request):
-            return None
         return self.exports.take(token, self.gate.identify(request).browser)
 
     @property
     def can_push(self) -> bool:
         return bool(self.hub_dataset and self.hub_token and self.hub_token.get_secret_value())
 
+    @admin_only()
     def push_to_hub(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
-        if not self.is_admin(request, profile):
-            return "Sign in first."
         if self.store is None or not self.can_push or self.hub_token is None:
             return "Pushing needs NEWSLOOP_HUB_DATASET and NEWSLOOP_HUB_TOKEN."
         from feedback.dataset import push_dataset

@@ -3,7 +3,6 @@ after sign-in and after every action, and polled while a job runs."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -13,9 +12,11 @@ from feedback.validate import WITHDRAWN
 from web import admin_plots as plots
 from web import admin_report as report
 from web.admin import AdminActions
+from web.admin_guard import admin_only
 
 POLL_S = 3.0  # how often the view refreshes itself while a job runs
 LIVE_STATUSES_OUT = WITHDRAWN  # answers their annotator took back
+WATCH_S = 10.0  # how often a signed-in view looks for a retrain started elsewhere (the CLI, `watch`, a replica)
 
 
 @dataclass
@@ -35,14 +36,15 @@ class DashboardParts:
     start_btn: Any
     rollback_btn: Any
     job_msg: Any
-    timer: Any
+    timer: Any  # ticks every POLL_S while a job runs
+    watch: Any  # ticks every WATCH_S otherwise, to notice a retrain started elsewhere
 
     def all(self) -> list[Any]:
         return [getattr(self, f.name) for f in fields(self)]
 
 
 class AdminDashboard:
-    """The overview's handlers; each checks the caller like `AdminActions`' do."""
+    """The overview's handlers, each wrapped in `admin_only`."""
 
     def __init__(self, admin: AdminActions, parts: DashboardParts) -> None:
         self.admin = admin
@@ -52,17 +54,15 @@ class AdminDashboard:
     def outputs(self) -> list[Any]:
         return self.parts.all()
 
+    @admin_only(lambda self: {self.parts.status_line: "Sign in first."})
     def overview(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict[Any, Any]:
         """Everything the panel shows ("Sign in first." in the status line for strangers, nothing else)."""
         p = self.parts
-        if not self.admin.is_admin(request, profile):
-            return {p.status_line: "Sign in first."}
         admin, store = self.admin, self.admin.store
         stats = store.stats() if store else {}
-        rows = store.answers(limit=50_000) if store else []
         status = admin.registry.status()
         meta = status.get("champion_meta") or {}
-        days = Counter(str(r.get("created_at", ""))[:10] for r in rows if r["status"] not in LIVE_STATUSES_OUT)
+        days = store.answers_per_day(30) if store else {}
         pool_left = store.pool_left(admin.trust.labels_required) if store else 0
         record = admin.jobs.last_run()
         previous = status["previous"]
@@ -98,14 +98,21 @@ class AdminDashboard:
             p.retrain_btn: gr.update(interactive=not running, value=label),
             p.start_btn: gr.update(interactive=not running),
             p.timer: gr.Timer(active=running),
+            p.watch: gr.Timer(active=not running),
         }
 
+    @admin_only(lambda self: {self.parts.watch: gr.Timer(active=False)})
+    def look_for_runs(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict[Any, Any]:
+        """While no job runs: nothing changes, until a retrain starts anywhere on this home; then its progress,
+        Retrain off, and the polling on (`poll` takes over)."""
+        job = self.admin.jobs.status()
+        return self.job_state(job) if job.running else {}
+
+    @admin_only(lambda self: {self.parts.status_line: "Sign in first.", self.parts.timer: gr.Timer(active=False)})
     def poll(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict[Any, Any]:
         """While a job runs: its progress and the buttons; once it ended, the whole overview, the job's earlier
         messages ("A job is already running.") cleared, and the polling stopped."""
         p = self.parts
-        if not self.admin.is_admin(request, profile):
-            return {p.status_line: "Sign in first.", p.timer: gr.Timer(active=False)}
         job = self.admin.jobs.status()
         if job.running:
             return self.job_state(job)

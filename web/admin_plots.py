@@ -58,13 +58,15 @@ def version_scores(registry: ModelRegistry, run: RunRecord | None, last: int = 1
     gate = run.gate if run else None
     if run and gate:
         by_version = {entry.version: entry for entry in out}
-        for which, version in (("champion", run.champion_before), ("challenger", run.challenger)):
-            entry = by_version.get(version or "")
-            for scores in gate.sets if entry else ():
+        for which, name in (("champion", run.champion_before), ("challenger", run.challenger)):
+            found = by_version.get(name or "")
+            if found is None:
+                continue
+            for scores in gate.sets:
                 value = getattr(scores, f"{which}_accuracy")
                 if scores.name != EvalSetName.BASE.value and value is not None and scores.n:
-                    entry.accuracy[scores.name] = float(value)  # type: ignore[union-attr]
-                    entry.rows[scores.name] = int(scores.n)  # type: ignore[union-attr]
+                    found.accuracy[scores.name] = float(value)
+                    found.rows[scores.name] = int(scores.n)
     return out
 
 

@@ -12,7 +12,7 @@ from feedback.readiness import Readiness
 from feedback.validate import WITHDRAWN, Status
 from web.decision_words import decision_text as decision_text  # the page's decision, rendered from the record
 from web.decision_words import traffic_sentence
-from web.jobs import JobStatus
+from web.jobs import Expected, JobStatus
 
 
 def now() -> str:
@@ -36,11 +36,20 @@ def review_line(waiting: int) -> str:
             "first there): likely true corrections the model was sure of, left out of training until accepted.")
 
 
-def preview_text(ready: Readiness, minutes: float) -> str:
+def duration_words(expected: Expected) -> str:
+    """How long a retrain should take, and what the estimate rests on."""
+    minutes = f"about **{max(expected.seconds, 60) / 60:.0f} min**"
+    if not expected.runs:
+        return f"{minutes} (a first guess: no retrain that trained a model has finished on this host yet)"
+    runs = "its last retrain" if expected.runs == 1 else f"the median of its last {expected.runs} retrains"
+    return f"{minutes} on this host ({runs})"
+
+
+def preview_text(ready: Readiness, expected: Expected) -> str:
     """The retrain preview: what a retrain would train and be judged on, whether enough is new, how long."""
     text = (f"A retrain would train on **{ready.train:,} trusted feedback text(s)** beside the base data, hold out "
-            f"{ready.holdout:,} and judge on {ready.traffic.have:,} traffic labels; it should take about "
-            f"**{minutes:.0f} min**, and the current model keeps serving meanwhile.\n\n"
+            f"{ready.holdout:,} and judge on {ready.traffic.have:,} traffic labels; it should take "
+            f"{duration_words(expected)}, and the current model keeps serving meanwhile.\n\n"
             f"{traffic_sentence(ready.traffic)}\n\n{review_line(ready.credible_waiting)}")
     if not ready.enough:
         text += (f"\n\n⚠️ **Little new feedback:** {ready.new_trusted:,} new trusted answer(s) since the last run, "
@@ -73,7 +82,8 @@ def tiles(stats: Mapping[str, Any], trusted: int | None, pool_left: int) -> str:
 
 
 def progress_html(job: JobStatus) -> str:
-    """The job started here: stage, percent and time left while it runs; how it ended after."""
+    """The job started here, or a retrain started elsewhere: stage, percent and time left while it runs; how the
+    job started here ended after."""
     if not job.command:
         return "No job started from this view since the server started."
     if job.running and job.command.startswith("run"):
@@ -83,7 +93,8 @@ def progress_html(job: JobStatus) -> str:
             left = f"about {max(job.seconds_left, 60) / 60:.0f} min left"
         else:
             left = "taking longer than the last run"
-        return (f'<p><strong>{job.stage}</strong> · {job.percent:.0f}% · {left}</p>'
+        where = f" · started elsewhere (process {job.elsewhere}), not from this view" if job.elsewhere else ""
+        return (f'<p><strong>{job.stage}</strong> · {job.percent:.0f}% · {left}{where}</p>'
                 f'<progress max="100" value="{job.percent:.0f}" aria-label="Retrain progress" style="width:100%">'
                 f"{job.percent:.0f}%</progress>")
     if job.running:

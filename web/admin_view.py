@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from web.admin import EXPORTS, AdminActions
-from web.admin_dashboard import POLL_S, AdminDashboard, DashboardParts
+from web.admin_dashboard import POLL_S, WATCH_S, AdminDashboard, DashboardParts
 from web.guidelines_view import build_guidelines_editor
 from web.people_view import build_people
 from web.review_view import build_review
@@ -92,8 +92,11 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
                 push_msg = gr.Markdown()
                 push_btn.click(admin.push_to_hub, outputs=push_msg, **PRIVATE)
         timer = gr.Timer(POLL_S, active=False)
-    parts = DashboardParts(status_line, tiles, history, confusion, versions, per_day, progress, decision, numbers,
-                           retrain_btn, start_btn, rollback_btn, job_msg, timer)
+        watch = gr.Timer(WATCH_S, active=False)  # started by the overview once an admin is signed in
+    parts = DashboardParts(status_line=status_line, tiles=tiles, history=history, confusion=confusion,
+                           versions=versions, per_day=per_day, progress=progress, decision=decision, numbers=numbers,
+                           retrain_btn=retrain_btn, start_btn=start_btn, rollback_btn=rollback_btn, job_msg=job_msg,
+                           timer=timer, watch=watch)
     dash = AdminDashboard(admin, parts)
 
     def after_change(event: Any, relist: bool = True) -> Any:
@@ -118,8 +121,11 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
     logout_btn.click(admin.logout, outputs=[*signed, ticket], **PRIVATE).then(
         None, inputs=ticket, js=REDEEM_JS, **PRIVATE)
     whole_view(demo.load(admin.restore, outputs=signed, **PRIVATE))
-    timer.tick(dash.poll, outputs=dash.outputs, **PRIVATE)
-    retrain_btn.click(admin.retrain_preview, outputs=[confirm_text, confirm], **PRIVATE)
+    # The ticks refresh quietly: no loading overlay over the whole panel every few seconds.
+    timer.tick(dash.poll, outputs=dash.outputs, show_progress="hidden", **PRIVATE)
+    watch.tick(dash.look_for_runs, outputs=dash.outputs, show_progress="hidden", **PRIVATE)
+    retrain_btn.click(admin.retrain_preview, outputs=[confirm_text, confirm], **PRIVATE).then(
+        dash.look_for_runs, outputs=dash.outputs, show_progress="hidden", **PRIVATE)  # a run the watch missed yet
     cancel_btn.click(lambda: gr.update(visible=False), outputs=confirm, **PRIVATE)
     start_btn.click(admin.launch_retrain, outputs=[job_msg, confirm, timer], **PRIVATE).then(
         dash.poll, outputs=dash.outputs, **PRIVATE)

@@ -12,6 +12,7 @@ from feedback.errors import FeedbackError
 from feedback.guidelines import MAX_CHARS, Guidelines
 from feedback.store import FeedbackStore
 from web.admin import AdminActions
+from web.admin_guard import admin_only
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 
@@ -27,22 +28,24 @@ def version_line(current: Guidelines, history: list[Guidelines]) -> str:
 
 
 class GuidelinesEditor:
-    """The admin's editor; each handler checks the caller is an admin."""
+    """The admin's editor; each handler is wrapped in `admin_only`."""
 
     def __init__(self, admin: AdminActions) -> None:
         self.admin = admin
 
+    @admin_only(lambda _: (gr.skip(), gr.skip()))
     def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, str]:
         store = self.admin.store
-        if not self.admin.is_admin(request, profile) or store is None:
+        if store is None:
             return gr.skip(), gr.skip()
         current = store.guidelines.current()
         return current.text, version_line(current, store.guidelines.history())
 
+    @admin_only(lambda _: ("Sign in first.", gr.skip()))
     def save(self, text: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
         store = self.admin.store
-        if not self.admin.is_admin(request, profile) or store is None:
-            return "Sign in first.", gr.skip()
+        if store is None:
+            return "No feedback database on this server.", gr.skip()
         who = self.admin.gate.identify(request, profile)
         by = who.annotator.removeprefix("user:") if who.verified else "an admin (password)"
         try:

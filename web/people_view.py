@@ -14,6 +14,7 @@ from feedback.agreement import agreement
 from feedback.errors import FeedbackError
 from feedback.people import Disagreement, Person, disagreements, people
 from web.admin import AdminActions
+from web.admin_guard import admin_only, guarded_by
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 HEADERS = ["annotator", "signed in", "answers", "last 7 days", "last active (UTC)", "checks right",
@@ -47,15 +48,16 @@ def _quote(text: str, words: int = 40) -> str:
 
 
 class PeoplePanel:
-    """The panel's handlers; each checks the caller is an admin."""
+    """The panel's handlers, each wrapped in `admin_only`."""
 
     def __init__(self, admin: AdminActions) -> None:
         self.admin = admin
 
+    @admin_only(lambda _: (gr.skip(), gr.skip(), gr.skip(), gr.skip()))
     def overview(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, Any, Any, Any]:
         """The annotator table, the alpha line, how many disagreements there are, and the newest to settle."""
         store = self.admin.store
-        if not self.admin.is_admin(request, profile) or store is None:
+        if store is None:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         rows = store.answers(limit=50_000)
         gold = store.gold_labels()
@@ -66,10 +68,11 @@ class PeoplePanel:
         count = f"**{len(found):,}** text(s) people disagree on, newest first.{more}" if found else ""
         return table, alpha_line(rows), count, [d.__dict__ for d in found[:SHOWN_DISAGREEMENTS]]
 
+    @admin_only()
     def resolve(self, text_hash: str, label: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         store = self.admin.store
-        if not self.admin.is_admin(request, profile) or store is None:
-            return "Sign in first."
+        if store is None:
+            return "No feedback database on this server."
         try:
             done = store.reviews.resolve(text_hash, label)
         except FeedbackError as exc:
@@ -117,6 +120,7 @@ def build_people(admin: AdminActions, after: Callable[[Any], Any]) -> tuple[Peop
 
 
 def _settle(panel: PeoplePanel, text_hash: str, label: str) -> Any:
+    @guarded_by(panel)
     def handler(request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         return panel.resolve(text_hash, label, request, profile)
 

@@ -18,6 +18,7 @@ from feedback.people import nickname
 from feedback.review import HELD, ReviewFilter, review_message
 from feedback.validate import STATUSES
 from web.admin import AdminActions
+from web.admin_guard import admin_only, guarded_by
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 ANY = "any"
@@ -46,17 +47,18 @@ def _filter(status: str, reason: str, label: str, annotator: str, text: str) -> 
 
 
 class ReviewPanel:
-    """The panel's handlers; each checks the caller is an admin, like `AdminActions`' do."""
+    """The panel's handlers, each wrapped in `admin_only`."""
 
     def __init__(self, admin: AdminActions) -> None:
         self.admin = admin
 
+    @admin_only(lambda _: ("Sign in first.", gr.skip()))
     def search(self, status: str, reason: str, label: str, annotator: str, text: str, request: gr.Request,
                profile: gr.OAuthProfile | None = None) -> tuple[str, Any]:
         """A line saying how many answers the filters match, and the list of them, none ticked."""
         store = self.admin.store
-        if not self.admin.is_admin(request, profile) or store is None:
-            return "Sign in first." if store is not None else "No feedback database on this server.", gr.skip()
+        if store is None:
+            return "No feedback database on this server.", gr.skip()
         try:
             rows, total = store.reviews.find(_filter(status, reason, label, annotator, text), self.admin.trust)
         except FeedbackError as exc:
@@ -67,6 +69,7 @@ class ReviewPanel:
                    if total else "No answers match these filters.")
         return summary, gr.update(choices=choices, value=[])
 
+    @admin_only(lambda _: ("Sign in first.", gr.skip()))
     def select_all(self, status: str, reason: str, label: str, annotator: str, text: str, request: gr.Request,
                    profile: gr.OAuthProfile | None = None) -> tuple[str, Any]:
         """Tick every listed answer (the list is read again, so what is ticked is what is shown)."""
@@ -76,10 +79,11 @@ class ReviewPanel:
             summary += f" All {len(update['value'])} listed are ticked."
         return summary, update
 
+    @admin_only(lambda _: (gr.skip(), gr.skip()))
     def options(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, Any]:
         """The reason and annotator filters' choices, from what the database holds now."""
         store = self.admin.store
-        if not self.admin.is_admin(request, profile) or store is None:
+        if store is None:
             return gr.skip(), gr.skip()
         reasons = [("any reason", ANY), *store.reviews.reason_choices()]
         people = [("anyone", ANY), *((nickname(a), a) for a in store.reviews.annotator_ids())]
@@ -88,11 +92,12 @@ class ReviewPanel:
     def act(self, verdict: str) -> Callable[..., tuple[str, str, Any]]:
         """Accept or reject every ticked answer, then list the filters' answers again."""
 
+        @guarded_by(self, lambda _: ("Sign in first.", gr.skip(), gr.skip()))
         def handler(ids: list[Any] | None, status: str, reason: str, label: str, annotator: str, text: str,
                     request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str, Any]:
             store = self.admin.store
-            if not self.admin.is_admin(request, profile) or store is None:
-                return "Sign in first.", gr.skip(), gr.skip()
+            if store is None:
+                return "No feedback database on this server.", gr.skip(), gr.skip()
             if not ids:
                 return "Tick one or more answers first (Space ticks the focused one).", gr.skip(), gr.skip()
             try:

@@ -20,6 +20,7 @@ from feedback.review import ReviewFilter
 from feedback.store import FeedbackStore
 from tests.pg_cluster import StoreFactory
 from web import admin_report as report
+from web.jobs import Expected
 
 SURE_OF_WORLD = {"World": 0.9, "Sports": 0.05, "Business": 0.03, "Sci/Tech": 0.02}
 
@@ -68,8 +69,9 @@ def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: 
     assert ready.traffic.have == traffic > 0 and ready.train + ready.holdout + traffic == ready.trusted == 100
     assert ready.new_trusted == 100 and not ready.enough and ready.credible_waiting == 1
     assert ready.traffic.tests == 4 and ready.traffic.more == ready.traffic.needed - traffic
-    text = report.preview_text(ready, minutes=9.6)
-    assert f"train on **{ready.train:,} trusted feedback text(s)**" in text and "about **10 min**" in text
+    text = report.preview_text(ready, Expected(seconds=576.0, runs=3))
+    assert f"train on **{ready.train:,} trusted feedback text(s)**" in text
+    assert "about **10 min** on this host (the median of its last 3 retrains)" in text
     assert f"**{ready.traffic.more:,} more**" in text and "**1** suspicious answer(s)" in text
     assert "100 new trusted answer(s) since the last run, below NEWSLOOP_RETRAIN_MIN_FEEDBACK (150)" in text
 

@@ -1,0 +1,180 @@
+"""Every admin event of the running app refuses a caller without an admin session and changes nothing.
+
+The list of events is the app's own: every handler the launched page wires that lives in an admin module must
+carry the one admin check (`web.admin_guard.admin_only`), except the sign-in flow itself. Each is then called
+over raw HTTP by its index, as a script can call any private event, with inputs a script would send."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+from starlette.routing import Mount
+
+from core.registry import ModelRegistry
+from core.serving import ChampionService
+from feedback.store import FeedbackStore
+from tests.e2e.raw_http import Visitor
+from tests.helpers import tiny_settings
+from web.admin_guard import is_guarded
+
+PASSWORD = "a long admin password for the admin guard test"
+ADMIN_MODULES = {"web.admin", "web.admin_dashboard", "web.review_view", "web.people_view", "web.guidelines_view"}
+SIGN_IN_FLOW = {"restore", "login", "after_sign_in", "logout"}  # strangers must reach these to sign in
+SURE_OF_WORLD = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
+
+
+class Refusals(logging.Handler):
+    """The admin check's log lines ("refused <handler>: ..."), as the server writes them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.names: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("refused "):
+            self.names.append(str(record.args[0]) if record.args else "")
+
+
+@pytest.fixture(scope="module")
+def app(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any, Path, FeedbackStore]]:
+    from app import build_app
+    from core.net import free_port
+    from web.server import ServerThread
+
+    home = tmp_path_factory.mktemp("guard") / "home"
+    shutil.copytree(tiny_champion_home, home)
+    registry = ModelRegistry(home / "models")
+    shutil.copytree(registry.versions_dir / "v0001", registry.versions_dir / "v0002")
+    registry.promote("v0002")  # a previous champion: a rollback would change something
+    settings = tiny_settings(home, admin_password=SecretStr(PASSWORD), classify_per_minute=10_000,
+                             queue_per_minute=10_000)
+    store = FeedbackStore(home / "feedback.db")
+    store.add_to_pool([f"Pool story {i} on trade talks" for i in range(5)], source="test")
+    for i in range(3):
+        store.record(text=f"Harbour strike talks, day {i}", user_label="Sports", annotator="user:dana",
+                     kind="correct", probabilities=SURE_OF_WORLD, verified=True)
+    store.record(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct")
+    store.record(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
+                 kind="correct", verified=True)
+    server_app = build_app(ChampionService(registry), settings, store)
+    [mount] = [route for route in server_app.routes if isinstance(route, Mount)]
+    port = free_port()
+    server = ServerThread(server_app, "127.0.0.1", port)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}/", mount.app.get_blocks(), home, store
+    finally:
+        server.stop()
+
+
+def admin_events(blocks: Any) -> dict[int, Any]:
+    """fn_index -> handler for every event whose handler lives in an admin module, the sign-in flow and
+    one-line UI lambdas (closing a box, unticking) aside."""
+    found = {}
+    for index, block_fn in blocks.fns.items():
+        if block_fn.fn is None:
+            continue  # the browser's own JavaScript
+        target = inspect.unwrap(block_fn.fn)
+        if target.__module__ in ADMIN_MODULES and target.__name__ not in SIGN_IN_FLOW | {"<lambda>"}:
+            found[index] = block_fn.fn
+    return found
+
+
+def script_inputs(config: dict[str, Any], dependency: dict[str, Any]) -> list[Any]:
+    """What a script would send for an event's inputs: the page's own values, a text for text boxes, no file
+    for the upload, nothing ticked."""
+    components = {c["id"]: c for c in config["components"]}
+    values = []
+    for component_id in dependency["inputs"]:
+        component = components[component_id]
+        kind, value = component["type"], component.get("props", {}).get("value")
+        if kind == "checkboxgroup":
+            values.append([])  # Gradio itself refuses ids that are not among this session's listed choices
+        elif kind == "textbox":
+            values.append("Harbour")
+        elif kind in ("uploadbutton", "file"):
+            values.append(None)
+        else:
+            values.append(value)
+    return values
+
+
+def snapshot(home: Path, store: FeedbackStore) -> dict[str, Any]:
+    """What an admin event could change: answers, pool, guidelines, the registry, jobs, exports."""
+    with sqlite3.connect(store.path) as conn:
+        tables = {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+                  for table in ("answers", "pool", "guidelines")}
+    return tables | {
+        "registry": (home / "models" / "registry.json").read_text(),
+        "logs": sorted(p.name for p in (home / "logs").glob("*")),
+        "exports": sorted(p.name for p in (home / "exports").glob("*")),
+        "progress": (home / "retrain_progress.json").is_file(),
+    }
+
+
+def test_every_admin_event_refuses_a_caller_without_an_admin_session(app) -> None:  # type: ignore[no-untyped-def]
+    url, blocks, home, store = app
+    events = admin_events(blocks)
+    unguarded = sorted(inspect.unwrap(fn).__qualname__ for fn in events.values() if not is_guarded(fn))
+    assert unguarded == [], f"admin handlers without the admin check: {unguarded}"
+    names = {inspect.unwrap(fn).__name__ for fn in events.values()}
+    # The admin view's handlers are all in the list (a sanity check on how it is found).
+    assert names >= {"retrain_preview", "launch_retrain", "rollback", "import_pool", "export", "overview", "poll",
+                     "look_for_runs", "search", "select_all", "options", "handler", "load", "save"}
+
+    visitor = Visitor(url)
+    config = visitor.get("/config").json()
+    dependencies = {dep["id"]: dep for dep in config["dependencies"]}
+    before = snapshot(home, store)
+    refusals = Refusals()
+    logger = logging.getLogger("newsloop.app")
+    level = logger.level
+    logger.addHandler(refusals)
+    logger.setLevel(logging.INFO)
+    try:
+        for index, fn in sorted(events.items()):
+            visitor.events()  # the page as a browser loads it first (its id cookie)
+            body = {"data": script_inputs(config, dependencies[index]), "fn_index": index,
+                    "session_hash": visitor.session_hash, "event_data": None, "trigger_id": None}
+            joined = visitor.post("/gradio_api/queue/join", content=json.dumps(body).encode(),
+                                  headers={"content-type": "application/json"})
+            assert joined.status_code == 200, joined.text
+            with visitor.http.stream("GET", "/gradio_api/queue/data", params={"session_hash": visitor.session_hash},
+                                     headers=visitor._headers()) as stream:
+                done = [json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:")]
+            completed = [m for m in done if m.get("msg") == "process_completed"]
+            name = inspect.unwrap(fn).__qualname__
+            assert completed and completed[-1]["success"], (name, completed)
+            shown = json.dumps(completed[-1]["output"]["data"])
+            assert "Harbour strike" not in shown and "Chipmaker" not in shown and "v0002" not in shown, (name, shown)
+            assert refusals.names[-1:] == [name], (name, refusals.names[-3:])
+    finally:
+        logger.removeHandler(refusals)
+        logger.setLevel(level)
+        visitor.close()
+    assert len(refusals.names) == len(events)
+    assert snapshot(home, store) == before
+
+
+def test_a_disagreement_button_refuses_without_a_session(app) -> None:  # type: ignore[no-untyped-def]
+    """The settle buttons are drawn per session (gr.render) for admins only, so they are not in the page's
+    config; their handler carries the same check."""
+    from web.people_view import PeoplePanel, _settle
+
+    _, blocks, home, store = app
+    [admin] = {fn.__self__.admin for fn in admin_events(blocks).values()
+               if inspect.unwrap(fn).__qualname__ == "PeoplePanel.overview"}
+    before = snapshot(home, store)
+    [text_hash] = {row["text_hash"] for row in store.answers() if row["text"].startswith("Chipmaker")}
+    settle = _settle(PeoplePanel(admin), text_hash, "Business")
+    assert is_guarded(settle) and settle(None) == "Sign in first."
+    assert snapshot(home, store) == before  # the disagreement stays open
