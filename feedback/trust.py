@@ -194,20 +194,15 @@ def excluded_annotators(
     return (flagged | failed | _not_eligible(rows, scores, policy)) - {MAINTAINER}
 
 
-def _not_eligible(
-    rows: Sequence[Mapping[str, Any]], scores: Mapping[str, CheckScore], policy: TrustPolicy
-) -> set[str]:
+def _not_eligible(rows: Sequence[Mapping[str, Any]], scores: Mapping[str, CheckScore], policy: TrustPolicy) -> set[str]:
     """Annotators whose answers `policy.train_on` does not let train (their answers are still stored)."""
-    unverified = {row["annotator"] for row in rows if not row.get("verified")}
-    return ineligible({row["annotator"] for row in rows}, unverified, scores, policy)
+    return ineligible({r["annotator"] for r in rows}, {r["annotator"] for r in rows if not r.get("verified")}, scores, policy)
 
 
-def ineligible(
-    annotators: Iterable[str], unverified: Iterable[str], scores: Mapping[str, CheckScore], policy: TrustPolicy
-) -> set[str]:
+def ineligible(annotators: Iterable[str], unverified: Iterable[str], scores: Mapping[str, CheckScore],
+               policy: TrustPolicy) -> set[str]:
     """Of `annotators`, those `policy.train_on` does not let train: under "signed_in" the `unverified` ones (an
-    answer of theirs came from an identity nobody signed in), under "checked" those who have not passed the
-    known-answer checks (`scores`), under "anyone" none."""
+    answer came unsigned), under "checked" those who did not pass the checks (`scores`), under "anyone" none."""
     if policy.train_on == "signed_in":
         return set(unverified)
     if policy.train_on == "checked":
