@@ -122,7 +122,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             password=settings.admin_password,
             registry=ModelRegistry(settings.paths.models_dir),
             jobs=RetrainJobs(settings.paths),
-            gate=identities,  # AdminActions' parameter keeps its old name until web/admin.py is reworked
+            identities=identities,
             admins=settings.admin_list,
             session_minutes=settings.admin_session_minutes,
             trust=settings.trust_policy(),

@@ -1,6 +1,7 @@
 """The people behind the answers: readable names, what each one did, and the texts they disagree on.
 
-Pure functions over answer rows (as `FeedbackStore.answers` returns them), like `feedback.trust`.
+Pure functions, like `feedback.trust`, over what `feedback.crowd.Crowd` reads: per-person counts by the database,
+and the answers on texts two or more people answered (`disagreements` takes any answer rows).
 """
 
 from __future__ import annotations
@@ -9,21 +10,20 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.policies import TrustPolicy
 from feedback.agreement import pairwise_agreement
+from feedback.checks import CheckScore
+from feedback.crowd import PersonCounts
 from feedback.trust import (
     MAINTAINER,
     annotator_agreement,
-    check_scores,
     counted_answers,
-    excluded_annotators,
     failed_checks,
     flagged_annotators,
+    ineligible,
 )
-from feedback.validate import WITHDRAWN
 
 _ADJECTIVES = (
     "amber", "bold", "brave", "bright", "calm", "clever", "cosmic", "crisp", "curious", "daring", "eager", "fair",
@@ -64,7 +64,7 @@ class Person:
     name: str  # `nickname(annotator)`
     signed_in: bool
     answers: int  # live answers (not undone or replaced)
-    last_week: int  # live answers in the 7 days before `now`
+    last_week: int  # live answers in the 7 days before they were counted
     last_active: str  # the newest answer's time, "YYYY-MM-DD HH:MM" UTC
     checks_right: int
     checks_answered: int
@@ -74,58 +74,51 @@ class Person:
 
 
 def people(
-    rows: Iterable[Mapping[str, Any]],
-    gold: Mapping[str, str],
+    counts: Iterable[PersonCounts],
+    scores: Mapping[str, CheckScore],
+    shared: Iterable[Mapping[str, Any]],
     policy: TrustPolicy,
-    *,
-    now: datetime | None = None,
-    limit: int = 50,
 ) -> list[Person]:
-    """The `limit` annotators with the most live answers, most first; the maintainer's reviews are not people's."""
-    rows = [dict(row) for row in rows if row["annotator"] != MAINTAINER]
-    live = [row for row in rows if row["status"] not in WITHDRAWN]
-    counts = Counter(row["annotator"] for row in live)
-    now = now or datetime.now(UTC)
-    week_ago = (now - timedelta(days=7)).isoformat(timespec="microseconds")
-    recent = Counter(row["annotator"] for row in live if str(row["created_at"]) >= week_ago)
-    last: dict[str, str] = {}
-    signed: set[str] = set()
-    for row in live:
-        last[row["annotator"]] = max(last.get(row["annotator"], ""), str(row["created_at"]))
-        if row.get("verified"):
-            signed.add(row["annotator"])
-    scores = check_scores(rows, gold)
-    overlap = pairwise_agreement(rows, policy.min_answers_for_agreement)
-    why = _not_trained(rows, gold, policy)
-    chosen = sorted(counts, key=lambda a: (-counts[a], a))[:limit]
+    """The annotators of `counts` (`feedback.crowd.Crowd.counts`), most live answers first, with their
+    known-answer checks (`scores`: `Crowd.check_scores`) and their agreement on `shared`, the answers on texts
+    two or more people answered (`Crowd.shared_answers`: a text one person answered compares nobody).
+    The maintainer's reviews are not people's."""
+    counts = sorted(counts, key=lambda c: (-c.answers, c.annotator))
+    shared = [dict(row) for row in shared if row["annotator"] != MAINTAINER]
+    overlap = pairwise_agreement(shared, policy.min_answers_for_agreement)
+    why = _not_trained(counts, scores, shared, policy)
     out = []
-    for annotator in chosen:
-        score = scores.get(annotator)
-        shared, agrees = overlap.get(annotator, (0, None))
+    for person in counts:
+        score = scores.get(person.annotator)
+        overlapping, agrees = overlap.get(person.annotator, (0, None))
         out.append(Person(
-            annotator=annotator, name=nickname(annotator), signed_in=annotator in signed, answers=counts[annotator],
-            last_week=recent[annotator], last_active=last[annotator][:16].replace("T", " "),
+            annotator=person.annotator, name=nickname(person.annotator), signed_in=person.signed_in,
+            answers=person.answers, last_week=person.last_week,
+            last_active=person.last_active[:16].replace("T", " "),
             checks_right=score.right if score else 0, checks_answered=score.answered if score else 0,
-            shared=shared, agrees=agrees,
-            trains=why.get(annotator, "yes"),
+            shared=overlapping, agrees=agrees,
+            trains=why.get(person.annotator, "yes"),
         ))
     return out
 
 
-def _not_trained(rows: Sequence[Mapping[str, Any]], gold: Mapping[str, str], policy: TrustPolicy) -> dict[str, str]:
-    """Why each excluded annotator's answers do not train (`feedback.trust.excluded_annotators`' reasons)."""
-    excluded = excluded_annotators(rows, gold, policy)
-    failed = failed_checks(check_scores(rows, gold), min_checks=policy.min_checks,
-                           min_accuracy=policy.min_check_accuracy)
-    flagged = flagged_annotators(annotator_agreement(rows), min_annotator_agreement=policy.min_annotator_agreement,
+def _not_trained(
+    counts: Sequence[PersonCounts], scores: Mapping[str, CheckScore], shared: Sequence[Mapping[str, Any]],
+    policy: TrustPolicy,
+) -> dict[str, str]:
+    """Why each excluded annotator's answers do not train (`feedback.trust.excluded_annotators`' rules and
+    reasons; its agreement rule compares only on texts someone else answered, so `shared` is all it needs)."""
+    failed = failed_checks(scores, min_checks=policy.min_checks, min_accuracy=policy.min_check_accuracy)
+    flagged = flagged_annotators(annotator_agreement(shared), min_annotator_agreement=policy.min_annotator_agreement,
                                  min_answers_for_agreement=policy.min_answers_for_agreement)
+    others = ineligible([c.annotator for c in counts], [c.annotator for c in counts if c.unverified], scores, policy)
     out = {}
-    for annotator in excluded:
+    for annotator in (c.annotator for c in counts):
         if annotator in failed:
             out[annotator] = "no: failed known-answer checks"
         elif annotator in flagged:
             out[annotator] = "no: disagrees with the others"
-        else:
+        elif annotator in others:
             out[annotator] = f"no: the server trains on {policy.train_on.replace('_', ' ')} annotators only"
     return out
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from core.policies import QueuePolicy, StoreLimits
 from feedback.answers import Answers, RecordResult
+from feedback.crowd import Crowd
 from feedback.db import Database
 from feedback.export import export_answers, write_answers
 from feedback.guidelines import GuidelineBook
@@ -46,6 +47,7 @@ class FeedbackStore:
         self._pool = Pool(self._db, limits, clock)
         self.reviews = Reviews(self._db, clock)  # find answers by filter, review many, settle disagreements
         self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
+        self.crowd = Crowd(self._db)  # per-person counts and the answers people share, for the people panel
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:

@@ -194,15 +194,20 @@ def excluded_annotators(
     return (flagged | failed | _not_eligible(rows, scores, policy)) - {MAINTAINER}
 
 
-def _not_eligible(
-    rows: Sequence[Mapping[str, Any]], scores: Mapping[str, CheckScore], policy: TrustPolicy
-) -> set[str]:
+def _not_eligible(rows: Sequence[Mapping[str, Any]], scores: Mapping[str, CheckScore], policy: TrustPolicy) -> set[str]:
     """Annotators whose answers `policy.train_on` does not let train (their answers are still stored)."""
+    return ineligible({r["annotator"] for r in rows}, {r["annotator"] for r in rows if not r.get("verified")}, scores, policy)
+
+
+def ineligible(annotators: Iterable[str], unverified: Iterable[str], scores: Mapping[str, CheckScore],
+               policy: TrustPolicy) -> set[str]:
+    """Of `annotators`, those `policy.train_on` does not let train: under "signed_in" the `unverified` ones (an
+    answer came unsigned), under "checked" those who did not pass the checks (`scores`), under "anyone" none."""
     if policy.train_on == "signed_in":
-        return {row["annotator"] for row in rows if not row.get("verified")}
+        return set(unverified)
     if policy.train_on == "checked":
         passed = passed_checks(scores, min_checks=policy.min_checks, min_accuracy=policy.min_check_accuracy)
-        return {row["annotator"] for row in rows} - passed
+        return set(annotators) - passed
     return set()
 
 

@@ -43,7 +43,7 @@ class AdminActions:
         password: SecretStr | None,
         registry: ModelRegistry,
         jobs: RetrainJobs,
-        gate: IdentityService,
+        identities: IdentityService,
         admins: frozenset[str] = frozenset(),
         session_minutes: float = 60.0,
         trust: TrustPolicy | None = None,
@@ -60,7 +60,7 @@ class AdminActions:
         self.password = password
         self.registry = registry
         self.jobs = jobs
-        self.gate = gate
+        self.identities = identities
         self.admins = admins
         self.sessions: SignedInBrowsers = sessions or AdminSessions(session_minutes * 60.0)
         self.throttle = throttle or FailureThrottle()
@@ -81,7 +81,7 @@ class AdminActions:
         session, or a `NEWSLOOP_ADMINS` Hugging Face account (`profile`, which Gradio injects into handlers)."""
         if request is None:
             return False
-        who = self.gate.identify(request, profile)
+        who = self.identities.identify(request, profile)
         if who.verified and who.annotator.removeprefix("user:") in self.admins:
             return True
         return self.sessions.valid(who.browser)
@@ -101,7 +101,7 @@ class AdminActions:
             return "The admin view is disabled on this server.", ""
         if self.is_admin(request, profile):
             return "Signed in.", ""
-        who = self.gate.identify(request)
+        who = self.identities.identify(request)
         if not who.browser:
             return "Your browser did not send its NewsLoop id: reload the page (cookies must be on).", ""
         if self.password is None or not self.password.get_secret_value():
@@ -132,7 +132,7 @@ class AdminActions:
         self, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> tuple[str, dict[str, Any], dict[str, Any], str]:
         """End the session; the ticket (last output) gives the browser a fresh id, as signing in did."""
-        browser = self.gate.identify(request).browser
+        browser = self.identities.identify(request).browser
         self.sessions.close(browser)
         ticket = self.tickets.issue(browser, admin=False) if browser else ""
         return "Signed out.", gr.update(visible=False), gr.update(visible=True), ticket
@@ -140,14 +140,14 @@ class AdminActions:
     def redeem(self, ticket: object, request: Any) -> str | None:
         """For the browser a sign-in or sign-out ticket was issued to (a Starlette request): a fresh browser
         id cookie value, with the admin session moved to it on sign-in; None for any other ticket."""
-        old = self.gate.identify(request).browser
+        old = self.identities.identify(request).browser
         signs_in = self.tickets.redeem(ticket, old)
         if signs_in is None:
             return None
         self.sessions.close(old)
-        cookie = self.gate.mint_cookie()
+        cookie = self.identities.mint_cookie()
         if signs_in:
-            self.sessions.open(self.gate.browser_key(cookie))
+            self.sessions.open(self.identities.browser_key(cookie))
         return cookie
 
     def trusted_count(self) -> int | None:
@@ -227,7 +227,7 @@ class AdminActions:
         else:
             self.store.export(path, fmt)
         name = f"newsloop-feedback-{time.strftime('%Y%m%d-%H%M%S')}.{fmt}"
-        token = self.exports.offer(path, name, self.gate.identify(request).browser)
+        token = self.exports.offer(path, name, self.identities.identify(request).browser)
         minutes = self.exports.ttl_s / 60
         return (f'<a href="admin/export/{token}" download="{name}" id="export-link">Download {name}</a> '
                 f"(once, from this browser, within {minutes:.0f} minutes)")
@@ -235,7 +235,7 @@ class AdminActions:
     @admin_only(None)
     def take_export(self, token: str, request: Any) -> Offer | None:
         """The export behind `token` if this request is the admin browser it was made for (used up)."""
-        return self.exports.take(token, self.gate.identify(request).browser)
+        return self.exports.take(token, self.identities.identify(request).browser)
 
     @property
     def can_push(self) -> bool:

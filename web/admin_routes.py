@@ -35,7 +35,7 @@ def admin_router(admin: AdminActions) -> APIRouter:
             return JSONResponse({"detail": "This ticket has expired or is not this browser's: sign in again."},
                                 status_code=403)
         response = JSONResponse({"detail": "Done."})
-        response.headers.append("set-cookie", cookie_attributes(cookie, secure=admin.gate.secure_cookie))
+        response.headers.append("set-cookie", cookie_attributes(cookie, secure=admin.identities.secure_cookie))
         response.headers["cache-control"] = "no-store"
         return response
 

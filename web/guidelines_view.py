@@ -46,7 +46,7 @@ class GuidelinesEditor:
         store = self.admin.store
         if store is None:
             return "No feedback database on this server.", gr.skip()
-        who = self.admin.gate.identify(request, profile)
+        who = self.admin.identities.identify(request, profile)
         by = who.annotator.removeprefix("user:") if who.verified else "an admin (password)"
         try:
             saved, new = store.guidelines.save(text, by)

@@ -59,14 +59,16 @@ class PeoplePanel:
         store = self.admin.store
         if store is None:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        rows = store.answers(limit=50_000)
+        # Counts by the database; the answers read one by one are only those on texts two or more people answered.
+        shared = store.crowd.shared_answers()
         gold = store.gold_labels()
         policy = self.admin.trust
-        table = [person_row(p, policy.min_answers_for_agreement) for p in people(rows, gold, policy)]
-        found = disagreements(rows, gold, limit=len(rows))
+        found_people = people(store.crowd.counts(), store.crowd.check_scores(), shared, policy)
+        table = [person_row(p, policy.min_answers_for_agreement) for p in found_people]
+        found = disagreements(shared, gold, limit=len(shared))
         more = f" {len(found) - SHOWN_DISAGREEMENTS:,} more wait below these." if len(found) > SHOWN_DISAGREEMENTS else ""
         count = f"**{len(found):,}** text(s) people disagree on, newest first.{more}" if found else ""
-        return table, alpha_line(rows), count, [d.__dict__ for d in found[:SHOWN_DISAGREEMENTS]]
+        return table, alpha_line(shared), count, [d.__dict__ for d in found[:SHOWN_DISAGREEMENTS]]
 
     @admin_only()
     def resolve(self, text_hash: str, label: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:

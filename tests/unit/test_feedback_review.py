@@ -179,7 +179,9 @@ def test_people_are_named_and_measured_honestly(store: FeedbackStore) -> None:
         for who in ("anon:a", "user:cleo"):
             store.record(text=f"Shared story {i}", user_label="Business", annotator=who, kind="correct",
                          verified=who == "user:cleo")
-    rows = people(store.answers(), store.gold_labels(), TrustPolicy(), now=datetime.fromtimestamp(1_750_000_100, UTC))
+    crowd = store.crowd
+    rows = people(crowd.counts(datetime.fromtimestamp(1_750_000_100, UTC)), crowd.check_scores(), crowd.shared_answers(),
+                  TrustPolicy())
     by = {p.annotator: p for p in rows}
     assert by["user:cleo"].name == "cleo" and by["user:cleo"].signed_in
     assert re.fullmatch(r"[a-z]+-[a-z]+-\d\d", by["anon:a"].name) and by["anon:a"].name == nickname("anon:a")

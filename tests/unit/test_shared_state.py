@@ -133,7 +133,7 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
         actions = NewsLoopActions(None, store, limits=page_limits(settings), queue=settings.queue_policy(), identities=identities,
                                   **page_state)
         admin = AdminActions(store, password=None, registry=ModelRegistry(tmp_path / "models"),
-                             jobs=RetrainJobs(settings.paths), gate=identities, **admin_state)
+                             jobs=RetrainJobs(settings.paths), identities=identities, **admin_state)
         return actions, admin
 
     (one, one_admin), (two, two_admin) = replica(), replica()

@@ -1,0 +1,101 @@
+"""What the database counts about the people who answer, for the admin view's people panel.
+
+Per-person numbers are GROUP BY queries, whatever the number of answers; the only answers read are those on
+texts two or more people answered, which agreement and disagreements need one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from feedback.answers import COUNTED, LIVE
+from feedback.checks import CheckScore
+from feedback.db import Database
+from feedback.query import rows
+from feedback.tables import answers, pool
+from feedback.trust import MAINTAINER
+
+# What agreement, trust and disagreements read of an answer (its probabilities, the bulk of a row, are not).
+SHARED_COLUMNS = (answers.c.id, answers.c.text, answers.c.text_hash, answers.c.user_label, answers.c.predicted_label,
+                  answers.c.annotator, answers.c.status, answers.c.verified, answers.c.address, answers.c.kind)
+
+
+@dataclass(frozen=True)
+class PersonCounts:
+    """One annotator's live answers (not undone or replaced), counted by the database."""
+
+    annotator: str
+    answers: int
+    last_week: int  # in the 7 days before the `now` they were counted at
+    last_active: str  # the newest one's stored time (ISO, UTC)
+    signed_in: bool  # one of them came from an identity the host signed in
+    unverified: bool  # some answer of theirs, in any status, came from an identity nobody signed in
+
+
+class Crowd:
+    """Queries over every answer of every person but the maintainer (whose reviews are not a person's)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def counts(self, now: datetime | None = None, limit: int = 50) -> list[PersonCounts]:
+        """The `limit` annotators with the most live answers, most first (ties by id), at `now` (default: now)."""
+        week_ago = ((now or datetime.now(UTC)) - timedelta(days=7)).isoformat(timespec="microseconds")  # stored times are this ISO form
+        live = sa.func.sum(sa.case((LIVE, 1), else_=0))
+        query = (
+            sa.select(
+                answers.c.annotator,
+                live.label("answers"),
+                sa.func.sum(sa.case((sa.and_(LIVE, answers.c.created_at >= week_ago), 1), else_=0)).label("last_week"),
+                sa.func.max(sa.case((LIVE, answers.c.created_at))).label("last_active"),
+                sa.func.max(sa.case((LIVE, answers.c.verified), else_=0)).label("signed_in"),
+                sa.func.min(answers.c.verified).label("all_verified"),
+            )
+            .where(answers.c.annotator != MAINTAINER)
+            .group_by(answers.c.annotator)
+            .having(live > 0)
+            .order_by(live.desc(), answers.c.annotator)
+            .limit(limit)
+        )
+        with self._db.read() as db:
+            found = db.execute(query).all()
+        return [PersonCounts(annotator=str(r.annotator), answers=int(r.answers), last_week=int(r.last_week),
+                             last_active=str(r.last_active), signed_in=bool(r.signed_in),
+                             unverified=not r.all_verified) for r in found]
+
+    def check_scores(self) -> dict[str, CheckScore]:
+        """Per annotator, their counted answers on known-answer checks (`feedback.checks.score_checks`'
+        numbers): each person's latest counted answer on each check, compared with its known label."""
+        gold, model = pool.c.gold_label, answers.c.predicted_label
+        on_checks = answers.join(pool, pool.c.text_hash == answers.c.text_hash)
+        latest = (sa.select(sa.func.max(answers.c.id)).select_from(on_checks)
+                  .where(COUNTED, gold.is_not(None), answers.c.annotator != MAINTAINER)
+                  .group_by(answers.c.annotator, answers.c.text_hash).correlate(None))
+        right = answers.c.user_label == gold
+        telling = sa.and_(model.is_not(None), model != gold)  # the model's label was wrong: copying it fails
+
+        def tally(condition: sa.ColumnElement[bool]) -> sa.ColumnElement[Any]:
+            return sa.func.sum(sa.case((condition, 1), else_=0))
+
+        query = (sa.select(answers.c.annotator, sa.func.count(), tally(right), tally(telling),
+                           tally(sa.and_(telling, right)))
+                 .select_from(on_checks).where(answers.c.id.in_(latest)).group_by(answers.c.annotator)
+                 .order_by(answers.c.annotator))
+        with self._db.read() as db:
+            found = db.execute(query).all()
+        return {str(name): CheckScore(str(name), int(n), int(ok), int(tell), int(tell_ok))
+                for name, n, ok, tell, tell_ok in found}
+
+    def shared_answers(self) -> list[dict[str, Any]]:
+        """The counted answers (live, not rejected) on texts two or more annotators answered, the maintainer
+        included, oldest first: what agreement and disagreements compare (a text one person answered has
+        nothing to compare)."""
+        shared = (sa.select(answers.c.text_hash).where(COUNTED).group_by(answers.c.text_hash)
+                  .having(sa.func.count(sa.distinct(answers.c.annotator)) >= 2).correlate(None))
+        query = sa.select(*SHARED_COLUMNS).where(COUNTED, answers.c.text_hash.in_(shared)).order_by(answers.c.id)
+        with self._db.read() as db:
+            return rows(db, query)
