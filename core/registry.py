@@ -23,7 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from core.locks import file_lock
 from core.paths import META_FILE, REGISTRY_LOCK, REGISTRY_RECORD, STAGING_DIR, VERSIONS_DIR
@@ -41,6 +41,26 @@ class ChampionChanged(RegistryError):
 
 # "Whatever the champion is": the default of `expected_champion`, so plain calls keep working.
 ANY = object()
+
+
+class RegistryEvent(TypedDict, total=False):
+    """One change of the record: what happened (`action`) to which version, when, and why."""
+
+    at: str  # UTC, ISO 8601
+    action: str  # adopt | promote | rollback | refused | failed
+    version: str
+    reason: str  # promote, adopt, rollback
+    reasons: list[str]  # a decision that left the champion serving
+    replaced: str | None  # rollback: the champion it replaced
+
+
+class RegistryRecord(TypedDict):
+    """`registry.json`: the champion, the stack of champions a rollback returns to, and every change."""
+
+    champion: str | None
+    history: list[str]  # earlier champions, the last one on top
+    events: list[RegistryEvent]
+    challenger: NotRequired[str]  # the last version promoted or judged
 
 
 @dataclass(frozen=True)
@@ -75,14 +95,18 @@ class ModelRegistry:
         self.lock_path = self.root / REGISTRY_LOCK
 
     # Reading.
-    def read_record(self) -> dict[str, Any]:
+    def read_record(self) -> RegistryRecord:
+        """The record as it is on disk (an empty one before the first champion); the one reader of the file."""
         try:
-            record = json.loads(self.record_path.read_text(encoding="utf-8"))
+            raw = json.loads(self.record_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            record = {}
-        record.setdefault("champion", None)
-        record.setdefault("history", [])
-        record.setdefault("events", [])
+            raw = {}
+        if not isinstance(raw, dict):
+            raise RegistryError(f"{self.record_path} does not hold a registry record")
+        record = RegistryRecord(champion=raw.get("champion"), history=list(raw.get("history") or []),
+                                events=list(raw.get("events") or []))
+        if raw.get("challenger"):
+            record["challenger"] = str(raw["challenger"])
         return record
 
     def marker(self) -> tuple[int, int] | None:
@@ -238,7 +262,7 @@ class ModelRegistry:
         return removed
 
 
-def _expect(record: dict[str, Any], expected: str | None | object, action: str) -> None:
+def _expect(record: RegistryRecord, expected: str | None | object, action: str) -> None:
     if expected is not ANY and record["champion"] != expected:
         raise ChampionChanged(
             f"refused to {action}: the champion is now {record['champion']}, not {expected} as when this was decided"

@@ -79,3 +79,21 @@ def test_concurrent_processes_get_distinct_versions_and_a_valid_record(tmp_path:
     assert len(registry.versions()) == 15
     record = json.loads((tmp_path / "registry.json").read_text())
     assert len(record["history"]) == 14 and record["champion"] in registry.versions()
+
+
+def test_the_record_reads_back_as_written_and_a_foreign_file_is_refused(tmp_path: Path) -> None:
+    registry = ModelRegistry(tmp_path)
+    assert registry.read_record() == {"champion": None, "history": [], "events": []}
+    first, second = make_version(registry, "a"), make_version(registry, "b")
+    registry.promote(first, "bootstrap")
+    registry.promote(second, "better")
+    registry.rollback("bad")
+    record = registry.read_record()
+    assert record["champion"] == first and record["history"] == [] and record["challenger"] == second
+    assert [(e["action"], e["version"]) for e in record["events"]] == [
+        ("promote", first), ("promote", second), ("rollback", first)]
+    assert record["events"][-1]["replaced"] == second
+    assert record == json.loads((tmp_path / "registry.json").read_text())  # nothing added or dropped
+    (tmp_path / "registry.json").write_text("[1, 2]")
+    with pytest.raises(RegistryError, match="does not hold a registry record"):
+        registry.read_record()
