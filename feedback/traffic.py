@@ -59,7 +59,12 @@ def traffic_turn(conn: sa.Connection, annotator: str, share: float) -> bool:
         return False
     answered = count(conn, sa.select(sa.func.count()).where(answers.c.annotator == annotator))
     skipped = count(conn, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
-    return int(text_hash(f"traffic-turn:{annotator}:{answered + skipped}")[:12], 16) / 16**12 < share
+    return is_traffic_turn(annotator, answered + skipped, share)
+
+
+def is_traffic_turn(annotator: str, position: int, share: float) -> bool:
+    """Whether turn `position` (answers and skips before it) of this annotator is a traffic turn: a fixed draw."""
+    return share > 0 and int(text_hash(f"traffic-turn:{annotator}:{position}")[:12], 16) / 16**12 < share
 
 
 def read_traffic(conn: sa.Connection) -> set[str]:

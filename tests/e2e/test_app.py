@@ -9,10 +9,11 @@ import pytest
 from gradio_client import Client
 
 from core.labels import LABELS
-from core.policies import StoreLimits
+from core.policies import QueuePolicy, StoreLimits
 from core.registry import ModelRegistry
 from core.serving import ChampionService
 from feedback.store import FeedbackStore
+from feedback.traffic import is_traffic_turn
 from tests.helpers import launched_app, tiny_settings
 
 
@@ -141,14 +142,18 @@ def test_queue_serves_a_1000_row_pool_from_its_most_uncertain_items(served, tmp_
     with sqlite3.connect(store.path) as conn:
         uncertainty = dict(conn.execute("SELECT text, uncertainty FROM pool WHERE traffic = 0"))
         traffic = {row[0] for row in conn.execute("SELECT text FROM pool WHERE traffic = 1")}
-        stored = [row[0] for row in conn.execute("SELECT text FROM answers WHERE kind = 'queue' ORDER BY id")]
-    assert stored == answered
-    # Traffic items (about a fifth of the pool, QueuePolicy.traffic_share) are offered at random turns; every
-    # other item is drawn from the 16 most uncertain left (QueuePolicy.spread), in the annotator's own order.
+        stored, annotators = zip(*conn.execute("SELECT text, annotator FROM answers WHERE kind = 'queue' ORDER BY id"),
+                                 strict=True)
+    assert list(stored) == answered and len(set(annotators)) == 1
+    # Traffic items (about a fifth of the pool, QueuePolicy.traffic_share) are offered at the annotator's traffic
+    # turns (a fixed draw per turn); every other item is drawn from the 16 most uncertain left
+    # (QueuePolicy.spread), in the annotator's own order.
     reports = [text for text in (*uncertainty, *traffic) if text.startswith("Report ")]  # other tests add items too
     assert len(reports) == 1000 and 100 < sum(text in traffic for text in reports) < 300
-    ranked = [text for text in stored if text not in traffic]
-    assert len(ranked) >= 5  # a traffic turn is one in five: ten answers hold ordinary items too
+    turns = [is_traffic_turn(annotators[0], i, QueuePolicy().traffic_share) for i in range(len(stored))]
+    assert [text in traffic for text in stored] == turns
+    ranked = [text for text, turn in zip(stored, turns, strict=True) if not turn]
+    assert ranked  # ten turns of one in five: a draw with no ordinary turn would make the check below empty
     ranking = sorted(uncertainty, key=uncertainty.__getitem__, reverse=True)
     assert all(ranking.index(text) < 16 + i for i, text in enumerate(ranked))
 
