@@ -4,7 +4,8 @@
 
 An empty home gets the starter (as `python app.py` installs it), held-out articles of NEWSLOOP_DATA (the seed set
 when it is unavailable) in the labelling pool, and answers from three annotators on others, with the starter's
-own probabilities. `python app.py` serves that home; Debian's Chromium (driven by Playwright, which never
+own probabilities; a real `python -m retrain run` on those answers then leaves a decision for the admin view.
+`python app.py` serves that home; Debian's Chromium (driven by Playwright, which never
 downloads a browser here) takes Classify (a sports article, answered Right), Label queue and Admin at desktop
 (1280x900) and phone (390x844) sizes. The command fails if the page does not show the starter's answer.
 """
@@ -22,6 +23,8 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.sim.data import load_sources
+from bench.sim.headlines import plan_headlines
 from core.config import PROJECT_ROOT, load_settings
 from core.data import Example, load_corpus_or_seed
 from core.labels import LABELS
@@ -29,6 +32,7 @@ from core.net import free_port
 from core.policies import StoreLimits
 from core.registry import ModelRegistry
 from core.starter import install_starter
+from retrain.__main__ import EXIT_OK, EXIT_REFUSED
 
 OUT = PROJECT_ROOT / "docs" / "screenshots"
 CHROMIUM = Path(os.environ.get("NEWSLOOP_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -39,14 +43,21 @@ STEP_MS = 60_000
 ADMIN_MAX_HEIGHT = {"desktop": 1500, "phone": 2400}  # the admin view is long: its top, tiles and plots
 
 
-def held_out() -> tuple[list[Example], str]:
-    """Articles the starter did not train on: the validation split of the configured data."""
-    source = load_settings().data_source()
+def held_out() -> tuple[list[Example], list[Example], str]:
+    """Articles the starter did not train on: the validation split of the configured data (the pool, Classify),
+    and the rows it left out for the headline scenario (`bench.sim.headlines`; the answers: a retrain trains on
+    them, as it never does on validation texts). The seed set has no such rows: answers there are on validation."""
+    settings = load_settings()
+    source = settings.data_source()
     corpus = load_corpus_or_seed(source.source, source.val_fraction, source.use_extra)
-    return corpus.validation, corpus.description
+    try:
+        stream = plan_headlines(load_sources(str(settings.data)), source.val_fraction).stream
+    except (OSError, StopIteration, ValueError):
+        stream = []
+    return corpus.validation, stream, corpus.description
 
 
-def stage(home: Path, examples: list[Example]) -> str:
+def stage(home: Path, examples: list[Example], answered: list[Example]) -> str:
     """The starter, a pool and a few days' answers in `home`; returns the sports article Classify will show."""
     from core.serving import OnnxClassifier
     from feedback.store import FeedbackStore
@@ -66,7 +77,8 @@ def stage(home: Path, examples: list[Example]) -> str:
     store = FeedbackStore(home / "feedback.db", StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
     try:
         store.add_to_pool([e.text for e, _ in others[:60]], source="held-out articles")
-        for i, (example, p) in enumerate(others[60:72]):
+        texts = [e for e in answered if 150 <= len(e.text) <= 420][:12] or [e for e, _ in others[60:72]]
+        for i, (example, p) in enumerate(zip(texts, model.proba_in_label_order([e.text for e in texts]), strict=True)):
             for annotator in ANNOTATORS:
                 # chen disagrees now and then, as people do; a confident model flags such answers for review
                 label = (example.label + 1) % len(LABELS) if annotator == "chen" and i % 6 == 5 else example.label
@@ -78,12 +90,28 @@ def stage(home: Path, examples: list[Example]) -> str:
     return article
 
 
+def home_env(home: Path) -> dict[str, str]:
+    """The environment of a process on the staged home: this one's, less any NewsLoop, Space or OAuth setting."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEWSLOOP_", "SPACE_", "OAUTH_"))}
+    return env | {"NEWSLOOP_HOME": str(home), "NEWSLOOP_HOST": "127.0.0.1", "NEWSLOOP_DURABLE_DIR": "",
+                  "NEWSLOOP_ADMIN_PASSWORD": PASSWORD, "NEWSLOOP_DATA": str(load_settings().data),
+                  "NEWSLOOP_CLASSIFY_PER_MINUTE": "1000", "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+
+
+def retrain(home: Path, log: Path) -> str:
+    """A real `python -m retrain run` on the staged answers, so the admin view shows a decision and its numbers."""
+    with log.open("wb") as out:
+        done = subprocess.run([sys.executable, "-m", "retrain", "run"], cwd=PROJECT_ROOT, env=home_env(home),
+                              stdout=out, stderr=subprocess.STDOUT, timeout=1800)
+    decision = {EXIT_OK: "promoted", EXIT_REFUSED: "refused"}.get(done.returncode)
+    if decision is None:  # the view shows a refusal as well as a promotion; a failed run is no picture
+        raise SystemExit(f"retrain run exited with {done.returncode}:\n{log.read_text()[-3000:]}")
+    return decision
+
+
 def start_app(home: Path, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEWSLOOP_", "SPACE_", "OAUTH_"))}
-    env |= {"NEWSLOOP_HOME": str(home), "NEWSLOOP_PORT": str(port), "NEWSLOOP_HOST": "127.0.0.1",
-            "NEWSLOOP_DURABLE_DIR": "", "NEWSLOOP_ADMIN_PASSWORD": PASSWORD, "NEWSLOOP_DATA": str(load_settings().data),
-            "NEWSLOOP_CLASSIFY_PER_MINUTE": "1000", "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+    env = home_env(home) | {"NEWSLOOP_PORT": str(port)}
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=PROJECT_ROOT, env=env, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}/"
@@ -177,18 +205,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not CHROMIUM.is_file():
         raise SystemExit(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set NEWSLOOP_TEST_CHROMIUM)")
-    examples, source = held_out()
+    examples, answered, source = held_out()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="newsloop-screenshots-") as tmp:
         home = Path(tmp) / "home"
-        article = stage(home, examples)
+        article = stage(home, examples, answered)
+        decision = retrain(home, Path(tmp) / "retrain.log")
         proc, url = start_app(home, Path(tmp) / "app.log")
         try:
             shown = shoot(url, article, args.out)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
-    print(f"examples: held-out articles of {source}")
+    print(f"examples: held-out articles of {source}; a retrain on the staged answers was {decision}")
     print(f"classify: {article[:90]!r}... read as {shown['desktop']} (desktop), {shown['phone']} (phone)")
     print(f"wrote {', '.join(sorted(p.name for p in args.out.glob('*.png')))} to {args.out}")
     return 0

@@ -59,6 +59,8 @@ class RuleResult:
     LABEL_RECALL: accuracy or one label's recall, `threshold` = the non-inferiority margin, `p_value` the
     test's, `bound` the one-sided lower confidence bound on challenger - champion at `confidence`.
     CHAMPION_UNCHANGED: `subject` = the champion the run started from, `note` = the one found at the end.
+    FEEDBACK: `n` = trusted answers to train on, `left_out` = trusted answers on base-validation texts, which
+    training never uses (they would inflate the base-validation score the gate judges).
     """
 
     rule: Rule
@@ -75,6 +77,7 @@ class RuleResult:
     champion_only: int = 0
     tests: tuple[PairedTest, ...] = ()
     note: str = ""
+    left_out: int = 0  # rows a rule set aside before counting `n` (see FEEDBACK)
 
     @property
     def difference(self) -> float | None:
@@ -174,6 +177,9 @@ def describe(r: RuleResult) -> str:
     if r.rule == Rule.CHAMPION:
         return "no champion to compare against: run `python -m retrain bootstrap` first"
     if r.rule == Rule.FEEDBACK:
+        if r.left_out:
+            return (f"no trusted feedback to train on: all {r.left_out} trusted answers are on base-validation texts, "
+                    "which training leaves out")
         return "no trusted feedback to train on"
     if r.rule == Rule.MARGIN:
         return (f"macro-F1 gain {_ratio(r.difference)} is {'at least' if r.passed else 'below'} the required margin "

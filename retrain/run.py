@@ -116,7 +116,8 @@ def _retrain(
     result.rows = RowCounts(base_train=counts["base_train"], feedback_train=counts["feedback_train"],
                             feedback_holdout=counts["feedback_holdout"], traffic=len(split.traffic),
                             base_validation=counts["base_validation"])
-    result.checks.append(RuleResult(Rule.FEEDBACK, bool(rows.feedback), n=len(rows.feedback)))
+    result.checks.append(RuleResult(Rule.FEEDBACK, bool(rows.feedback), n=len(rows.feedback),
+                                    left_out=rows.on_validation))
     if not rows.feedback:
         result.decision = Outcome.REFUSED.value
         return

@@ -30,6 +30,7 @@ class TrainingRows:
     feedback: list[Example]
     holdout: list[Example]
     validation: list[Example]
+    on_validation: int = 0  # trusted feedback left out: its texts are base-validation texts
 
     @property
     def counts(self) -> dict[str, int]:
@@ -57,8 +58,9 @@ def assemble(
 ) -> TrainingRows:
     """Base rows (capped) and trusted feedback, never training on a base-validation text."""
     protected = {text_hash(e.text) for e in corpus.validation}
-    feedback = [e for e in feedback if text_hash(e.text) not in protected]
-    return TrainingRows(cap_rows(corpus.train, base_rows, seed), feedback, holdout, corpus.validation)
+    kept = [e for e in feedback if text_hash(e.text) not in protected]
+    return TrainingRows(cap_rows(corpus.train, base_rows, seed), kept, holdout, corpus.validation,
+                        on_validation=len(feedback) - len(kept))
 
 
 def replay_targets(

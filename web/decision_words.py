@@ -42,7 +42,12 @@ def rule_sentence(r: RuleResult) -> str:
     if r.rule == Rule.CHAMPION:
         return "There was no model in service to compare against." if not r.passed else ""
     if r.rule == Rule.FEEDBACK:
-        return "There is no trusted feedback to learn from yet." if not r.passed else ""
+        if r.passed:
+            return ""
+        if r.left_out:
+            return (f"Nothing to learn from: all {r.left_out:,} trusted answers are on articles of the base "
+                    "validation set, which training never uses (the gate judges on them).")
+        return "There is no trusted feedback to learn from yet."
     if r.rule == Rule.MARGIN:
         verdict = "It scored" if r.passed else "The new model was not clearly better: it scored"
         return (f"{verdict} {pct(r.challenger)} against {pct(r.champion)} (macro-F1, base data blended with users' "

@@ -70,8 +70,10 @@ def record_for(case: str) -> RunRecord:
     checks = [RuleResult(Rule.CHAMPION, True, subject="v0001")]
     if case == "champion":
         return RunRecord(Outcome.FAILED.value, checks=[RuleResult(Rule.CHAMPION, False)], seconds=1.0)
-    checks.append(RuleResult(Rule.FEEDBACK, case != "feedback", n=0 if case == "feedback" else 14))
-    if case == "feedback":
+    refused = case in ("feedback", "feedback_on_validation")
+    checks.append(RuleResult(Rule.FEEDBACK, not refused, n=0 if refused else 14,
+                             left_out=10 if case == "feedback_on_validation" else 0))
+    if refused:
         return RunRecord(Outcome.REFUSED.value, champion_before="v0001", champion_after="v0001", rows=ROWS,
                          checks=checks, seconds=42.0)
     gate = gate_for("promote" if case in ("promote", "champion_unchanged") else case)
@@ -101,13 +103,13 @@ def record_numbers(run: RunRecord) -> set[str]:
                 values |= {points(diff).split()[0], points(diff).split()[0].lstrip("+")}
         values |= {p_text(r.p_value), f"{r.threshold or 0:g}", f"{r.threshold or 0:.0f}", f"{r.n:,}",
                    f"{r.challenger_only:,}", f"{r.champion_only:,}", f"{r.challenger_only + r.champion_only:,}",
-                   str(len(r.tests))}
+                   str(len(r.tests)), f"{r.left_out:,}"}
         for t in r.tests:
             values |= {f"{t.n:,}", f"{t.challenger_only:,}", f"{t.champion_only:,}"}
     return values
 
 
-CASES = ["promote", "feedback", "champion", "margin", "discordant", "gain", "not_worse", "base_accuracy",
+CASES = ["promote", "feedback", "feedback_on_validation", "champion", "margin", "discordant", "gain", "not_worse", "base_accuracy",
          "label_recall", "champion_unchanged"]
 
 
@@ -213,3 +215,10 @@ def test_served_accuracy_reads_the_file_the_version_serves() -> None:
     assert served_accuracy(meta | {"serve_file": "model.onnx"}) == 0.94
     assert served_accuracy({"validation": {"accuracy": 0.5}}) == 0.5
     assert served_accuracy({}) is None
+
+
+def test_trusted_answers_on_validation_texts_are_named_as_the_reason() -> None:
+    # A trusted answer on a base-validation text is never trained on; the decision says so instead of "no feedback".
+    text = decision_text(record_for("feedback_on_validation"))
+    assert "all 10 trusted answers" in text and "base validation" in text and "no trusted feedback" not in text
+    assert "no trusted feedback to learn from yet" in decision_text(record_for("feedback")).lower()

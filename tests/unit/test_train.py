@@ -162,3 +162,14 @@ def test_unknown_input_form_is_refused_with_the_known_ones() -> None:
 
     with pytest.raises(argparse.ArgumentTypeError, match="full, title, body"):
         parse_forms("full,headline")
+
+
+def test_assemble_leaves_out_and_counts_feedback_on_base_validation_texts() -> None:
+    from core.data import Corpus, Example
+    from retrain.targets import assemble
+
+    validation = [Example("a validation story about the cup final", 1)]
+    corpus = Corpus(train=[Example(f"base story {i}", i % 4) for i in range(5)], validation=validation)
+    feedback = [Example("a validation story about the cup final", 1), Example("a new story about chips", 3)]
+    rows = assemble(corpus, feedback, [], base_rows=0, seed=0)
+    assert [e.text for e in rows.feedback] == ["a new story about chips"] and rows.on_validation == 1
