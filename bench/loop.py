@@ -64,6 +64,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                       help="the headline shift from the shipped starter: labels on held-out headlines, real retrains")
     mode.add_argument("--write-starter-data", type=Path, metavar="DIR",
                       help="only write the shipped starter's data folder (without the held-out rows) to DIR, and exit")
+    parser.add_argument("--starter", type=Path, default=None, metavar="DIR",
+                        help="with --from-starter: start from this packed starter folder instead of models/starter")
     parser.add_argument("--data", default=None,
                         help="AG-News folder or CSV (default NEWSLOOP_DATA, else ../shared/data/ag_news; --tiny: seed)")
     parser.add_argument("--home", type=Path, default=None,
@@ -205,7 +207,8 @@ def from_starter(args: argparse.Namespace, root: Path) -> str:
 
     started = time.perf_counter()
     options = ShiftOptions(rounds=args.rounds or 3, per_round=args.per_round or 200, pool_factor=args.pool_factor,
-                           base_rows=args.base_rows, retrain_minutes=args.retrain_minutes or 0.0, seed=args.seed)
+                           base_rows=args.base_rows, retrain_minutes=args.retrain_minutes or 0.0, seed=args.seed,
+                           starter=args.starter)
     print(f"# NewsLoop headline shift from the shipped starter: data {data_location(args.data)}, work folder {root}")
     print(f"options: {asdict(options)}")
     print(f"{'round':>5} {'labels':>6} {'corr':>5} {'headline':>8} {'full':>8} {'base':>8} {'chall':>8} {'secs':>7}  "

@@ -38,6 +38,7 @@ class ShiftOptions:
     base_rows: int | None = None  # base rows replayed per retrain (None: the retrain's default)
     retrain_minutes: float = 0.0  # training budget per retrain (0 = none)
     seed: int = 13
+    starter: Path | None = None  # a packed starter folder (`python -m retrain starter --out`); None = the shipped one
 
 
 @dataclass
@@ -108,9 +109,9 @@ def run_shift(
                     options.retrain_minutes, False)
     home = sim_home(settings, preset)
     registry = ModelRegistry(home.paths.models_dir)
-    champion = install_starter(registry)
+    champion = install_starter(registry, options.starter) if options.starter else install_starter(registry)
     if champion is None:
-        raise SystemExit("no starter model for these labels in models/starter")
+        raise SystemExit(f"no starter model for these labels in {options.starter or 'models/starter'}")
     headlines = [Example(e.title, e.label) for e in plan.stream]
     truth = {text_hash(e.text): e.label for e in headlines}
     store = FeedbackStore(home.paths.feedback_db, home.limits, durable=False)
