@@ -16,6 +16,18 @@ from core.net import free_port
 T = TypeVar("T")
 
 
+class TickingClock:
+    """A clock a test owns: each read is one second after the one before (so every stored answer has its own time),
+    and the test may move it on by setting `now`."""
+
+    def __init__(self, start: float = 1_750_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
 def at_once(n: int, call: Callable[[int], T]) -> list[T]:
     """Run call(0) .. call(n - 1) on n threads released together by a barrier, for races; returns the
     results in call order and re-raises the first exception a call raised."""

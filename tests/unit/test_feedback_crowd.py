@@ -17,26 +17,16 @@ from feedback.people import disagreements, people
 from feedback.store import FeedbackStore
 from feedback.trust import MAINTAINER, annotator_agreement, check_scores, excluded_annotators
 from feedback.validate import WITHDRAWN
+from tests.helpers import TickingClock
 from tests.pg_cluster import StoreFactory
 
 DAY = 86_400.0
 LABELS = ("World", "Sports", "Business", "Sci/Tech")
 
 
-class Clock:
-    """A clock the test moves: each read is a second later than the one before."""
-
-    def __init__(self) -> None:
-        self.now = 1_750_000_000.0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
-
-
 @pytest.fixture
-def crowd_store(make_store: StoreFactory, tmp_path: Path) -> tuple[FeedbackStore, Clock]:
-    clock = Clock()
+def crowd_store(make_store: StoreFactory, tmp_path: Path) -> tuple[FeedbackStore, TickingClock]:
+    clock = TickingClock()
     store = make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000), clock=clock)
     checks = [f"Known check {i}" for i in range(4)]
     store.add_to_pool(checks, source="t", labels=["World", "Sports", "Business", "Sci/Tech"])

@@ -20,24 +20,16 @@ from feedback.review import HELD, ReviewFilter, review_message
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 from feedback.trust import MAINTAINER
+from tests.helpers import TickingClock
 from tests.pg_cluster import StoreFactory
 
 SURE_OF_WORLD = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
 SURE_OF_SPORTS = {"World": 0.01, "Sports": 0.96, "Business": 0.02, "Sci/Tech": 0.01}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_750_000_000.0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
-
-
 @pytest.fixture
 def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
-    return make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000), clock=Clock())
+    return make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000), clock=TickingClock())
 
 
 def suspicious(store: FeedbackStore, n: int, who: str = "anon:a", probs: dict = SURE_OF_WORLD, label: str = "Sports",
