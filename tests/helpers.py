@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -80,3 +82,42 @@ def launched_app(settings: Settings, store: object = None, service: object = Non
         yield f"http://127.0.0.1:{port}/", service
     finally:
         server.stop()
+
+
+# A retrain in its training stage, as `python -m retrain run` is: the retrain lock held and progress written
+# through the retrain's own code, until the test sends a line (then it ends the run as refused).
+_RETRAIN_ELSEWHERE = """
+import sys
+from pathlib import Path
+from core.paths import HomePaths
+from core.stages import Stage
+from retrain.state import retrain_lock, write_progress
+paths = HomePaths(Path(sys.argv[1]))
+with retrain_lock(paths):
+    write_progress(paths, Stage.TRAINING)
+    print("training", flush=True)
+    sys.stdin.readline()
+    write_progress(paths, Stage.DONE, "refused")
+"""
+
+
+@contextlib.contextmanager
+def retrain_elsewhere(home: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process training a challenger on `home`, from the moment it has written its stage; killed on
+    exit if the test did not `finish` it."""
+    other = subprocess.Popen([sys.executable, "-c", _RETRAIN_ELSEWHERE, str(home)], cwd=PROJECT_ROOT,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == "training"
+        yield other
+    finally:
+        other.kill()
+        other.wait()
+
+
+def finish(other: subprocess.Popen[str]) -> None:
+    """Let a `retrain_elsewhere` process end its run, and wait for it."""
+    assert other.stdin is not None
+    other.stdin.write("\n")
+    other.stdin.flush()
+    assert other.wait(timeout=60) == 0

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 import shutil
 import statistics
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from core.config import PROJECT_ROOT, Settings
+from core.config import Settings
 from core.decision import Rule, RuleResult
 from core.policies import StoreLimits
 from core.stages import Outcome, RunRecord, read_history, read_last_run
@@ -29,8 +27,7 @@ from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
 from tests.e2e.test_browser_flows import open_page, shot, tab
 from tests.e2e.test_retrain_run import add_feedback, run_retrain, settings_for
-from tests.helpers import launched_app
-from tests.unit.test_admin_jobs import HOLDER
+from tests.helpers import finish, launched_app, retrain_elsewhere
 
 pytestmark = pytest.mark.browser
 
@@ -208,22 +205,13 @@ def test_a_retrain_started_elsewhere_shows_and_keeps_retrain_off(browser, home: 
         sign_in(page)
         assert page.locator("#retrain-btn").is_enabled()
         # Another process takes the retrain lock and enters training, as `python -m retrain run` does.
-        other = subprocess.Popen([sys.executable, "-c", HOLDER, str(home)], cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
-        try:
-            assert other.stdout is not None and other.stdout.readline().strip() == "training"
+        with retrain_elsewhere(home) as other:
             shown = _wait_for_text(page, "#retrain-progress", "started elsewhere")  # within one watch tick
             assert "Training the challenger" in shown and f"process {other.pid}" in shown
             page.wait_for_function("() => document.querySelector('#retrain-btn').disabled")
             assert "one is running" in page.inner_text("#retrain-btn")
             logs: Any = sorted((home / "logs").glob("*")) if (home / "logs").exists() else []
-            assert other.stdin is not None
-            other.stdin.write("\n")
-            other.stdin.flush()
-            assert other.wait(timeout=60) == 0
-        finally:
-            other.kill()
-            other.wait()
+            finish(other)
         page.wait_for_function("() => !document.querySelector('#retrain-btn').disabled")
         assert "started elsewhere" not in page.inner_text("#retrain-progress")
         assert (sorted((home / "logs").glob("*")) if (home / "logs").exists() else []) == logs  # no run started here

@@ -24,6 +24,7 @@ from core.stages import (
     running_run,
 )
 from retrain.state import record_run, write_progress
+from tests.helpers import finish, retrain_elsewhere
 from web.admin_dashboard import AdminDashboard, DashboardParts
 from web.admin_report import duration_words, progress_html
 from web.jobs import DEFAULT_RETRAIN_S, RetrainJobs
@@ -70,21 +71,6 @@ def test_the_history_is_bounded_and_survives_an_old_state_file(tmp_path: Path) -
     assert len(history) == 20 and history[-1].seconds == 129.0
 
 
-HOLDER = """
-import sys, time
-from pathlib import Path
-from core.paths import HomePaths
-from core.stages import Stage
-from retrain.state import retrain_lock, write_progress
-paths = HomePaths(Path(sys.argv[1]))
-with retrain_lock(paths):
-    write_progress(paths, Stage.TRAINING)
-    print("training", flush=True)
-    sys.stdin.readline()  # until the test says so
-    write_progress(paths, Stage.DONE, "refused")
-"""
-
-
 class Admin:
     """What the dashboard reads from `AdminActions`, around a real RetrainJobs."""
 
@@ -102,10 +88,7 @@ def test_a_retrain_started_elsewhere_shows_keeps_retrain_off_and_is_not_doubled(
     jobs = RetrainJobs(paths)
     assert not jobs.status().running
 
-    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(paths.home)], cwd=PROJECT_ROOT,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert other.stdout is not None and other.stdout.readline().strip() == "training"
+    with retrain_elsewhere(paths.home) as other:
         found = running_run(paths)
         assert found is not None and found.pid == other.pid and found.stage == Stage.TRAINING
         status = jobs.status()
@@ -126,14 +109,7 @@ def test_a_retrain_started_elsewhere_shows_keeps_retrain_off_and_is_not_doubled(
         assert seen[parts.retrain_btn]["interactive"] is False and seen[parts.start_btn]["interactive"] is False
         assert seen[parts.timer].active and not seen[parts.watch].active  # polling takes over from watching
         assert "started elsewhere" in seen[parts.progress]
-
-        assert other.stdin is not None
-        other.stdin.write("\n")
-        other.stdin.flush()
-        assert other.wait(timeout=60) == 0
-    finally:
-        other.kill()
-        other.wait()
+        finish(other)
     progress = read_progress(paths)
     assert progress is not None and progress.stage == Stage.DONE
     assert not jobs.status().running and dash.look_for_runs(None) == {}  # type: ignore[arg-type]
@@ -143,11 +119,8 @@ def test_a_retrain_started_elsewhere_shows_keeps_retrain_off_and_is_not_doubled(
 
 def test_a_killed_run_leaves_its_stage_but_is_not_running(tmp_path: Path) -> None:
     paths = HomePaths(tmp_path / "home")
-    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(paths.home)], cwd=PROJECT_ROOT,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert other.stdout is not None and other.stdout.readline().strip() == "training"
-    other.kill()
-    other.wait()
+    with retrain_elsewhere(paths.home):
+        pass  # killed on leaving, mid-training
     progress = read_progress(paths)
     assert progress is not None and progress.stage == Stage.TRAINING  # what the dead run left
     assert running_run(paths) is None and not RetrainJobs(paths).status().running
