@@ -93,6 +93,13 @@ def decoded(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def answers_on_checks(db: sa.Connection, *where: sa.ColumnElement[bool]) -> list[dict[str, Any]]:
+    """Every answer (any status) on the text of a known-answer check, with `where` too: a few per person, what
+    `feedback.trust.check_scores` scores."""
+    on_checks = answers.join(pool, pool.c.text_hash == answers.c.text_hash)
+    return rows(db, sa.select(answers).select_from(on_checks).where(pool.c.gold_label.is_not(None), *where))
+
+
 class Answers:
     """Confirmations, corrections and queue labels, each kept for audit even when undone, replaced or rejected."""
 
@@ -272,9 +279,7 @@ class Answers:
             by_kind = grouped(answers.c.kind, LIVE)
             annotators = count(db, sa.select(sa.func.count(sa.distinct(answers.c.annotator))).where(LIVE))
             pool_numbers = pool_counts(db)
-            check_rows = rows(db, sa.select(answers).join(pool, pool.c.text_hash == answers.c.text_hash)
-                              .where(pool.c.gold_label.is_not(None)))
-            gold = read_gold(db)
+            check_rows, gold = answers_on_checks(db), read_gold(db)
         scores = check_scores(check_rows, gold)
         return {
             "answers": sum(by_status.values()),

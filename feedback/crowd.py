@@ -12,12 +12,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from feedback.answers import COUNTED, LIVE
+from feedback.answers import COUNTED, LIVE, answers_on_checks
 from feedback.checks import CheckScore
 from feedback.db import Database
+from feedback.pool import read_gold
 from feedback.query import rows
-from feedback.tables import answers, pool
-from feedback.trust import MAINTAINER
+from feedback.tables import answers
+from feedback.trust import MAINTAINER, check_scores
 
 # What agreement, trust and disagreements read of an answer (its probabilities, the bulk of a row, are not).
 SHARED_COLUMNS = (answers.c.id, answers.c.text, answers.c.text_hash, answers.c.user_label, answers.c.predicted_label,
@@ -68,27 +69,11 @@ class Crowd:
                              unverified=not r.all_verified) for r in found]
 
     def check_scores(self) -> dict[str, CheckScore]:
-        """Per annotator, their counted answers on known-answer checks (`feedback.checks.score_checks`'
-        numbers): each person's latest counted answer on each check, compared with its known label."""
-        gold, model = pool.c.gold_label, answers.c.predicted_label
-        on_checks = answers.join(pool, pool.c.text_hash == answers.c.text_hash)
-        latest = (sa.select(sa.func.max(answers.c.id)).select_from(on_checks)
-                  .where(COUNTED, gold.is_not(None), answers.c.annotator != MAINTAINER)
-                  .group_by(answers.c.annotator, answers.c.text_hash).correlate(None))
-        right = answers.c.user_label == gold
-        telling = sa.and_(model.is_not(None), model != gold)  # the model's label was wrong: copying it fails
-
-        def tally(condition: sa.ColumnElement[bool]) -> sa.ColumnElement[Any]:
-            return sa.func.sum(sa.case((condition, 1), else_=0))
-
-        query = (sa.select(answers.c.annotator, sa.func.count(), tally(right), tally(telling),
-                           tally(sa.and_(telling, right)))
-                 .select_from(on_checks).where(answers.c.id.in_(latest)).group_by(answers.c.annotator)
-                 .order_by(answers.c.annotator))
+        """Per annotator, their counted answers on known-answer checks, scored by the rule training uses
+        (`feedback.trust.check_scores`) over the answers on check texts only."""
         with self._db.read() as db:
-            found = db.execute(query).all()
-        return {str(name): CheckScore(str(name), int(n), int(ok), int(tell), int(tell_ok))
-                for name, n, ok, tell, tell_ok in found}
+            found, gold = answers_on_checks(db, answers.c.annotator != MAINTAINER), read_gold(db)
+        return check_scores(found, gold)
 
     def shared_answers(self) -> list[dict[str, Any]]:
         """The counted answers (live, not rejected) on texts two or more annotators answered, the maintainer
