@@ -132,6 +132,8 @@ class Settings(HostingSettings):
     gate_discordance: float = Field(_G.discordance, gt=0.0, lt=1.0, description="Assumed disagreement, until measured.")
     traffic_share: float = Field(_Q.traffic_share, ge=0.0, lt=1.0, description="Share of pool and queue that is traffic.")
     feedback_weight: float = Field(_R.feedback_weight, gt=0.0, le=100.0, description="Loss weight of a feedback row vs a base row.")
+    retrain_feedback_repeats: int = Field(_R.feedback_repeats, ge=1, le=20,
+                                          description="Times each feedback row is trained on per retrain epoch.")
     retrain_lr_encoder: float = Field(3e-5, gt=0.0, lt=1.0, description="Encoder learning rate of a retrain.")
     retrain_lr_head: float = Field(3e-4, gt=0.0, lt=1.0, description="Head learning rate of a retrain.")
     # Chosen by bench/tune.py (the recipe study): the low learning rates matter, distillation did not help.
@@ -264,6 +266,7 @@ class Settings(HostingSettings):
         """`overrides` are RetrainPolicy fields (dataclasses.replace checks names)."""
         policy = RetrainPolicy(
             base_rows=self.retrain_base_rows, feedback_weight=self.feedback_weight, distill_weight=self.distill_weight,
+            feedback_repeats=self.retrain_feedback_repeats,
             warm_start=self.warm_start, min_feedback=self.retrain_min_feedback,
         )
         return dataclasses.replace(policy, **overrides)

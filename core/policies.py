@@ -181,7 +181,12 @@ class RetrainPolicy:
     # gained more on unseen headlines (+2.3 vs +1.3 pt) at a base-validation change of +0.06 vs -0.18 pt.
     base_rows: int = 1000  # base rows replayed beside the feedback; 0 = all
     feedback_weight: float = 2.0  # loss weight of a feedback row vs a base row
+    feedback_repeats: int = 1  # times each feedback row is trained on per retrain epoch (more steps on what users taught)
     distill_weight: float = 0.0  # share of the champion's own predictions in replayed rows' targets
     warm_start: bool = True  # start from the champion's weights rather than the base encoder
     holdout_fraction: float = 0.25  # share of trusted feedback kept out of training to judge the challenger
     min_feedback: int = 50  # new trusted answers since the last run before a scheduled retrain (feedback.readiness)
+
+    def __post_init__(self) -> None:
+        if self.feedback_repeats < 1 or self.base_rows < 0 or self.min_feedback < 1:
+            raise ValueError("feedback_repeats and min_feedback must be >= 1, base_rows >= 0")

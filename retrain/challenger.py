@@ -29,12 +29,13 @@ def train_challenger(
     policy, config = setup.policy, setup.train
     model, tokenizer = factory(champion)
     targets = replay_targets(
-        champion, rows.base, rows.feedback, label_smoothing=config.label_smoothing, distill_weight=policy.distill_weight
+        champion, rows.base, rows.trained_feedback, label_smoothing=config.label_smoothing, distill_weight=policy.distill_weight
     )
     base_name = champion.version if policy.warm_start else resolve_base_model(setup.base_model)
     tracker.log_params(
         train_params(config, base_name, setup.dropout, **rows.counts)
         | {"warm_start": policy.warm_start, "feedback_weight": policy.feedback_weight,
+           "feedback_repeats": rows.feedback_repeats,
            "distill_weight": policy.distill_weight, "champion": champion.version}
     )
     train(

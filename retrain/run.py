@@ -111,7 +111,8 @@ def _retrain(
     split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction)
     result.last_answer_id = split.last_answer_id
     corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
-    rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed)
+    rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed,
+                    setup.policy.feedback_repeats)
     counts = rows.counts
     result.rows = RowCounts(base_train=counts["base_train"], feedback_train=counts["feedback_train"],
                             feedback_holdout=counts["feedback_holdout"], traffic=len(split.traffic),

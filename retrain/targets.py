@@ -31,6 +31,7 @@ class TrainingRows:
     holdout: list[Example]
     validation: list[Example]
     on_validation: int = 0  # trusted feedback left out: its texts are base-validation texts
+    feedback_repeats: int = 1  # times each feedback row is trained on per epoch (RetrainPolicy.feedback_repeats)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -42,25 +43,31 @@ class TrainingRows:
         }
 
     @property
+    def trained_feedback(self) -> list[Example]:
+        """The feedback rows as training sees them: each one `feedback_repeats` times."""
+        return self.feedback * self.feedback_repeats
+
+    @property
     def texts(self) -> list[str]:
-        return [e.text for e in self.base] + [e.text for e in self.feedback]
+        return [e.text for e in self.base] + [e.text for e in self.trained_feedback]
 
     @property
     def labels(self) -> list[int]:
-        return [e.label for e in self.base] + [e.label for e in self.feedback]
+        return [e.label for e in self.base] + [e.label for e in self.trained_feedback]
 
     def weights(self, feedback_weight: float) -> list[float]:
-        return [1.0] * len(self.base) + [feedback_weight] * len(self.feedback)
+        return [1.0] * len(self.base) + [feedback_weight] * len(self.trained_feedback)
 
 
 def assemble(
-    corpus: Corpus, feedback: list[Example], holdout: list[Example], base_rows: int, seed: int
+    corpus: Corpus, feedback: list[Example], holdout: list[Example], base_rows: int, seed: int,
+    feedback_repeats: int = 1,
 ) -> TrainingRows:
     """Base rows (capped) and trusted feedback, never training on a base-validation text."""
     protected = {text_hash(e.text) for e in corpus.validation}
     kept = [e for e in feedback if text_hash(e.text) not in protected]
     return TrainingRows(cap_rows(corpus.train, base_rows, seed), kept, holdout, corpus.validation,
-                        on_validation=len(feedback) - len(kept))
+                        on_validation=len(feedback) - len(kept), feedback_repeats=feedback_repeats)
 
 
 def replay_targets(

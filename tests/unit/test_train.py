@@ -173,3 +173,25 @@ def test_assemble_leaves_out_and_counts_feedback_on_base_validation_texts() -> N
     feedback = [Example("a validation story about the cup final", 1), Example("a new story about chips", 3)]
     rows = assemble(corpus, feedback, [], base_rows=0, seed=0)
     assert [e.text for e in rows.feedback] == ["a new story about chips"] and rows.on_validation == 1
+
+
+def test_feedback_repeats_train_each_feedback_row_k_times_and_count_it_once() -> None:
+    from core.data import Corpus, Example
+    from retrain.targets import assemble
+
+    corpus = Corpus(train=[Example(f"base story {i}", i % 4) for i in range(5)], validation=[])
+    feedback = [Example("chips story", 3), Example("cup final", 1)]
+    rows = assemble(corpus, feedback, [], base_rows=0, seed=0, feedback_repeats=3)
+    assert rows.counts["feedback_train"] == 2 and rows.counts["base_train"] == 5
+    assert rows.texts.count("chips story") == 3 and rows.texts.count("base story 0") == 1
+    assert len(rows.texts) == len(rows.labels) == len(rows.weights(2.0)) == 5 + 6
+    assert rows.weights(2.0)[-6:] == [2.0] * 6 and rows.labels[-6:] == [3, 1] * 3
+
+
+def test_feedback_repeats_is_a_setting_with_a_checked_range() -> None:
+    from core.config import load_settings
+    from core.policies import RetrainPolicy
+
+    assert load_settings(retrain_feedback_repeats=4).retrain_policy().feedback_repeats == 4
+    with pytest.raises(ValueError, match="feedback_repeats"):
+        RetrainPolicy(feedback_repeats=0)
