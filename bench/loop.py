@@ -211,10 +211,11 @@ def from_starter(args: argparse.Namespace, root: Path) -> str:
                            starter=args.starter)
     print(f"# NewsLoop headline shift from the shipped starter: data {data_location(args.data)}, work folder {root}")
     print(f"options: {asdict(options)}")
-    print(f"{'round':>5} {'labels':>6} {'corr':>5} {'headline':>8} {'full':>8} {'base':>8} {'chall':>8} {'secs':>7}  "
+    print(f"{'round':>5} {'labels':>6} {'corr':>5} {'headline':>8} {'full':>8} {'base':>8} {'chall':>8} {'secs':>7} {'traffic':>10} "
           "champion decision")
     print("(headline/full: champion accuracy on the unseen test part read as headline only / title + description; "
-          "base: base validation; chall: the challenger's headline accuracy)", flush=True)
+          "base: base validation; chall: the challenger's headline accuracy; traffic: trusted traffic labels / what the "
+          "retrain preview asks for)", flush=True)
     plan, rows, p = run_shift(root, data_location(args.data), options, on_row=print_shift_row)
     print(f"held out of the starter: {len(plan.stream)} stream + {len(plan.test)} test rows")
     return shift_summary(rows, p, time.perf_counter() - started)

@@ -53,6 +53,7 @@ class ShiftRow:
     reason: str = ""
     rows: dict[str, int] = field(default_factory=dict)
     retrain_s: float = 0.0
+    traffic_needed: int | None = None  # traffic labels the retrain preview asks for after this round (None: beyond reach)
 
 
 class FormEvaluator:
@@ -129,7 +130,7 @@ def run_shift(
                                round_no=round_no, scores=scores.setdefault(champion.version, {}))
         if answered == 0:
             break
-        rows.append(retrain_round(home, registry, evaluator, champion, round_no, labellers))
+        rows.append(retrain_round(home, registry, evaluator, champion, round_no, labellers, store))
         on_row(rows[-1])
         champion = registry.champion() or champion
     store.close()
@@ -143,8 +144,11 @@ def load_classifier(version: ModelVersion) -> Any:
 
 
 def retrain_round(
-    home: Any, registry: Any, evaluator: FormEvaluator, champion: ModelVersion, round_no: int, labellers: Labellers
+    home: Any, registry: Any, evaluator: FormEvaluator, champion: ModelVersion, round_no: int, labellers: Labellers,
+    store: Any,
 ) -> ShiftRow:
+    from core.stages import read_last_run
+    from feedback.readiness import readiness
     from retrain.run import retrain
 
     started = time.perf_counter()
@@ -159,6 +163,8 @@ def retrain_round(
                    retrain_s=round(time.perf_counter() - started, 1))
     if name:
         row.challenger = evaluator.accuracy(registry.get(name))
+    setup = home.retrain  # what the admin's retrain preview would say now, after this run
+    row.traffic_needed = readiness(store, setup.trust, setup.policy, setup.gate, read_last_run(home.paths)).traffic.needed
     return row
 
 
@@ -166,7 +172,8 @@ def print_shift_row(row: ShiftRow) -> None:
     acc = row.accuracy
     chall = row.challenger.get(InputForm.TITLE.value)
     print(f"{row.round:>5} {row.labels:>6} {row.corrections:>5} {acc['title']:>8.4f} {acc['full']:>8.4f} "
-          f"{acc['base']:>8.4f} {'-' if chall is None else f'{chall:.4f}':>8} {row.retrain_s:>7.0f}  {row.champion} "
+          f"{acc['base']:>8.4f} {'-' if chall is None else f'{chall:.4f}':>8} {row.retrain_s:>7.0f} "
+          f"{row.rows.get('traffic', 0):>4}/{'-' if row.traffic_needed is None else row.traffic_needed:<5} {row.champion} "
           f"{row.decision}{': ' + row.reason[:200] if row.reason else ''}", flush=True)
 
 
