@@ -50,6 +50,7 @@ class ShiftRow:
     decision: str  # start | promoted | refused | failed
     accuracy: dict[str, float]  # per input form on the test part, and "base" (base validation)
     challenger: dict[str, float] = field(default_factory=dict)
+    challenger_p: dict[str, float] = field(default_factory=dict)  # two-sided McNemar p, challenger vs champion
     reason: str = ""
     rows: dict[str, int] = field(default_factory=dict)
     retrain_s: float = 0.0
@@ -161,8 +162,9 @@ def retrain_round(
     row = ShiftRow(round_no, labellers.tally.labels, labellers.tally.corrections, after.version, decision,
                    evaluator.accuracy(after), reason="; ".join(reasons), rows=dict(counts),
                    retrain_s=round(time.perf_counter() - started, 1))
-    if name:
+    if name:  # is the challenger, refused or not, really better on the unseen rows? (what the gate cannot see)
         row.challenger = evaluator.accuracy(registry.get(name))
+        row.challenger_p = evaluator.paired_p(champion, registry.get(name))
     setup = home.retrain  # what the admin's retrain preview would say now, after this run
     row.traffic_needed = readiness(store, setup.trust, setup.policy, setup.gate, read_last_run(home.paths)).traffic.needed
     return row
@@ -171,10 +173,12 @@ def retrain_round(
 def print_shift_row(row: ShiftRow) -> None:
     acc = row.accuracy
     chall = row.challenger.get(InputForm.TITLE.value)
+    p = row.challenger_p.get(InputForm.TITLE.value)
     print(f"{row.round:>5} {row.labels:>6} {row.corrections:>5} {acc['title']:>8.4f} {acc['full']:>8.4f} "
           f"{acc['base']:>8.4f} {'-' if chall is None else f'{chall:.4f}':>8} {row.retrain_s:>7.0f} "
           f"{row.rows.get('traffic', 0):>4}/{'-' if row.traffic_needed is None else row.traffic_needed:<5} {row.champion} "
-          f"{row.decision}{': ' + row.reason[:200] if row.reason else ''}", flush=True)
+          f"{row.decision}{'' if p is None else f' (challenger vs champion on unseen headlines: p={p:.2g})'}"
+          f"{': ' + row.reason[:200] if row.reason else ''}", flush=True)
 
 
 def shift_summary(rows: list[ShiftRow], p: dict[str, float], wall_s: float) -> str:
