@@ -64,7 +64,8 @@ def sim_settings(home: Path, data_dir: Path, tiny: bool, *, checks: bool = False
 # answers suspicious at 0.9 (the store's default before StoreLimits), not the app's 0.8: kept, so that its
 # decisions and curves stay comparable with earlier runs.
 SIM_STORE_LIMITS = StoreLimits(
-    writes_per_minute=1_000_000_000, address_writes_per_minute=1_000_000_000, suspicious_confidence=0.9
+    writes_per_minute=1_000_000_000, verified_writes_per_minute=1_000_000_000, address_writes_per_minute=1_000_000_000,
+    suspicious_confidence=0.9,
 )
 
 
