@@ -53,6 +53,7 @@ from bench.sim.report import compare, outcome, print_plan, print_results, summar
 from bench.sim.rounds import LoopOptions, run_order
 from bench.sim.rows import ORDERS, RoundRow
 from core.config import PROJECT_ROOT
+from core.starter import STARTER_DIR
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -64,8 +65,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                       help="the headline shift from the shipped starter: labels on held-out headlines, real retrains")
     mode.add_argument("--write-starter-data", type=Path, metavar="DIR",
                       help="only write the shipped starter's data folder (without the held-out rows) to DIR, and exit")
-    parser.add_argument("--starter", type=Path, default=None, metavar="DIR",
-                        help="with --from-starter: start from this packed starter folder instead of models/starter")
+    parser.add_argument("--starter", type=Path, default=STARTER_DIR, metavar="DIR",
+                        help="with --from-starter: start from this packed starter folder (default: models/starter)")
     parser.add_argument("--data", default=None,
                         help="AG-News folder or CSV (default NEWSLOOP_DATA, else ../shared/data/ag_news; --tiny: seed)")
     parser.add_argument("--home", type=Path, default=None,

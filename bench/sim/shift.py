@@ -22,6 +22,7 @@ from bench.sim.champion import Preset, sim_home, sim_settings
 from bench.sim.headlines import HeadlinePlan, write_starter_data
 from bench.sim.labellers import Labellers, Stream, label_round
 from core.data import Example, InputForm, as_form, load_corpus
+from core.starter import STARTER_DIR, install_starter
 from core.text import text_hash
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class ShiftOptions:
     base_rows: int | None = None  # base rows replayed per retrain (None: the retrain's default)
     retrain_minutes: float = 0.0  # training budget per retrain (0 = none)
     seed: int = 13
-    starter: Path | None = None  # a packed starter folder (`python -m retrain starter --out`); None = the shipped one
+    starter: Path = STARTER_DIR  # a packed starter folder (`python -m retrain starter --out`); default the shipped one
 
 
 @dataclass
@@ -100,7 +101,6 @@ def run_shift(
     """Install the shipped starter in a fresh home under `root`, then run the rounds: one row per round, and
     the paired p-values (per set) of the last champion against the starter."""
     from core.registry import ModelRegistry
-    from core.starter import install_starter
     from feedback.store import FeedbackStore
 
     data_dir = root / "data"
@@ -111,9 +111,9 @@ def run_shift(
                     options.retrain_minutes, False)
     home = sim_home(settings, preset)
     registry = ModelRegistry(home.paths.models_dir)
-    champion = install_starter(registry, options.starter) if options.starter else install_starter(registry)
+    champion = install_starter(registry, options.starter)
     if champion is None:
-        raise SystemExit(f"no starter model for these labels in {options.starter or 'models/starter'}")
+        raise SystemExit(f"no starter model for these labels in {options.starter}")
     headlines = [Example(e.title, e.label) for e in plan.stream]
     truth = {text_hash(e.text): e.label for e in headlines}
     store = FeedbackStore(home.paths.feedback_db, home.limits, durable=False)
@@ -163,8 +163,9 @@ def retrain_round(
                    evaluator.accuracy(after), reason="; ".join(reasons), rows=dict(counts),
                    retrain_s=round(time.perf_counter() - started, 1))
     if name:  # is the challenger, refused or not, really better on the unseen rows? (what the gate cannot see)
-        row.challenger = evaluator.accuracy(registry.get(name))
-        row.challenger_p = evaluator.paired_p(champion, registry.get(name))
+        challenger = registry.get(name)
+        row.challenger = evaluator.accuracy(challenger)
+        row.challenger_p = evaluator.paired_p(champion, challenger)
     setup = home.retrain  # what the admin's retrain preview would say now, after this run
     row.traffic_needed = readiness(store, setup.trust, setup.policy, setup.gate, read_last_run(home.paths)).traffic.needed
     return row
