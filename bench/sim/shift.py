@@ -101,6 +101,7 @@ def run_shift(
     """Install the shipped starter in a fresh home under `root`, then run the rounds: one row per round, and
     the paired p-values (per set) of the last champion against the starter."""
     from core.registry import ModelRegistry
+    from core.serving import load_version
     from feedback.store import FeedbackStore
 
     data_dir = root / "data"
@@ -125,7 +126,7 @@ def run_shift(
     rows = [ShiftRow(0, 0, 0, champion.version, "start", evaluator.accuracy(champion))]
     on_row(rows[0])
     for round_no in range(1, options.rounds + 1):
-        clf = load_classifier(champion)
+        clf = load_version(champion)
         answered = label_round(labellers, stream, clf, champion.version, order="uncertainty",
                                budget=options.per_round, pool_size=options.per_round * options.pool_factor,
                                round_no=round_no, scores=scores.setdefault(champion.version, {}))
@@ -136,12 +137,6 @@ def run_shift(
         champion = registry.champion() or champion
     store.close()
     return plan, rows, evaluator.paired_p(first, registry.champion() or champion)
-
-
-def load_classifier(version: ModelVersion) -> Any:
-    from core.serving import load_version
-
-    return load_version(version)
 
 
 def retrain_round(
