@@ -42,6 +42,7 @@ from web.admin_sessions import TICKET_TTL_S
 from web.api import build_api
 from web.identity import IdentityService, ProxyPolicy
 from web.jobs import RetrainJobs
+from web.origin_guard import OriginPolicy
 from web.page import build_page
 from web.server import ServerOptions, build_server, serve
 
@@ -143,7 +144,12 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         auth=_users(settings),
         session_capacity=settings.session_capacity,
         events_per_address=settings.events_per_address,
+        new_sessions_per_minute=settings.new_sessions_per_minute,
+        new_sessions_per_second=settings.new_sessions_per_second,
         routers=[*api_routers(classifier, actions, identities, settings.max_batch_texts), *([admin_router(admin)] if admin else [])],
+        origins=OriginPolicy.from_urls(settings.public_url_list, settings.space_host),
+        early_refusals=[(actions.classify, actions.classify_refusal),
+                        *([(admin.login, admin.sign_in_refusal)] if admin else [])],
     )
     return build_server(demo, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
 

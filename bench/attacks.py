@@ -31,6 +31,7 @@ class Hit:
     seconds: float
     nbytes: int
     refused: bool | None = None  # None: by the status (a 4xx); the page refuses some things in a 200's message
+    detail: str = ""  # what a refusal said (crowd_joins)
 
     @property
     def was_refused(self) -> bool:
@@ -194,3 +195,41 @@ def remembered_predictions(url: str, clients: list[str], sessions: int = 300) ->
             http.cookies.clear()
             hits.append(Hit(f"{sessions} remembered predictions", status, time.perf_counter() - started, 0))
     return hits
+
+
+def crowd_joins(url: str, event: str, clients: list[str], each: int, data: list[Any]) -> list[Hit]:
+    """Every client joins `event` `each` times at once and never reads a result (a blind join): what the
+    queue admits, and how fast it answers."""
+    fn_index = events(url)[event]
+    workers = min(128, len(clients) * each)
+    # One client, its connections pooled: a fresh client per request spends the machine's CPU on TLS setup.
+    http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=workers, max_keepalive_connections=workers))
+
+    def join(client: str) -> Hit:
+        body = {"data": data, "fn_index": fn_index, "session_hash": uuid.uuid4().hex[:11], "event_data": None,
+                "trigger_id": None}
+        started = time.perf_counter()
+        try:
+            response = http.post(f"{url}gradio_api/queue/join", json=body, headers={"x-forwarded-for": client})
+        except httpx.HTTPError:
+            return Hit(f"{event} crowd", 0, time.perf_counter() - started, 0)
+        detail = "" if response.status_code == 200 else str(response.json().get("detail", ""))[:80]
+        return Hit(f"{event} crowd", response.status_code, time.perf_counter() - started, len(response.content),
+                   detail=detail)
+
+    with http, ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(join, clients * each))
+
+
+def main() -> None:
+    """`python -m bench.attacks URL EVENT EACH CLIENT...`: `crowd_joins` from a process of its own (so the
+    attacker's threads do not share the app's interpreter); prints one JSON line of the answers' statuses."""
+    import sys
+
+    url, event, each, *clients = sys.argv[1:]
+    hits = crowd_joins(url, event, clients, int(each), ["A crowd of one story"])
+    print(json.dumps({"statuses": [h.status for h in hits], "details": sorted({h.detail for h in hits})}))
+
+
+if __name__ == "__main__":
+    main()

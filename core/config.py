@@ -107,6 +107,12 @@ class Settings(HostingSettings):
     events_per_address: int = Field(
         16, ge=1, le=256, description="Page events one client address may have queued or running at once."
     )
+    new_sessions_per_minute: int = Field(
+        30, ge=1, description="Page sessions (tabs, reloads) one client address may open a minute."
+    )
+    new_sessions_per_second: int = Field(
+        8, ge=1, description="Page sessions everyone together may open a second (each costs the server ~25 ms)."
+    )
     session_memory_mb: float = Field(64.0, gt=0.0, description="Memory for what sessions' answers need (prediction, queue item).")
     labels_required: int = Field(default_factory=lambda: 2 if on_public_host() else 1, ge=1, le=10)
     max_feedback_chars: int = Field(_S.max_text_chars, ge=100)

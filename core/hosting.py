@@ -38,6 +38,10 @@ class HostingSettings(BaseSettings):
         default_factory=lambda: 1 if on_public_host() else 0, ge=0, le=5,
         description="Proxies in front of the app whose X-Forwarded-For entries are believed.",
     )
+    public_urls: str = Field(
+        "", description="Comma-separated URLs people open the app at (e.g. https://news.example.org); pages of "
+        "any other origin may not act on it. The host a request names and a Space's own host always count.",
+    )
     proxy_addresses: str = Field(
         default_factory=lambda: "*" if on_public_host() else "127.0.0.1,::1",
         description="Comma-separated IPs/networks the proxies connect from; '*' (any) only on a Space.",
@@ -78,6 +82,15 @@ class HostingSettings(BaseSettings):
     @property
     def proxy_address_list(self) -> tuple[str, ...]:
         return tuple(part.strip() for part in self.proxy_addresses.split(",") if part.strip())
+
+    @property
+    def public_url_list(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.public_urls.split(",") if part.strip())
+
+    @property
+    def space_host(self) -> str:
+        """The Space's public host name (SPACE_HOST, set by Hugging Face on a Space), or ""."""
+        return os.environ.get("SPACE_HOST", "").strip() if on_public_host() else ""
 
     @property
     def admin_list(self) -> frozenset[str]:

@@ -46,8 +46,14 @@ def at_once(n: int, call: Callable[[int], T]) -> list[T]:
 SHARED_AG_NEWS = Path(os.environ.get("NEWSLOOP_TEST_AG_NEWS", PROJECT_ROOT.parent / "shared" / "data" / "ag_news"))
 
 
+# Every browser a test simulates comes from one loopback address, many a second: the new-page bounds (meant
+# for a crowd of strangers) are lifted, except where a test sets them (tests/e2e/test_abuse.py: the defaults).
+MANY_PAGES = {"new_sessions_per_minute": 1_000_000, "new_sessions_per_second": 1_000_000}
+
+
 def tiny_settings(home: Path, **overrides: object) -> Settings:
-    values: dict[str, object] = {"home": home, "data": "seed", "max_length": 64, "bootstrap_max_minutes": 0.0}
+    values: dict[str, object] = {"home": home, "data": "seed", "max_length": 64, "bootstrap_max_minutes": 0.0,
+                                 **MANY_PAGES}
     return load_settings(**(values | overrides))
 
 

@@ -127,6 +127,12 @@ class NewsLoopActions:
             note += " · long text: only its first part was read"
         return prediction.probabilities, note, self._remember(who, raw, prediction)
 
+    def classify_refusal(self, request: Any) -> str | None:
+        """Why a classification from this request's address is refused before it joins the page's queue (over
+        its rate limit: `web.server.RequestGuard` answers 429 at once), or None. The handler still counts it."""
+        wait = self.classify_limit.peek(self.identities.address_of(request))
+        return f"Too many requests: try again in {wait:.0f} s." if wait else None
+
     def _remember(self, who: Identity, raw: str, prediction: Any) -> str:
         """Keep what an answer to this prediction needs, under a fresh id; "" when no answer can be stored."""
         if self.store is None or not who.session:

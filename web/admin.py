@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import gradio as gr
 from pydantic import SecretStr
 
@@ -86,6 +88,11 @@ class AdminActions:
             return True
         return self.sessions.valid(who.browser)
 
+    def is_admin_event(self, request: Any, profile: gr.OAuthProfile | None = None) -> bool:
+        """`is_admin`, for an event sent by the admin's own page: it carries the browser's anti-forgery token,
+        which a request forged by another site cannot (web.identity.FORM_HEADER)."""
+        return self.is_admin(request, profile) and self.identities.sent_form_token(request)
+
     def restore(
         self, request: gr.Request, profile: gr.OAuthProfile | None = None
     ) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -94,9 +101,28 @@ class AdminActions:
             return "", gr.update(visible=False), gr.update(visible=True)
         return "Signed in.", gr.update(visible=True), gr.update(visible=False)
 
-    def login(self, password: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
+    def sign_in_refusal(self, request: Any) -> str | None:
+        """Why a sign-in from this request's address is refused before it joins the page's queue (too many
+        failures: `web.server.RequestGuard` answers 429 at once), or None."""
+        wait = self.throttle.wait(self.identities.address_of(request))
+        return f"Too many failed attempts: try again in {wait:.0f} s." if wait else None
+
+    async def login(
+        self, password: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, str]:
         """Check the password; on success the tab gets a ticket (second output) that its next request trades
-        for a fresh browser id with the admin session (`redeem`), so a planted id never becomes an admin."""
+        for a fresh browser id with the admin session (`redeem`), so a planted id never becomes an admin.
+
+        Async so that the slow-down below waits on the event loop, holding no worker thread; the login event
+        has no concurrency limit (`web.admin_view`), so guesses that wait never delay anyone else."""
+        # Many failures from everyone together slow every attempt down, the right password included, but
+        # never refuse it: a guessing run from many addresses cannot lock the real admin out.
+        delay = await anyio.to_thread.run_sync(self.throttle.delay)  # a shared throttle reads the database
+        if delay:
+            await asyncio.sleep(delay)
+        return await anyio.to_thread.run_sync(self._check_password, password, request, profile)
+
+    def _check_password(self, password: str, request: gr.Request, profile: gr.OAuthProfile | None) -> tuple[str, str]:
         if not self.enabled:
             return "The admin view is disabled on this server.", ""
         if self.is_admin(request, profile):
@@ -106,12 +132,9 @@ class AdminActions:
             return "Your browser did not send its NewsLoop id: reload the page (cookies must be on).", ""
         if self.password is None or not self.password.get_secret_value():
             return "Sign in with an admin's Hugging Face account.", ""
-        wait = self.throttle.wait(who.address)
-        if wait:
-            return f"Too many failed attempts: try again in {wait:.0f} s.", ""
-        # Many failures from everyone together slow every attempt down, the right password included, but
-        # never refuse it: a guessing run from many addresses cannot lock the real admin out.
-        time.sleep(self.throttle.delay())
+        refusal = self.sign_in_refusal(request)  # also checked before the queue; a burst may pass that together
+        if refusal:
+            return refusal, ""
         given = password if isinstance(password, str) else ""
         if not hmac.compare_digest(given.encode("utf-8", "replace"), self.password.get_secret_value().encode()):
             self.throttle.failed(who.address)
@@ -232,7 +255,7 @@ class AdminActions:
         return (f'<a href="admin/export/{token}" download="{name}" id="export-link">Download {name}</a> '
                 f"(once, from this browser, within {minutes:.0f} minutes)")
 
-    @admin_only(None)
+    @admin_only(None, page_event=False)  # a link the page showed: its one-time token shows the page made it
     def take_export(self, token: str, request: Any) -> Offer | None:
         """The export behind `token` if this request is the admin browser it was made for (used up)."""
         return self.exports.take(token, self.identities.identify(request).browser)

@@ -12,7 +12,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from web.admin import AdminActions
-from web.identity import cookie_attributes
+from web.identity import cookie_attributes, form_cookie_attributes
 
 _MAX_TICKET_BODY = 1024
 
@@ -35,7 +35,10 @@ def admin_router(admin: AdminActions) -> APIRouter:
             return JSONResponse({"detail": "This ticket has expired or is not this browser's: sign in again."},
                                 status_code=403)
         response = JSONResponse({"detail": "Done."})
-        response.headers.append("set-cookie", cookie_attributes(cookie, secure=admin.identities.secure_cookie))
+        secure, identities = admin.identities.secure_cookie, admin.identities
+        response.headers.append("set-cookie", cookie_attributes(cookie, secure=secure))
+        # The fresh id's anti-forgery token, which the page sends with every admin event from now on.
+        response.headers.append("set-cookie", form_cookie_attributes(identities.form_token(identities.browser_key(cookie)), secure=secure))
         response.headers["cache-control"] = "no-store"
         return response
 

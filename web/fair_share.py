@@ -4,6 +4,10 @@ Gradio's queue has one global size. Without a share per address, one client join
 fills it and everyone else is told "Queue is full". `FairShare` counts, per address, the events it let
 in that the queue still holds (queued or running) and refuses a join beyond the limit; a join that is
 being answered holds a place too, so concurrent joins cannot slip past the count.
+
+The queue is first come, first served, so a visitor waits behind every event the queue holds. When many
+addresses have events waiting, each one's share shrinks so that all of them together hold at most `budget`
+(never below `floor` each): twenty addresses joining at once cannot put 300 events before a visitor's one.
 """
 
 from __future__ import annotations
@@ -24,12 +28,16 @@ class FairShare:
         limit: int,
         is_live: Callable[[str], bool],
         *,
+        budget: int = 48,
+        floor: int = 2,
         max_age_s: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if limit < 1:
             raise ValueError("limit must be >= 1")
         self.limit = limit
+        self.budget = max(budget, limit)
+        self.floor = min(floor, limit)
         self._is_live = is_live
         self._max_age_s = max_age_s
         self._clock = clock
@@ -47,9 +55,15 @@ class FairShare:
                 del self._events[address]
         return len(self._events.get(address, ())) + self._joining.get(address, 0)
 
+    def share(self, address: str) -> int:
+        """How many events `address` may have pending now: `limit`, or its part of `budget` when many
+        addresses have events pending (at least `floor`)."""
+        active = len(set(self._events) | set(self._joining) | {address})
+        return max(self.floor, min(self.limit, self.budget // active))
+
     def admit(self, address: str) -> bool:
-        """Hold a place for one more event of `address`, or refuse (False) when it has `limit` already."""
-        if self.pending(address) >= self.limit:
+        """Hold a place for one more event of `address`, or refuse (False) when it has its share already."""
+        if self.pending(address) >= self.share(address):
             return False
         self._joining[address] = self._joining.get(address, 0) + 1
         if len(self._events) > 10_000:  # many one-off addresses: forget those with nothing pending
@@ -66,3 +80,40 @@ class FairShare:
             self._joining.pop(address, None)
         if event_id:
             self._events.setdefault(address, {})[event_id] = self._clock()
+
+
+class NewSessions:
+    """Admission of page sessions the server has not seen: Gradio builds a session's state (a copy of every
+    component's config, about 25 ms on 2 cores for this page) on the event loop when a session's first event
+    joins, so a crowd joining with fresh session hashes would stall every other request. A new session is
+    let in only while its address has opened fewer than `per_address` in the last minute (and a quarter of
+    `per_second` in the last second) and everyone together fewer than `per_second` in the last second; a
+    session seen once joins freely after that.
+    Used from the server's event loop only."""
+
+    def __init__(self, per_address: int, per_second: int, *, capacity: int = 4096,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        from core.limits import RateLimiter  # a pure module: no import cost beyond this class
+
+        self._per_address = RateLimiter(per_address, 60.0, clock)
+        # One address may take at most a quarter of everyone's second, so one flooder leaves room for newcomers.
+        self._address_second = RateLimiter(max(1, per_second // 4), 1.0, clock)
+        self._everyone = RateLimiter(per_second, 1.0, clock)
+        self._seen: dict[str, None] = {}  # insertion-ordered: the oldest forgotten first
+        self._capacity = capacity
+
+    def admit(self, session: str, address: str) -> str | None:
+        """None when `session` may join (it is remembered as seen), else why not (the address's minute, or
+        everyone's second, is full)."""
+        if session in self._seen:
+            return None
+        if self._per_address.peek(address) or self._address_second.peek(address):
+            return "address"
+        if self._everyone.check("*"):
+            return "everyone"
+        self._per_address.check(address)
+        self._address_second.check(address)
+        self._seen[session] = None
+        if len(self._seen) > self._capacity:
+            del self._seen[next(iter(self._seen))]
+        return None

@@ -25,6 +25,11 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 COOKIE = "newsloop_id"
+# The anti-forgery token: a keyed hash of the browser id, in a cookie the page's own script can read (not
+# HttpOnly) and sends back as a header with every event (web/forms.js). Another site can make a browser send
+# the cookies but can read neither, so it cannot name the header: a signed double-submit token.
+FORM_COOKIE = "newsloop_form"
+FORM_HEADER = "x-newsloop-form"
 _COOKIE_MAX_AGE_S = 400 * 24 * 3600  # browsers cap cookie lifetime at about 400 days
 
 
@@ -107,6 +112,17 @@ class IdentityService:
         browser = self.browser_id(cookie)
         return self._mac(browser, "browser")[:16] if browser else ""
 
+    def form_token(self, browser_key: str) -> str:
+        """The anti-forgery token of the browser whose keyed id is `browser_key` ("" for none)."""
+        return self._mac(browser_key, "form")[:32] if browser_key else ""
+
+    def sent_form_token(self, request: Any) -> bool:
+        """Whether a request carries its own browser's anti-forgery token in `FORM_HEADER`."""
+        headers = getattr(request, "headers", None) or {}
+        sent = headers.get(FORM_HEADER, "") if hasattr(headers, "get") else ""
+        expected = self.form_token(self.identify(request).browser)
+        return bool(expected) and isinstance(sent, str) and hmac.compare_digest(sent.encode(), expected.encode())
+
     # Requests ---------------------------------------------------------------------------------------
     def address_of(self, request: Any) -> str:
         """Keyed hash of the client address to rate limit (a Starlette request or a gr.Request)."""
@@ -146,6 +162,12 @@ def cookie_attributes(value: str, *, secure: bool) -> str:
     """The Set-Cookie value that gives a browser the id cookie `value` (signed by `IdentityService.mint_cookie`)."""
     attributes = f"{COOKIE}={value}; Path=/; HttpOnly; Max-Age={_COOKIE_MAX_AGE_S}"
     # A Space shows the app in a cross-site iframe, where only a Secure, SameSite=None cookie comes back.
+    return attributes + ("; Secure; SameSite=None" if secure else "; SameSite=Lax")
+
+
+def form_cookie_attributes(token: str, *, secure: bool) -> str:
+    """The Set-Cookie value of the anti-forgery token: readable by the page's script, sent like the id cookie."""
+    attributes = f"{FORM_COOKIE}={token}; Path=/; Max-Age={_COOKIE_MAX_AGE_S}"
     return attributes + ("; Secure; SameSite=None" if secure else "; SameSite=Lax")
 
 
@@ -219,18 +241,34 @@ class BrowserIdMiddleware:
                     jar.load(value.decode("latin-1"))
         current = jar.get(COOKIE)
         if current is not None and self.identities.browser_id(current.value):
-            await self.app(scope, receive, send)
+            token = self.identities.form_token(self.identities.browser_key(current.value))
+            known = jar.get(FORM_COOKIE)
+            if known is not None and known.value == token:
+                await self.app(scope, receive, send)
+                return
+            # A browser from before the token, or one that lost it: hand it its token, nothing else changes.
+            await self.app(scope, receive, _adding(send, [form_cookie_attributes(token, secure=self.identities.secure_cookie)]))
             return
         fresh = self.identities.mint_cookie()
         headers = [(n, v) for n, v in headers if n != b"cookie"]
-        others = "; ".join(f"{k}={m.value}" for k, m in jar.items() if k != COOKIE)
+        others = "; ".join(f"{k}={m.value}" for k, m in jar.items() if k not in (COOKIE, FORM_COOKIE))
         headers.append((b"cookie", f"{COOKIE}={fresh}{'; ' + others if others else ''}".encode("latin-1")))
         scope = dict(scope, headers=headers)
-        attributes = cookie_attributes(fresh, secure=self.identities.secure_cookie)
+        secure = self.identities.secure_cookie
+        cookies = [cookie_attributes(fresh, secure=secure),
+                   form_cookie_attributes(self.identities.form_token(self.identities.browser_key(fresh)), secure=secure)]
+        await self.app(scope, receive, _adding(send, cookies))
 
-        async def send_with_cookie(message: Scope) -> None:
-            if message["type"] == "http.response.start":
-                message = dict(message, headers=[*message.get("headers", []), (b"set-cookie", attributes.encode())])
-            await send(message)
 
-        await self.app(scope, receive, send_with_cookie)
+def _adding(send: Any, cookies: list[str]) -> Any:
+    """`send`, with a Set-Cookie header for each of `cookies` on the response's start, unless the response sets
+    that cookie itself (a sign-in's fresh id and token win over the ones the request came with)."""
+
+    async def send_with_cookies(message: Scope) -> None:
+        if message["type"] == "http.response.start":
+            named = {v.split(b"=", 1)[0].strip() for n, v in message.get("headers", []) if n.lower() == b"set-cookie"}
+            extra = [(b"set-cookie", c.encode()) for c in cookies if c.split("=", 1)[0].encode() not in named]
+            message = dict(message, headers=[*message.get("headers", []), *extra])
+        await send(message)
+
+    return send_with_cookies

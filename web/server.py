@@ -19,13 +19,18 @@ import gradio as gr
 import uvicorn
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 
 from core.policies import SESSION_CAPACITY
 from web.api_body import replay
-from web.fair_share import FairShare
+from web.fair_share import FairShare, NewSessions
 from web.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
+from web.origin_guard import OriginGuard, OriginPolicy
 from web.theme import CSS, THEME, head_html
+
+EarlyCheck = Callable[[Request], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -38,13 +43,20 @@ class ServerOptions:
     session_capacity: int = SESSION_CAPACITY  # sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS)
     cache_cleanup_s: int = 3600  # uploads and outputs older than this are deleted, checked as often
     events_per_address: int = 16  # page events one client address may have queued or running at once
+    new_sessions_per_minute: int = 30  # page sessions (tabs) one address may open a minute
+    new_sessions_per_second: int = 8  # page sessions everyone together may open a second
     routers: Sequence[APIRouter] = field(default_factory=tuple)
+    origins: OriginPolicy = field(default_factory=OriginPolicy)  # the app's own origins (web.origin_guard)
+    # (handler, check): an event of `handler` that `check(request)` refuses (a message) is answered 429 at its
+    # join, before it takes a place in the queue: sign-ins locked out, classifications over their rate limit.
+    early_refusals: Sequence[tuple[Callable[..., Any], EarlyCheck]] = ()
 
 
 class RequestGuard:
     """Refuses, before Gradio sees them: uploads from anyone but a signed-in admin (the pool import is the
     page's only file input) or over the size limit, queue streams without a session (Gradio fails on
-    an empty one), and event joins from an address that already has its fair share of the queue."""
+    an empty one), event joins from an address that already has its fair share of the queue, and joins
+    of an event whose early check refuses them (`early`: fn_index -> check)."""
 
     def __init__(
         self,
@@ -53,8 +65,12 @@ class RequestGuard:
         max_bytes: int,
         address_of: Callable[[Any], str] | None = None,
         fair_share: FairShare | None = None,
+        early: dict[int, EarlyCheck] | None = None,
+        new_sessions: NewSessions | None = None,
     ) -> None:
         self.app = app
+        self.early = early or {}
+        self.new_sessions = new_sessions
         self.is_admin = is_admin
         self.max_bytes = max_bytes
         self.address_of = address_of
@@ -109,11 +125,30 @@ class RequestGuard:
                 await _refuse(send, 413, "The request is too large.")
             elif not _names_a_session(body):
                 await _refuse(send, 400, "A session_hash is required.")
+            elif (refusal := await self._early_refusal(body, scope)) is not None:
+                await _refuse(send, 429, refusal, retry_after=1)
+            elif (crowded := self._new_session_refusal(body, address)) is not None:
+                await _refuse(send, *crowded)
             else:
                 await self.app(scope, replay(body), noted)
         finally:
             if share is not None:
                 share.joined(address, _event_id(answer["body"]) if answer["status"] == 200 else None)
+
+
+    def _new_session_refusal(self, body: bytes, address: str) -> tuple[int, str, int] | None:
+        why = self.new_sessions.admit(str(_field(body, "session_hash")), address) if self.new_sessions else None
+        if why == "address":
+            return 429, "Too many new pages opened from your address: try again in a moment.", 2
+        if why == "everyone":
+            return 503, "Many people are opening the page right now: try again in a few seconds.", 2
+        return None
+
+    async def _early_refusal(self, body: bytes, scope: Scope) -> str | None:
+        check = self.early.get(_field(body, "fn_index"))
+        if check is None:
+            return None
+        return await run_in_threadpool(check, Request(scope))  # a shared limiter reads the database
 
 
 _GRADIO_SESSIONS = 250
@@ -142,11 +177,15 @@ def _names_a_session(body: bytes) -> bool:
     return isinstance(session, str) and bool(session.strip())
 
 
-def _event_id(body: bytes) -> str | None:
+def _field(body: bytes, name: str) -> Any:
     try:
-        event_id = json.loads(body).get("event_id")
-    except (ValueError, AttributeError, RecursionError):
+        return json.loads(body).get(name)
+    except (ValueError, AttributeError, RecursionError, TypeError):
         return None
+
+
+def _event_id(body: bytes) -> str | None:
+    event_id = _field(body, "event_id")
     return event_id if isinstance(event_id, str) else None
 
 
@@ -200,11 +239,20 @@ def build_server(
     # it launched itself. Mounted, it would hash and copy any file a visitor names: the live database (which
     # drops this process's SQLite locks, see core.sqlite_guard), the identity key, or /dev/zero, forever.
     demo.has_launched = True
-    # Starlette runs the last-added middleware first: browser ids must exist before the guard looks.
+    # Starlette runs the last-added middleware first: a foreign origin is refused before anything else looks;
+    # browser ids must exist before the guard looks.
     fair_share = FairShare(options.events_per_address, _queue_holds(demo))
+    early = {fn_id: check for fn_id, block in demo.fns.items()
+             for handler, check in options.early_refusals if block.fn == handler}
+    # Gradio answers any origin's CORS request with credentials unless the app configures CORS itself (its
+    # CustomCORSMiddleware defers to a Starlette CORSMiddleware on the parent app): name only the app's own.
+    app.add_middleware(CORSMiddleware, allow_origins=options.origins.cors_origins, allow_credentials=True,
+                       allow_methods=["GET", "POST"], allow_headers=["*"])
     app.add_middleware(RequestGuard, is_admin=is_admin, max_bytes=options.max_upload_bytes,
-                       address_of=identities.address_of, fair_share=fair_share)
+                       address_of=identities.address_of, fair_share=fair_share, early=early,
+                       new_sessions=NewSessions(options.new_sessions_per_minute, options.new_sessions_per_second))
     app.add_middleware(BrowserIdMiddleware, identities=identities)
+    app.add_middleware(OriginGuard, policy=options.origins)
     return app
 
 

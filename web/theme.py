@@ -72,7 +72,7 @@ footer, footer a, footer button { color: var(--neutral-700) !important; }
 """
 
 
-SCRIPTS = ("keys.js", "layout.js", "review_keys.js")  # the page's keys, phone layout, admin review keys
+SCRIPTS = ("forms.js", "keys.js", "layout.js", "review_keys.js")  # anti-forgery header, keys, phone layout, review keys
 
 
 def head_html() -> str:

@@ -19,6 +19,14 @@ class EventError(RuntimeError):
     """The server answered an event with an error instead of outputs."""
 
 
+class JoinRefused(EventError):
+    """The server refused an event at its join, before it entered the queue (`status`, `detail`)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"join refused: {status} {detail}")
+        self.status, self.detail = status, detail
+
+
 class Visitor:
     def __init__(self, url: str, *, keep_cookies: bool = True, forwarded_for: str | None = None) -> None:
         self.url = url.rstrip("/")
@@ -27,6 +35,9 @@ class Visitor:
         self.http = httpx.Client(base_url=self.url, timeout=60.0)
         self._events: dict[str, int] | None = None
         self.cookie: str | None = None
+        self.form_token = ""  # the anti-forgery token the page's script sends (web/forms.js): kept like a browser
+        self.send_form_token = True  # False: act as a page on another site, which cannot read it
+        self.extra_headers: dict[str, str] = {}
         self.session_hash = uuid.uuid4().hex[:11]  # one browser tab: Gradio keys per-tab state by it
 
     def close(self) -> None:
@@ -36,7 +47,9 @@ class Visitor:
         headers = {"x-forwarded-for": self.forwarded_for} if self.forwarded_for else {}
         if self.cookie:
             headers["cookie"] = self.cookie
-        return headers
+        if self.form_token and self.send_form_token:
+            headers["x-newsloop-form"] = self.form_token
+        return headers | self.extra_headers
 
     def _after(self, response: httpx.Response | None = None) -> None:
         self.http.cookies.clear()
@@ -44,6 +57,19 @@ class Visitor:
             for header in response.headers.get_list("set-cookie"):
                 if header.startswith("newsloop_id="):
                     self.cookie = header.split(";", 1)[0]
+        if response is not None and self.keep_cookies:
+            for header in response.headers.get_list("set-cookie"):
+                if header.startswith("newsloop_form="):
+                    self.form_token = header.split(";", 1)[0].split("=", 1)[1]
+
+    def adopt(self, response: httpx.Response) -> None:
+        """Take the id and anti-forgery cookies a response sets (a sign-in's fresh ones), as a browser does."""
+        for header in response.headers.get_list("set-cookie"):
+            name, _, rest = header.partition("=")
+            if name == "newsloop_id":
+                self.cookie = header.split(";", 1)[0]
+            elif name == "newsloop_form":
+                self.form_token = rest.split(";", 1)[0]
 
     def get(self, path: str) -> httpx.Response:
         response = self.http.get(path, headers=self._headers())
@@ -55,12 +81,28 @@ class Visitor:
         self._after(response)
         return response
 
+    def outputs_or_refusal(self, event: str, *data: Any) -> list[Any]:
+        """`call`, with a join refused before the queue given as outputs (the refusal's detail in each place a
+        message would be), so a test can read an early refusal and a handler's message alike."""
+        try:
+            return self.call(event, *data)
+        except JoinRefused as refused:
+            return [f"{refused.status}: {refused.detail}"] * 4
+
     def events(self) -> dict[str, int]:
         """Every event's name -> fn_index, private ones included (the page config lists them all)."""
         if self._events is None:
             config = self.get("/config").json()
             self._events = {dep["api_name"]: dep["id"] for dep in config["dependencies"] if dep.get("api_name")}
         return self._events
+
+    def call_with(self, event: str, headers: dict[str, str], *data: Any) -> list[Any]:
+        """`call`, with `headers` (an Origin, a Referer) on the join and on the stream, as a page sends them."""
+        self.extra_headers = headers
+        try:
+            return self.call(event, *data)
+        finally:
+            self.extra_headers = {}
 
     def call(self, event: str, *data: Any, session_hash: str | None = None) -> list[Any]:
         """Join the queue for `event` by fn_index and return its outputs (raises EventError on an error).
@@ -74,7 +116,11 @@ class Visitor:
         joined = self.post("/gradio_api/queue/join", content=json.dumps(body).encode(),
                            headers={"content-type": "application/json"})
         if joined.status_code != 200:
-            raise EventError(f"join refused: {joined.status_code} {joined.text[:200]}")
+            try:
+                detail = str(joined.json().get("detail", ""))
+            except ValueError:
+                detail = joined.text[:200]
+            raise JoinRefused(joined.status_code, detail)
         with self.http.stream("GET", "/gradio_api/queue/data", params={"session_hash": session},
                               headers=self._headers()) as stream:
             if stream.status_code != 200:

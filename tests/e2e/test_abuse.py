@@ -9,7 +9,10 @@ this process (`launched_app`), so "app memory" is this process's resident set.
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -24,10 +27,11 @@ import httpx
 import pytest
 
 from bench.attacks import send_chunked
+from core.config import PROJECT_ROOT, Settings
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
 from tests.e2e.test_attacks import sign_in, space_settings
-from tests.helpers import launched_app
+from tests.helpers import MANY_PAGES, launched_app
 
 MAX_REFUSAL_BYTES = 64 * 1024
 MAX_GROWTH_MB = 300
@@ -61,7 +65,10 @@ def app(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     shutil.copytree(tiny_champion_home, home)
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SPACE_ID", "newsloop/demo")
-        settings = space_settings(home, classify_per_minute=1000, queue_per_minute=1000, events_per_address=8)
+        # The shipped bounds on new pages (tests.helpers lifts them for other tests).
+        shipped = {name: Settings.model_fields[name].default for name in MANY_PAGES}
+        settings = space_settings(home, classify_per_minute=1000, queue_per_minute=1000, events_per_address=8,
+                                  **shipped)
         with launched_app(settings, FeedbackStore.from_settings(settings)) as (url, _):
             yield App(url)
 
@@ -159,13 +166,16 @@ def test_one_address_flooding_the_queue_leaves_others_served(app: App) -> None:
             while not stop.is_set():
                 for response in pool.map(lambda _: join(app.url, flooder.forwarded_for or "", fn_index), range(40)):
                     answers[response.status_code] += 1
-                    assert response.status_code in (200, 429) and len(response.content) < MAX_REFUSAL_BYTES
+                    # 429: its share of the queue, or of new pages, is used; 503: everyone's new pages this second.
+                    assert response.status_code in (200, 429, 503) and len(response.content) < MAX_REFUSAL_BYTES
 
     thread = threading.Thread(target=flood, daemon=True)
     thread.start()
     try:
-        while sum(answers.values()) < 100:
+        deadline = time.monotonic() + 120
+        while sum(answers.values()) < 100 and thread.is_alive() and time.monotonic() < deadline:
             time.sleep(0.05)
+        assert sum(answers.values()) >= 100, f"the flood stopped: {dict(answers)}"
         served = [other.call("classify", f"Visitor story {i} about the league")[0]["label"] for i in range(10)]
     finally:
         stop.set()
@@ -180,7 +190,9 @@ def test_the_real_admin_signs_in_at_once_during_a_distributed_guessing_run(app: 
     def guess(client: str) -> None:
         visitor = Visitor(app.url, forwarded_for=client)
         while not stop.is_set():
-            results[visitor.call("login", f"guess {uuid.uuid4().hex[:6]}")[0].split(":")[0]] += 1
+            # A locked-out address is refused at the join (429), before the queue: counted by its message.
+            outcome = visitor.outputs_or_refusal("login", f"guess {uuid.uuid4().hex[:6]}")[0]
+            results[outcome.removeprefix("429: ").split(":")[0]] += 1
             time.sleep(0.1)
 
     threads = [threading.Thread(target=guess, args=(g,), daemon=True) for g in guessers]
@@ -208,3 +220,88 @@ def test_the_proxys_forwarded_for_line_decides_even_after_the_clients_line(app: 
         lines = [("x-forwarded-for", f"10.9.{i}.1"), ("x-forwarded-for", real)]  # the client's line, then the proxy's
         codes.append(httpx.post(f"{app.url}api/v1/classify", json={"text": texts}, headers=lines, timeout=60).status_code)
     assert codes[:31] == [200] * 31 and codes[31:] == [429, 429]
+
+
+def page_visitor_times(app: App, done: threading.Event) -> tuple[threading.Thread, list[float]]:
+    """Another visitor classifying on the page (through its event queue) one text after another until `done`;
+    the seconds each took (each must succeed)."""
+    visitor, times = Visitor(app.url, forwarded_for=address()), []
+    visitor.call("classify", "Warm-up")
+
+    def honest() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            assert visitor.call("classify", "The striker scored twice in the cup final.")[0]["label"]
+            times.append(time.perf_counter() - started)
+
+    thread = threading.Thread(target=honest, daemon=True)
+    thread.start()
+    return thread, times
+
+
+def crowd(app: App, event: str, clients: list[str], each: int) -> tuple[Counter[int], list[str]]:
+    """`bench.attacks.crowd_joins` from a process of its own, so the crowd's threads do not slow this process's
+    app by holding its interpreter: the statuses it got and what the refusals said."""
+    run = subprocess.run([sys.executable, "-m", "bench.attacks", app.url, event, str(each), *clients],
+                         capture_output=True, text=True, timeout=120, check=True, cwd=PROJECT_ROOT)
+    answer = json.loads(run.stdout.strip().splitlines()[-1])
+    return Counter(answer["statuses"]), answer["details"]
+
+
+def test_a_storm_of_refused_sign_ins_is_answered_before_the_queue(app: App) -> None:
+    """8 addresses locked out by their failures each send 16 sign-ins at once: every one is refused at its join
+    (429, never queued), another visitor classifying on the page meanwhile stays under 1 s, and the real admin
+    (slowed by the global throttle, not refused) signs in within 3 s. Times asserted with MARGIN, printed."""
+    guessers = [address() for _ in range(8)]
+    for guesser in guessers:  # the per-address limit: 5 failures lock an address out
+        visitor = Visitor(app.url, forwarded_for=guesser)
+        assert [visitor.call("login", f"guess {i}")[0] for i in range(5)] == ["Wrong password."] * 5
+    done = threading.Event()
+    thread, times = page_visitor_times(app, done)
+    admin_s: list[float] = []
+
+    def admin_signs_in() -> None:
+        time.sleep(0.5)  # into the storm
+        admin = Visitor(app.url, forwarded_for=address())
+        started = time.perf_counter()
+        assert sign_in(admin) == "Signed in."
+        admin_s.append(time.perf_counter() - started)
+
+    admin_thread = threading.Thread(target=admin_signs_in, daemon=True)
+    try:
+        admin_thread.start()
+        statuses, details = crowd(app, "login", guessers, 16)
+        admin_thread.join(timeout=60)
+        time.sleep(0.3)
+    finally:
+        done.set()
+        thread.join(timeout=30)
+    print(f"storm {dict(statuses)} {details}; the visitor's {len(times)} classifications: "
+          f"slowest {max(times):.3f} s; the admin signed in in {admin_s[0]:.2f} s")
+    # Refused at the join: the address is locked out, or (joins arriving together) has its queue share in flight.
+    assert statuses == {429: 128}
+    assert set(details) <= {d for d in details if d.startswith(("Too many failed attempts", "Too many of your requests"))}
+    assert any(d.startswith("Too many failed attempts") for d in details)
+    assert times and max(times) < 1.0 * MARGIN, f"the other visitor waited {max(times):.2f} s"
+    assert admin_s and admin_s[0] < 3.0 * MARGIN, f"the admin waited {admin_s[0]:.2f} s"
+
+
+def test_twenty_addresses_joining_at_once_leave_a_visitor_served(app: App) -> None:
+    """20 addresses each join 16 classifications at once, each from a new page, and never read the results; the
+    server admits only a few (new pages are bounded per address and for everyone, and each address's share
+    of the queue shrinks as more addresses wait), and another visitor's
+    classification on the page meanwhile stays under 2 s (asserted with MARGIN, printed)."""
+    done = threading.Event()
+    thread, times = page_visitor_times(app, done)
+    try:
+        time.sleep(0.3)
+        statuses, details = crowd(app, "classify", [address() for _ in range(20)], 16)
+        time.sleep(3.0)  # the queue works through what it took while the visitor goes on classifying
+    finally:
+        done.set()
+        thread.join(timeout=60)
+    print(f"crowd joins {dict(statuses)} {details}; the visitor's {len(times)} classifications: "
+          f"slowest {max(times):.3f} s")
+    # 429: an address's share; 503: everyone's new pages this second (each new page costs the server ~25 ms).
+    assert set(statuses) <= {200, 429, 503} and 0 < statuses[200] <= 60
+    assert times and max(times) < 2.0 * MARGIN, f"the other visitor waited {max(times):.2f} s"

@@ -54,7 +54,7 @@ def sign_in(admin: Visitor) -> None:
     message, ticket = admin.call("login", PASSWORD)
     redeemed = admin.post("/admin/session", json={"ticket": ticket})
     assert redeemed.status_code == 200, (message, redeemed.text)
-    admin.cookie = redeemed.headers["set-cookie"].split(";", 1)[0]
+    admin.adopt(redeemed)
 
 
 def test_another_process_checkpointing_while_the_app_serves_everything_loses_nothing(

@@ -43,6 +43,9 @@ class Admin:
     def is_admin(self, request: Any, profile: Any = None) -> bool:
         return self.admin
 
+    def is_admin_event(self, request: Any, profile: Any = None) -> bool:
+        return self.admin
+
     def trusted_count(self) -> None:
         return None
 

@@ -80,6 +80,9 @@ class Admin:
     def is_admin(self, request: object, profile: object = None) -> bool:
         return True
 
+    def is_admin_event(self, request: object, profile: object = None) -> bool:
+        return True
+
 
 def test_a_retrain_started_elsewhere_shows_keeps_retrain_off_and_is_not_doubled(tmp_path: Path) -> None:
     paths = HomePaths(tmp_path / "home")

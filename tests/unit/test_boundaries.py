@@ -53,18 +53,6 @@ def test_product_never_imports_bench(name: str) -> None:
     assert offenders == []
 
 
-MAX_PRODUCT_LINES = 300
-
-
-def test_no_product_file_is_over_300_lines() -> None:
-    sizes = {
-        str(path.relative_to(PROJECT_ROOT)): len(path.read_text(encoding="utf-8").splitlines())
-        for name in PRODUCT
-        for path in _product_files(name)
-    }
-    assert {name: n for name, n in sizes.items() if n > MAX_PRODUCT_LINES} == {}
-
-
 def _module_name(path: Path) -> str:
     parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
