@@ -80,6 +80,8 @@ class OnnxClassifier:
         self.meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         self.version = version or self.meta.get("version", self.model_dir.name)
         self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
+        # Calibrated confidences (core.calibration): every probability this object gives is softmax(logits / T).
+        self.temperature = float(self.meta.get("temperature", 1.0))
         self.session = inference_session(self.model_dir / self.onnx_file, session_options(threads, spinning))
         custom = self.session.get_modelmeta().custom_metadata_map
         self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
@@ -128,8 +130,8 @@ class OnnxClassifier:
         return out
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """Probabilities, one column per label in the model's own order (`self.labels`)."""
-        return softmax(self.logits(texts, batch_size))
+        """Calibrated probabilities, one column per label in the model's own order (`self.labels`)."""
+        return softmax(self.logits(texts, batch_size) / self.temperature)
 
     def proba_in_label_order(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Probabilities with columns in `core.labels.LABELS` order, so that column i is label index i
@@ -139,7 +141,7 @@ class OnnxClassifier:
 
     def predict(self, texts: Sequence[str], batch_size: int = 32) -> list[Prediction]:
         encodings = self.encode(texts) if texts else []
-        probs = softmax(self._logits(encodings, batch_size))
+        probs = softmax(self._logits(encodings, batch_size) / self.temperature)
         out = []
         for enc, row in zip(encodings, probs, strict=True):
             out.append(

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-from core.data import Example
+from core.calibration import calibration_report, fit_temperature, log_probs, with_temperature
+from core.data import Example, InputForm, in_form
 from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, VALIDATION_PROBS
 from core.policies import ExportConfig
 from core.registry import ModelRegistry, ModelVersion
@@ -60,6 +62,8 @@ def publish(
     fp32, fp32_probs = score_file(staging, FP32_FILE, validation)
     int8, int8_probs = score_file(staging, INT8_FILE, validation)
     serve_file = choose_serve_file(fp32, int8, config.int8_tolerance)
+    served = int8_probs if serve_file == INT8_FILE else fp32_probs
+    temperature, calibration = calibrate(staging, serve_file, validation, served)
     save_checkpoint(model, tokenizer, staging / CHECKPOINT_DIR)
     full_meta = meta | {
         "max_length": config.max_length,
@@ -73,8 +77,10 @@ def publish(
             "confusion_matrix": (int8 if serve_file == INT8_FILE else fp32)["confusion_matrix"],
             "key": validation_key(validation),
         },
+        "temperature": temperature,  # core.serving divides the logits by it: calibrated confidences
+        "calibration": calibration,
     }
-    served = int8_probs if serve_file == INT8_FILE else fp32_probs
+    served = with_temperature(log_probs(served), temperature)  # as served from now on
     np.save(staging / VALIDATION_PROBS, served)  # the gate reuses these rather than scoring the set again
     version = registry.commit(staging, full_meta)
     log.info(
@@ -82,6 +88,22 @@ def publish(
         version.version, fp32["accuracy"], int8["accuracy"], serve_file, diff,
     )
     return ExportedVersion(version, fp32, int8, served)
+
+
+def calibrate(
+    model_dir: Path, serve_file: str, validation: list[Example], full_probs: np.ndarray
+) -> tuple[float, dict[str, dict[str, float]]]:
+    """The temperature fitted on the served file's validation probabilities in every input form together
+    (people paste headlines, descriptions and whole articles), and each form's ECE and Brier score before and
+    after it (core.calibration)."""
+    by_form = {InputForm.FULL.value: ([e.label for e in validation], full_probs)}
+    for form in (InputForm.TITLE, InputForm.BODY):
+        examples = in_form(validation, form)
+        if examples:
+            by_form[form.value] = ([e.label for e in examples], score_file(model_dir, serve_file, examples)[1])
+    labels = np.concatenate([np.asarray(y, dtype=np.int64) for y, _ in by_form.values()])
+    temperature = fit_temperature(np.concatenate([log_probs(p) for _, p in by_form.values()]), labels)
+    return temperature, {form: calibration_report(p, np.asarray(y), temperature) for form, (y, p) in by_form.items()}
 
 
 def log_exported(
@@ -95,5 +117,8 @@ def log_exported(
         tracker.log_metrics(
             {f"{name}_{precision}_accuracy": metrics["accuracy"], f"{name}_{precision}_macro_f1": metrics["macro_f1"]}
         )
+    tracker.log_metrics({"temperature": float(v.meta.get("temperature", 1.0))})
+    for form, report in (v.meta.get("calibration") or {}).items():  # expected calibration error, Brier, per form
+        tracker.log_metrics({f"{name}_{form}_{measure}": value for measure, value in report.items() if measure != "n"})
     tracker.set_tags({"newsloop_version": v.version, "serve_file": v.meta["serve_file"]})
     tracker.log_model_version(v.path, v.version, alias)

@@ -49,6 +49,7 @@ SHARED_AG_NEWS = Path(os.environ.get("NEWSLOOP_TEST_AG_NEWS", PROJECT_ROOT.paren
 # Every browser a test simulates comes from one loopback address, many a second: the new-page bounds (meant
 # for a crowd of strangers) are lifted, except where a test sets them (tests/e2e/test_abuse.py: the defaults).
 MANY_PAGES = {"new_sessions_per_minute": 1_000_000, "new_sessions_per_second": 1_000_000}
+MANY_PAGES_ENV = {f"NEWSLOOP_{name.upper()}": str(value) for name, value in MANY_PAGES.items()}  # an app process's
 
 
 def tiny_settings(home: Path, **overrides: object) -> Settings:

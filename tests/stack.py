@@ -13,6 +13,7 @@ from pathlib import Path
 
 from core.config import PROJECT_ROOT
 from core.net import free_port
+from tests.helpers import MANY_PAGES_ENV
 
 # The tiny test model's settings (tests.helpers.tiny_settings) and a retrain recipe under which it learns the
 # seed set in seconds (as in tests/e2e/test_retrain_run.py), so a challenger clearly passes the gate.
@@ -24,8 +25,7 @@ TINY_ENV = {
     "NEWSLOOP_GATE_BASE_MARGIN": "0.2", "NEWSLOOP_GATE_RECALL_MARGIN": "0.5",
     "NEWSLOOP_CLASSIFY_PER_MINUTE": "100000", "NEWSLOOP_FEEDBACK_PER_MINUTE": "100000",
     "NEWSLOOP_ADDRESS_FEEDBACK_PER_MINUTE": "100000",
-    # Every simulated browser comes from loopback (tests.helpers.MANY_PAGES).
-    "NEWSLOOP_NEW_SESSIONS_PER_MINUTE": "1000000", "NEWSLOOP_NEW_SESSIONS_PER_SECOND": "1000000",
+    **MANY_PAGES_ENV,  # every simulated browser comes from loopback
     "NEWSLOOP_RELOAD_INTERVAL_S": "1", "NEWSLOOP_ONNX_THREADS": "1", "NEWSLOOP_TORCH_THREADS": "2",
     "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False",
 }

@@ -106,7 +106,13 @@ class AdminDashboard:
         """While no job runs: nothing changes, until a retrain starts anywhere on this home; then its progress,
         Retrain off, and the polling on (`poll` takes over)."""
         job = self.admin.jobs.status()
-        return self.job_state(job) if job.running else {}
+        # Every output named, skipped when nothing changed: Gradio reads an empty dict as one missing value
+        # per output and raises an error toast and badges at each idle tick.
+        return self.job_state(job) if job.running else self.unchanged()
+
+    def unchanged(self) -> dict[Any, Any]:
+        """An answer that changes none of the overview's components."""
+        return {component: gr.skip() for component in self.outputs}
 
     @admin_only(lambda self: {self.parts.status_line: "Sign in first.", self.parts.timer: gr.Timer(active=False)})
     def poll(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict[Any, Any]:

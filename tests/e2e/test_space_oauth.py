@@ -21,6 +21,7 @@ from core.labels import LABELS
 from core.net import free_port
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
+from tests.helpers import MANY_PAGES_ENV
 from tests.oauth import SESSION_COOKIE, signed_session_cookie, space_oauth_env
 
 ADMIN = "boss"
@@ -67,6 +68,7 @@ def space(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) ->
         "NEWSLOOP_DURABLE_DIR": "", "NEWSLOOP_PORT": str(port), "NEWSLOOP_HOST": "127.0.0.1",
         "NEWSLOOP_ADMINS": ADMIN, "NEWSLOOP_ONNX_THREADS": "1",
         "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT),
+        **MANY_PAGES_ENV,  # every simulated browser comes from loopback
     }
     log = root / "app.log"
     with log.open("ab") as out:
