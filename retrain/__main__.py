@@ -198,10 +198,15 @@ def cmd_starter(args: argparse.Namespace) -> int:
     from core.data import load_corpus
     from core.registry import ModelRegistry
     from core.starter import STARTER_DIR
-    from retrain.starter import data_files, package_starter, reexport_starter
+    from retrain.starter import calibrate_starter, data_files, package_starter, reexport_starter
 
     settings = load_settings()
     data = settings.data_source()
+    if args.calibrate:
+        corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
+        meta = calibrate_starter(Path(args.out) if args.out else STARTER_DIR, corpus.validation)
+        _print({"temperature": meta["temperature"], "calibration": meta["calibration"]})
+        return EXIT_OK
     if args.reexport:
         corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
         meta = reexport_starter(
@@ -265,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--command", default="", help="the command that trained it, recorded in the model card")
     p.add_argument("--reexport", action="store_true",
                    help="instead, export the starter's own checkpoint again with the current export recipe, in place")
+    p.add_argument("--calibrate", action="store_true",
+                   help="instead, fit the starter's temperature on validation (every input form) and record it, in place")
     p.set_defaults(func=cmd_starter)
     return parser
 

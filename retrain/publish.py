@@ -80,7 +80,7 @@ def publish(
         "temperature": temperature,  # core.serving divides the logits by it: calibrated confidences
         "calibration": calibration,
     }
-    served = with_temperature(log_probs(served), temperature)  # as served from now on
+    served = with_temperature(log_probs(served), temperature).astype(np.float32)  # as served from now on
     np.save(staging / VALIDATION_PROBS, served)  # the gate reuses these rather than scoring the set again
     version = registry.commit(staging, full_meta)
     log.info(
@@ -91,16 +91,18 @@ def publish(
 
 
 def calibrate(
-    model_dir: Path, serve_file: str, validation: list[Example], full_probs: np.ndarray
+    model_dir: Path, serve_file: str, validation: list[Example], full_probs: np.ndarray, scorer: Any = None
 ) -> tuple[float, dict[str, dict[str, float]]]:
-    """The temperature fitted on the served file's validation probabilities in every input form together
-    (people paste headlines, descriptions and whole articles), and each form's ECE and Brier score before and
-    after it (core.calibration)."""
+    """The temperature fitted on the served file's uncalibrated validation probabilities in every input form
+    together (people paste headlines, descriptions and whole articles), and each form's ECE and Brier score
+    before and after it (core.calibration). `scorer`: an OnnxClassifier at temperature 1 (default: the file)."""
     by_form = {InputForm.FULL.value: ([e.label for e in validation], full_probs)}
     for form in (InputForm.TITLE, InputForm.BODY):
         examples = in_form(validation, form)
         if examples:
-            by_form[form.value] = ([e.label for e in examples], score_file(model_dir, serve_file, examples)[1])
+            probs = (scorer.proba_in_label_order([e.text for e in examples]) if scorer is not None
+                     else score_file(model_dir, serve_file, examples)[1])
+            by_form[form.value] = ([e.label for e in examples], probs)
     labels = np.concatenate([np.asarray(y, dtype=np.int64) for y, _ in by_form.values()])
     temperature = fit_temperature(np.concatenate([log_probs(p) for _, p in by_form.values()]), labels)
     return temperature, {form: calibration_report(p, np.asarray(y), temperature) for form, (y, p) in by_form.items()}

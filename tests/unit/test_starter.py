@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from core.labels import LABELS
 from core.paths import META_FILE
 from core.registry import ModelRegistry
@@ -116,3 +118,34 @@ def test_reexport_rebuilds_the_served_file_from_the_checkpoint_and_keeps_the_rec
     installed = install_starter(ModelRegistry(tmp_path / "home" / "models"), out)
     assert installed is not None
     assert OnnxClassifier(installed.path).predict_proba(["Stocks fell as oil prices rose."]).shape == (1, len(LABELS))
+
+
+def test_calibrating_a_packed_starter_records_its_temperature_and_serves_with_it(
+    tiny_champion_home: Path, tmp_path: Path
+) -> None:
+    import numpy as np
+
+    from core.calibration import log_probs, with_temperature
+    from core.data import load_seed
+    from core.paths import VALIDATION_PROBS
+    from retrain.starter import calibrate_starter, package_starter
+
+    champion = ModelRegistry(tiny_champion_home / "models").champion()
+    out, validation = tmp_path / "starter", load_seed().validation
+    package_starter(champion, out, validation, description="seed", data={}, command="python -m retrain bootstrap")
+    # Every export is calibrated now: stand in for a starter packed before that.
+    meta = starter_meta(out)
+    (out / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k not in ("temperature", "calibration")}))
+    raw = OnnxClassifier(out).proba_in_label_order([e.text for e in validation])
+
+    meta = calibrate_starter(out, validation)
+
+    assert meta == starter_meta(out) and meta["temperature"] > 0
+    assert set(meta["calibration"]) == {"full", "title", "body"}
+    assert all(c["n"] == len(validation) for c in meta["calibration"].values())
+    assert "## Calibration" in (out / "MODEL_CARD.md").read_text()
+    served = OnnxClassifier(out).proba_in_label_order([e.text for e in validation])
+    assert np.allclose(served, with_temperature(log_probs(raw), meta["temperature"]), atol=1e-5)
+    assert np.allclose(np.load(out / VALIDATION_PROBS), served, atol=1e-5)
+    again = calibrate_starter(out, validation)  # fitted from the raw softmax each time: the same temperature
+    assert again["temperature"] == pytest.approx(meta["temperature"], rel=1e-3)
