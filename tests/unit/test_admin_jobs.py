@@ -11,6 +11,8 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+import gradio as gr
+
 from core.config import PROJECT_ROOT
 from core.paths import HomePaths
 from core.stages import (
@@ -115,7 +117,10 @@ def test_a_retrain_started_elsewhere_shows_keeps_retrain_off_and_is_not_doubled(
         finish(other)
     progress = read_progress(paths)
     assert progress is not None and progress.stage == Stage.DONE
-    assert not jobs.status().running and dash.look_for_runs(None) == {}  # type: ignore[arg-type]
+    idle = dash.look_for_runs(None)  # type: ignore[arg-type]
+    # Nothing changes, and every output is named (skipped): an empty answer is a Gradio error at each tick.
+    assert not jobs.status().running and set(idle) == set(dash.outputs)
+    assert all(value == gr.skip() for value in idle.values())
     ended = dash.job_state(jobs.status())
     assert ended[parts.retrain_btn]["interactive"] is True and ended[parts.watch].active
 
