@@ -104,7 +104,10 @@ class AdminActions:
     def sign_in_refusal(self, request: Any) -> str | None:
         """Why a sign-in from this request's address is refused before it joins the page's queue (too many
         failures: `web.server.RequestGuard` answers 429 at once), or None."""
-        wait = self.throttle.wait(self.identities.address_of(request))
+        return self._locked_out(self.identities.address_of(request))
+
+    def _locked_out(self, address: str) -> str | None:
+        wait = self.throttle.wait(address)
         return f"Too many failed attempts: try again in {wait:.0f} s." if wait else None
 
     async def login(
@@ -132,7 +135,7 @@ class AdminActions:
             return "Your browser did not send its NewsLoop id: reload the page (cookies must be on).", ""
         if self.password is None or not self.password.get_secret_value():
             return "Sign in with an admin's Hugging Face account.", ""
-        refusal = self.sign_in_refusal(request)  # also checked before the queue; a burst may pass that together
+        refusal = self._locked_out(who.address)  # also checked before the queue; a burst may pass that together
         if refusal:
             return refusal, ""
         given = password if isinstance(password, str) else ""

@@ -15,6 +15,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from core.limits import RateLimiter
+from web.session_memory import BoundedMap
+
 
 class FairShare:
     """Admission per client address. Used from the server's event loop only (no locks needed).
@@ -93,19 +96,16 @@ class NewSessions:
 
     def __init__(self, per_address: int, per_second: int, *, capacity: int = 4096,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        from core.limits import RateLimiter  # a pure module: no import cost beyond this class
-
         self._per_address = RateLimiter(per_address, 60.0, clock)
         # One address may take at most a quarter of everyone's second, so one flooder leaves room for newcomers.
         self._address_second = RateLimiter(max(1, per_second // 4), 1.0, clock)
         self._everyone = RateLimiter(per_second, 1.0, clock)
-        self._seen: dict[str, None] = {}  # insertion-ordered: the oldest forgotten first
-        self._capacity = capacity
+        self._seen: BoundedMap[bool] = BoundedMap(capacity)  # the least recently seen forgotten first
 
     def admit(self, session: str, address: str) -> str | None:
         """None when `session` may join (it is remembered as seen), else why not (the address's minute, or
         everyone's second, is full)."""
-        if session in self._seen:
+        if self._seen.get(session):
             return None
         if self._per_address.peek(address) or self._address_second.peek(address):
             return "address"
@@ -113,7 +113,5 @@ class NewSessions:
             return "everyone"
         self._per_address.check(address)
         self._address_second.check(address)
-        self._seen[session] = None
-        if len(self._seen) > self._capacity:
-            del self._seen[next(iter(self._seen))]
+        self._seen.put(session, True)
         return None
