@@ -19,13 +19,13 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
-from core.config import ConfigError, Settings, ensure_home, load_settings
-from core.cpu_share import BESIDE_SERVING_ENV
-from core.locks import LockBusy, file_lock
-from core.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
-from core.registry import ModelRegistry
-from core.snapshot_schedule import SnapshotSchedule, restore_if_fresh
-from core.starter import install_starter
+from core.host.cpu_share import BESIDE_SERVING_ENV
+from core.registry.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
+from core.registry.starter import install_starter
+from core.registry.versions import ModelRegistry
+from core.settings.config import ConfigError, Settings, ensure_home, load_settings
+from core.storage.locks import LockBusy, file_lock
+from core.storage.snapshot_schedule import SnapshotSchedule, restore_if_fresh
 from feedback.shared_state import (
     Busy,
     SharedAdminSessions,
@@ -35,16 +35,16 @@ from feedback.shared_state import (
     shared_failure_throttle,
 )
 from feedback.store import FeedbackStore
-from web.actions import Classifier, NewsLoopActions, PageLimits
-from web.admin import AdminActions
-from web.admin_routes import admin_router
-from web.admin_sessions import TICKET_TTL_S
-from web.api import build_api
-from web.identity import IdentityService, ProxyPolicy
-from web.jobs import RetrainJobs
-from web.origin_guard import OriginPolicy
-from web.page import build_page
-from web.server import ServerOptions, build_server, serve
+from web.admin.actions import AdminActions
+from web.admin.jobs import RetrainJobs
+from web.admin.routes import admin_router
+from web.admin.sessions import TICKET_TTL_S
+from web.page.actions import Classifier, NewsLoopActions, PageLimits
+from web.page.tabs import build_page
+from web.server.api import build_api
+from web.server.asgi import ServerOptions, build_server, serve
+from web.server.identity import IdentityService, ProxyPolicy
+from web.server.origin_guard import OriginPolicy
 
 log = logging.getLogger("newsloop.app")
 
@@ -155,7 +155,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
 
 
 def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: IdentityService, max_texts: int) -> list[APIRouter]:
-    """The REST API beside the page (web.api), sharing the page's limits, rate limiter and identity rules."""
+    """The REST API beside the page (web.server.api), sharing the page's limits, rate limiter and identity rules."""
     return [build_api(classifier, actions.limits, actions.classify_limit, identities.address_of, max_texts=max_texts)]
 
 
@@ -187,7 +187,7 @@ def register_starter_on_server(settings: Settings, wait_s: float = 300.0) -> Non
 
 
 def start_snapshots(settings: Settings) -> SnapshotSchedule | None:
-    """Restore a wiped host from the durable directory, then keep snapshotting to it (see core.durable)."""
+    """Restore a wiped host from the durable directory, then keep snapshotting to it (see core.storage.durable)."""
     if settings.durable_dir is None:
         return None
     restored = restore_if_fresh(settings.paths, settings.durable_dir)
@@ -209,7 +209,7 @@ def start_schedule(settings: Settings) -> threading.Thread | None:
             time.sleep(settings.retrain_interval_min * 60)
             # `watch --once` counts new trusted answers itself (feedback.readiness); the retrain lock prevents overlap.
             subprocess.run([sys.executable, "-m", "retrain", "watch", "--once"], check=False,
-                           env=os.environ | BESIDE_SERVING_ENV)  # it shares the app's cores (core.cpu_share)
+                           env=os.environ | BESIDE_SERVING_ENV)  # it shares the app's cores (core.host.cpu_share)
 
     thread = threading.Thread(target=loop, name="retrain-schedule", daemon=True)
     thread.start()
@@ -226,7 +226,9 @@ def main() -> None:
     start_snapshots(settings)
     ensure_champion(settings)
     register_starter_on_server(settings)
-    from core.serving import ChampionService  # here, so `import app` (tests, tools) does not load ONNX Runtime
+    from core.serving.classifier import (
+        ChampionService,  # here, so `import app` (tests, tools) does not load ONNX Runtime
+    )
 
     service = ChampionService(
         champion_source(settings.tracking_uri, settings.paths.models_dir),

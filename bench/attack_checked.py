@@ -5,7 +5,7 @@ label, then one-click the least likely label on texts the model is unsure of, tw
 honest annotators on their own addresses label queue items (one mistake in twenty). Prints, per trust mode
 and labels required, how many texts are trusted, how many of them with a wrong label, how many the attacker
 voted for, and how many the honest annotators trained; and how many of the attacker's pasted texts a fresh
-labeller's queue would serve (`web.actions` puts corrected texts in the pool).
+labeller's queue would serve (`web.page.actions` puts corrected texts in the pool).
 
     python -m bench.attack_checked --data /path/to/ag_news [--telling-share 0.25]
 
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from core.config import PROJECT_ROOT
 from core.labels import LABELS
-from core.policies import QueuePolicy, TrustPolicy
-from core.serving import OnnxClassifier
+from core.serving.classifier import OnnxClassifier
+from core.settings.config import PROJECT_ROOT
+from core.settings.policies import QueuePolicy, TrustPolicy
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
         for who, address in (sybils[t % 4], sybils[(t + 1) % 4]):
             result = store.record(text=text, user_label=least, annotator=who, kind="correct",
                                   probabilities=proba[text], address=address)
-            if not result.duplicate:  # what web.actions does with a correction
+            if not result.duplicate:  # what web.page.actions does with a correction
                 held = {"held": (who, "correction by a visitor not signed in")} if can_hold else {}
                 store.add_to_pool([text], source="correction", **held)
     for h in range(3):

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from core.labels import LABELS
-from core.policies import StoreLimits
+from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 
 

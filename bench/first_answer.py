@@ -11,8 +11,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.config import PROJECT_ROOT
-from core.net import free_port
+from core.host.net import free_port
+from core.settings.config import PROJECT_ROOT
 
 TARGET_S = 60.0
 HEADLINE = "Oil prices climb as OPEC signals deeper output cuts."
@@ -38,7 +38,7 @@ def first_answer_seconds(home: Path, timeout_s: float, log: Path) -> tuple[float
                 time.sleep(0.2)
                 continue
             seconds = time.perf_counter() - started
-            from core.registry import ModelRegistry
+            from core.registry.versions import ModelRegistry
 
             champion = ModelRegistry(home / "models").champion()
             return seconds, str(label["label"]), str(champion.meta.get("kind") if champion else "none")

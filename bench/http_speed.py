@@ -225,8 +225,8 @@ def summary(rows: list[Row]) -> str:
 
 
 def sample_texts(count: int) -> list[str]:
-    from core.config import load_settings
     from core.data import load_corpus_or_seed
+    from core.settings.config import load_settings
 
     settings = load_settings()
     corpus = load_corpus_or_seed(settings.data, settings.val_fraction, settings.use_extra_data)

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from core.config import PROJECT_ROOT, load_settings
+from core.host.net import free_port
 from core.labels import LABELS
-from core.net import free_port
-from core.registry import ModelRegistry
+from core.registry.versions import ModelRegistry
+from core.settings.config import PROJECT_ROOT, load_settings
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 MAX_CLIENTS = 256

@@ -52,8 +52,8 @@ from bench.sim.plot import write_outputs
 from bench.sim.report import compare, outcome, print_plan, print_results, summary_line
 from bench.sim.rounds import LoopOptions, run_order
 from bench.sim.rows import ORDERS, RoundRow
-from core.config import PROJECT_ROOT
-from core.starter import STARTER_DIR
+from core.registry.starter import STARTER_DIR
+from core.settings.config import PROJECT_ROOT
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args)
     if args.write_starter_data:
         from bench.sim.headlines import write_starter_data
-        from core.config import load_settings
+        from core.settings.config import load_settings
 
         plan, kept = write_starter_data(data_location(args.data), args.write_starter_data, load_settings().val_fraction)
         print(f"wrote {args.write_starter_data}: {kept}; held out {len(plan.stream)} stream + {len(plan.test)} test rows")
@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary)
         return 0
     if args.write_data:
-        from core.config import load_settings
+        from core.settings.config import load_settings
 
         _, words, plan, kept = prepare(args, args.write_data, load_settings().val_fraction)
         print_plan(plan, words, kept, check_size=not args.tiny)

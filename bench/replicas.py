@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench.load import stop_app
 from core.labels import LABELS
-from core.policies import StoreLimits
+from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from tests.pg_cluster import throwaway_cluster
 from tests.stack import process_env, start_replica

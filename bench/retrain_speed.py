@@ -1,6 +1,6 @@
 """Retrain speed: how long the maintainer waits for a retrain of 400 answers, and what it costs serving meanwhile.
 
-1. A temporary NEWSLOOP_HOME gets the shipped starter (installed as `core.starter.install_starter` does) and
+1. A temporary NEWSLOOP_HOME gets the shipped starter (installed as `core.registry.starter.install_starter` does) and
    the base-data folder of the headline shift (`bench.sim.headlines`: held-out train.csv rows never replayed);
    simulated honest labellers answer `--answers` items of the real queue, shown as headlines.
 2. `retrain.run.retrain` runs in this process with the settings' defaults (MLflow tracking on, as from the
@@ -9,7 +9,7 @@
    rows, nothing frozen, no distillation) on a copy of the same home, so the two can be set side by side.
 3. Unless `--skip-app`: `python app.py` serves that home; REST /api/v1/classify is timed at a steady pace
    (one client, `--pace` requests a second) while idle, during a retrain started the way the admin view
-   starts one (`web.jobs.RetrainJobs`: lower priority, one training thread fewer), and idle again.
+   starts one (`web.admin.jobs.RetrainJobs`: lower priority, one training thread fewer), and idle again.
 
 Run from the repository root::
 
@@ -63,9 +63,9 @@ def prepare(root: Path, data: str, answers: int, seed: int) -> tuple[Path, list[
     from bench.sim.headlines import write_starter_data
     from bench.sim.labellers import Labellers, Stream, label_round
     from core.data import Example
-    from core.registry import ModelRegistry
-    from core.serving import load_version
-    from core.starter import install_starter
+    from core.registry.starter import install_starter
+    from core.registry.versions import ModelRegistry
+    from core.serving.classifier import load_version
     from core.text import text_hash
     from feedback.store import FeedbackStore
 
@@ -107,7 +107,7 @@ def timed_retrain(
 
     from bench.sim.shift import FormEvaluator
     from core.data import load_corpus
-    from core.registry import ModelRegistry
+    from core.registry.versions import ModelRegistry
     from retrain.run import retrain
     from retrain.setup import RetrainSetup
 
@@ -166,9 +166,9 @@ def serving_during_retrain(root: Path, seconds: float, pace: float) -> dict[str,
     import httpx
 
     from bench.load import launch_app, stop_app, wait_until_up
-    from core.config import load_settings
     from core.data import load_corpus
-    from web.jobs import RetrainJobs
+    from core.settings.config import load_settings
+    from web.admin.jobs import RetrainJobs
 
     home = root / "serving"
     shutil.copytree(root / "home", home)

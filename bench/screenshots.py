@@ -25,13 +25,13 @@ from pathlib import Path
 
 from bench.sim.data import load_sources
 from bench.sim.headlines import plan_headlines
-from core.config import PROJECT_ROOT, load_settings
 from core.data import Example, load_corpus_or_seed
+from core.host.net import free_port
 from core.labels import LABELS
-from core.net import free_port
-from core.policies import StoreLimits
-from core.registry import ModelRegistry
-from core.starter import install_starter
+from core.registry.starter import install_starter
+from core.registry.versions import ModelRegistry
+from core.settings.config import PROJECT_ROOT, load_settings
+from core.settings.policies import StoreLimits
 from retrain.__main__ import EXIT_OK, EXIT_REFUSED
 
 OUT = PROJECT_ROOT / "docs" / "screenshots"
@@ -59,7 +59,7 @@ def held_out() -> tuple[list[Example], list[Example], str]:
 
 def stage(home: Path, examples: list[Example], answered: list[Example]) -> str:
     """The starter, a pool and a few days' answers in `home`; returns the sports article Classify will show."""
-    from core.serving import OnnxClassifier
+    from core.serving.classifier import OnnxClassifier
     from feedback.store import FeedbackStore
 
     champion = install_starter(ModelRegistry(home / "models"))

@@ -6,7 +6,7 @@ Measures, on the validation split of NEWSLOOP_DATA:
   engines take turns for `--rounds` rounds (the machine's speed drifts): p50 is the median of the rounds'
   p50s, each printed, and p95 is over all rounds;
 * batch throughput (texts/s) and accuracy over the whole validation split;
-* peak resident memory of a process that imports only `core.serving`, loads the served ONNX file and
+* peak resident memory of a process that imports only `core.serving.classifier`, loads the served ONNX file and
   classifies 100 texts (and whether torch got imported there: it must not);
 * app cold start: seconds from spawning `python app.py` to its first `/classify` answer. The app runs
   on a throw-away NEWSLOOP_HOME whose `models/` links to the real one, so no state is written there.
@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from bench.load import stop_app
-from core.config import PROJECT_ROOT
-from core.net import free_port
+from core.host.net import free_port
+from core.settings.config import PROJECT_ROOT
 
 TORCH = "pytorch-fp32"
 ONNX_FP32 = "onnx-fp32"
@@ -71,7 +71,7 @@ def hwm_mb():
 
 args = json.loads(sys.stdin.read())
 out = {"start_mb": peak_mb()}
-from core.serving import OnnxClassifier
+from core.serving.classifier import OnnxClassifier
 out["imported_mb"] = peak_mb()
 clf = OnnxClassifier(Path(args["model_dir"]), onnx_file=args["onnx_file"], threads=args["threads"])
 out["loaded_mb"] = peak_mb()
@@ -114,7 +114,7 @@ class EngineResult:
 # Engines.
 def onnx_engine(model_dir: Path, onnx_file: str, name: str, threads: int, options: Any = None) -> Engine:
     """ONNX Runtime through the serving class; `options` replaces its SessionOptions (for --tune)."""
-    from core.serving import OnnxClassifier, inference_session
+    from core.serving.classifier import OnnxClassifier, inference_session
 
     start = time.perf_counter()
     clf = OnnxClassifier(model_dir, onnx_file=onnx_file, threads=threads)
@@ -290,10 +290,10 @@ def app_cold_start(models_dir: Path, text: str, timeout_s: float) -> dict[str, A
 
 def tune(files: dict[str, tuple[Path, str]], single_texts: Sequence[str], texts: Sequence[str],
          labels: np.ndarray, batch_size: int, rounds: int) -> list[dict[str, Any]]:
-    """ONNX Runtime settings that are cheap to change in core/serving.py, measured the same way (settings
+    """ONNX Runtime settings that are cheap to change in core/serving/classifier.py, measured the same way (settings
     of one file take turns for `rounds` rounds; p50 is the median of the rounds' p50s)."""
     from bench.common import CpuWatch
-    from core.serving import OnnxClassifier, session_options
+    from core.serving.classifier import OnnxClassifier, session_options
 
     cores = os.cpu_count() or 1
     rows: list[dict[str, Any]] = []
@@ -362,7 +362,7 @@ def int8_variants(fp32_path: Path, out_dir: Path, single_texts: Sequence[str], t
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from core.paths import TOKENIZER_FILE
+    from core.storage.paths import TOKENIZER_FILE
     from retrain.export import fused_op_counts
 
     targets: dict[str, Path] = {}
@@ -479,11 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from bench.common import CpuWatch, contention_note
-    from core.config import load_settings
     from core.data import load_corpus
-    from core.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
-    from core.registry import ModelRegistry, ModelVersion
-    from core.starter import STARTER_DIR, starter_meta
+    from core.registry.starter import STARTER_DIR, starter_meta
+    from core.registry.versions import ModelRegistry, ModelVersion
+    from core.settings.config import load_settings
+    from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
 
     settings = load_settings()
     champion = ModelRegistry(settings.models_dir).champion()

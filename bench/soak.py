@@ -37,9 +37,9 @@ import httpx
 
 from bench import attacks
 from bench.load import ARTICLES, percentile, stop_app, wait_until_up
-from core.config import PROJECT_ROOT
+from core.host.net import free_port
 from core.labels import LABELS
-from core.net import free_port
+from core.settings.config import PROJECT_ROOT
 
 PASSWORD = "a soak-test admin passphrase nobody guesses"
 MAX_GROWTH_MB = 300

@@ -156,8 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
     from bench.common import CpuWatch, contention_note, share_cell
-    from core.config import load_settings
     from core.data import load_corpus
+    from core.settings.config import load_settings
     from retrain.targets import cap_rows
 
     settings = load_settings()

@@ -40,11 +40,11 @@ from bench.sim.data import (
     plan_slice,
     write_training_folder,
 )
-from core.config import PROJECT_ROOT
 from core.data import Example, load_corpus
 from core.labels import LABELS, NUM_LABELS
-from core.paths import CHECKPOINT_DIR
-from core.policies import TrainConfig
+from core.settings.config import PROJECT_ROOT
+from core.settings.policies import TrainConfig
+from core.storage.paths import CHECKPOINT_DIR
 from retrain.tracking import TrackingTarget
 
 log = logging.getLogger("bench.tune")
@@ -76,8 +76,8 @@ def recalls(y: np.ndarray, pred: np.ndarray) -> np.ndarray:
 
 
 def build_scenario(args: argparse.Namespace) -> Scenario:
-    from core.registry import ModelRegistry
-    from core.serving import OnnxClassifier
+    from core.registry.versions import ModelRegistry
+    from core.serving.classifier import OnnxClassifier
     from retrain.model import load_checkpoint
     from retrain.setup import tracking_target
     from retrain.targets import cap_rows

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from core.config import SEED_CSV
 from core.labels import UnknownLabelError, label_index
+from core.settings.config import SEED_CSV
 from core.text import clean_text, join_title, text_hash
 
 log = logging.getLogger(__name__)

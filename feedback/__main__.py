@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlite_utils
 
-from core.config import ConfigError, load_settings
+from core.settings.config import ConfigError, load_settings
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from feedback.validate import EXPORT_FORMATS

@@ -13,8 +13,8 @@ import numpy as np
 import sqlalchemy as sa
 
 from core.labels import LABELS
-from core.limits import RateLimiter
-from core.policies import StoreLimits
+from core.serving.limits import RateLimiter
+from core.settings.policies import StoreLimits
 from core.text import text_hash
 from feedback.db import Database, iso_time, parse_iso_time
 from feedback.errors import FeedbackError, RateLimited

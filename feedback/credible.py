@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from core.policies import TrustPolicy
+from core.settings.policies import TrustPolicy
 from feedback.checks import MIN_TELLING_CHECKS
 from feedback.db import Database
 from feedback.query import count

@@ -20,7 +20,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from core.sqlite_guard import Watch, is_live, watch
+from core.storage.sqlite_guard import Watch, is_live, watch
 from feedback.errors import FeedbackError
 from feedback.schema import migrate
 from feedback.tables import COPIED
@@ -90,7 +90,7 @@ class Database:
     SQLite: each thread keeps its own connection (WAL journal, 10 s busy timeout); writes run in `BEGIN
     IMMEDIATE` transactions, which makes check-then-insert rules (duplicates, rate limits) race-free. While it
     exists, nothing in this process may open the file (or its -wal and -shm files) other than through SQLite:
-    closing it would drop the process's locks (`core.sqlite_guard`).
+    closing it would drop the process's locks (`core.storage.sqlite_guard`).
 
     PostgreSQL (a postgresql:// URL): a pool of POOL_MAX connections; a write transaction first takes an
     advisory lock, so those rules hold across replicas as under BEGIN IMMEDIATE; the server releases it at

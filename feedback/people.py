@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.policies import TrustPolicy
+from core.settings.policies import TrustPolicy
 from feedback.agreement import pairwise_agreement
 from feedback.checks import CheckScore
 from feedback.crowd import PersonCounts

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from core.policies import QueuePolicy, StoreLimits
+from core.settings.policies import QueuePolicy, StoreLimits
 from core.text import text_hash
 from feedback.db import Database, iso_time
 from feedback.errors import FeedbackError, PoolImportError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from core.policies import QueuePolicy
+from core.settings.policies import QueuePolicy
 from feedback.db import Database
 from feedback.pool import settled, unseen
 from feedback.query import count

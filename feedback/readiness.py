@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.decision import EvalSetName, Rule
-from core.paired import SampleSize, traffic_sample_size
-from core.policies import GateConfig, RetrainPolicy, TrustPolicy
-from core.stages import RunRecord
+from core.evaluation.decision import EvalSetName, Rule
+from core.evaluation.paired import SampleSize, traffic_sample_size
+from core.registry.stages import RunRecord
+from core.settings.policies import GateConfig, RetrainPolicy, TrustPolicy
 from feedback.credible import credible_waiting
 from feedback.snapshot import split_trusted, traffic_hashes
 from feedback.store import FeedbackStore

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from core.policies import TrustPolicy
+from core.settings.policies import TrustPolicy
 from feedback.answers import LIVE, decoded
 from feedback.credible import credible
 from feedback.db import Database, iso_time

@@ -1,9 +1,9 @@
 """Web state in the feedback database, shared by every replica: rate limits, sign-in failures, admin
 sessions and tickets, queue items.
 
-Rate limits are `core.limits.RateLimiter` itself over a database store of events (`DatabaseWindows`); the other
-classes have the methods of the in-memory ones they replace (`web.admin.AdminSessions`,
-`web.session_memory.BoundedMap`), so `app.py` picks one or the other. Times are
+Rate limits are `core.serving.limits.RateLimiter` itself over a database store of events (`DatabaseWindows`); the other
+classes have the methods of the in-memory ones they replace (`web.admin.actions.AdminSessions`,
+`web.page.session_memory.BoundedMap`), so `app.py` picks one or the other. Times are
 wall-clock (`time.time`), the one clock machines share. Concurrency is the database's: every change is one
 write transaction (SQLite's BEGIN IMMEDIATE; on PostgreSQL an advisory lock per key, so a client's rate-limit
 check never waits for another client's or for answers being written).
@@ -20,7 +20,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from core.limits import FailureThrottle, RateLimiter
+from core.serving.limits import FailureThrottle, RateLimiter
 from feedback.db import RETRAIN_LOCK, Database, is_database_url
 from feedback.query import insert_on_conflict
 from feedback.tables import rate_hits, sessions
@@ -52,7 +52,7 @@ class _HitsWindow:
 
 
 class DatabaseWindows:
-    """`core.limits.RateLimiter`'s events in the `rate_hits` table, one bucket per limiter, seen by every replica."""
+    """`core.serving.limits.RateLimiter`'s events in the `rate_hits` table, one bucket per limiter, seen by every replica."""
 
     def __init__(self, db: Database, bucket: str, window_s: float, clock: Callable[[], float] = time.time) -> None:
         self._db, self._bucket, self._window_s, self._clock = db, bucket, window_s, clock
@@ -127,7 +127,7 @@ class _Records:
 
 
 class SharedAdminSessions:
-    """Signed-in admin browsers, valid on every replica (`web.admin.AdminSessions`' methods)."""
+    """Signed-in admin browsers, valid on every replica (`web.admin.actions.AdminSessions`' methods)."""
 
     def __init__(self, db: Database, ttl_s: float, clock: Callable[[], float] = time.time) -> None:
         self.ttl_s = ttl_s

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from core.data import Example, split_by_hash
 from core.labels import label_index
-from core.policies import TrustPolicy
+from core.settings.policies import TrustPolicy
 from core.text import text_hash
 from feedback.db import is_database_url
 from feedback.store import FeedbackStore

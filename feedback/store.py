@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from core.policies import QueuePolicy, StoreLimits
+from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.answers import Answers, RecordResult
 from feedback.crowd import Crowd
 from feedback.db import Database
@@ -21,7 +21,7 @@ from feedback.review import ReviewReport, Reviews
 from feedback.validate import KINDS
 
 if TYPE_CHECKING:
-    from core.config import Settings
+    from core.settings.config import Settings
 
 
 class FeedbackStore:

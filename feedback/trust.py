@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.policies import TrustPolicy
+from core.settings.policies import TrustPolicy
 from feedback.checks import (  # noqa: F401 - check_due, CheckScore, EARLY_CHECK_SHARE: imported from here too
     EARLY_CHECK_SHARE,
     CheckScore,

@@ -8,8 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
-from core.config import ConfigError, load_settings
 from core.data import DataSourceError, InputForm
+from core.settings.config import ConfigError, load_settings
 
 EXIT_OK = 0  # also: a retrain promoted its challenger
 EXIT_FAILED = 1
@@ -62,7 +62,7 @@ def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from core.cpu_share import yield_cpu
+    from core.host.cpu_share import yield_cpu
 
     settings = yield_cpu(load_settings())  # before torch starts a thread: threads inherit the priority
     from retrain.run import retrain
@@ -80,8 +80,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from core.mlflow_champion import is_tracking_server, mirror_versions
-    from core.registry import ANY, ModelRegistry, RegistryError
+    from core.registry.mlflow_champion import is_tracking_server, mirror_versions
+    from core.registry.versions import ANY, ModelRegistry, RegistryError
     from retrain.tracking import sync_aliases
 
     settings = load_settings()
@@ -106,10 +106,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import contextlib
     import time
 
-    from core.cpu_share import yield_cpu
+    from core.host.cpu_share import yield_cpu
 
     settings = yield_cpu(load_settings())  # before torch starts a thread: threads inherit the priority
-    from core.stages import read_last_run
+    from core.registry.stages import read_last_run
     from feedback.readiness import count_new_trusted
     from feedback.store import FeedbackStore
     from retrain.run import retrain
@@ -145,10 +145,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from core.data import read_csv
-    from core.metrics import evaluate_probabilities
-    from core.registry import ModelRegistry
-    from core.serving import OnnxClassifier
-    from core.starter import install_starter
+    from core.evaluation.metrics import evaluate_probabilities
+    from core.registry.starter import install_starter
+    from core.registry.versions import ModelRegistry
+    from core.serving.classifier import OnnxClassifier
 
     settings = load_settings()
     registry = ModelRegistry(settings.paths.models_dir)
@@ -168,8 +168,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     import contextlib
     from dataclasses import asdict
 
-    from core.registry import ModelRegistry
-    from core.stages import read_last_run
+    from core.registry.stages import read_last_run
+    from core.registry.versions import ModelRegistry
     from feedback.readiness import readiness
     from feedback.store import FeedbackStore
 
@@ -196,8 +196,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 def cmd_starter(args: argparse.Namespace) -> int:
     from core.data import load_corpus
-    from core.registry import ModelRegistry
-    from core.starter import STARTER_DIR
+    from core.registry.starter import STARTER_DIR
+    from core.registry.versions import ModelRegistry
     from retrain.starter import calibrate_starter, data_files, package_starter, reexport_starter
 
     settings = load_settings()

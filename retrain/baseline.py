@@ -11,8 +11,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.svm import LinearSVC
 
 from core.data import load_corpus_or_seed, read_csv
-from core.metrics import classification_metrics
-from core.policies import DataSource
+from core.evaluation.metrics import classification_metrics
+from core.settings.policies import DataSource
 from retrain.targets import cap_rows
 
 

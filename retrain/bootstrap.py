@@ -11,8 +11,8 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerBase
 
 from core.data import Corpus, Example, InputForm, in_form, load_corpus_or_seed
-from core.mlflow_champion import is_tracking_server, mirror_versions
-from core.registry import ModelRegistry
+from core.registry.mlflow_champion import is_tracking_server, mirror_versions
+from core.registry.versions import ModelRegistry
 from retrain.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
 from retrain.publish import ExportedVersion, log_exported, publish
 from retrain.setup import BootstrapSetup

@@ -8,7 +8,7 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase
 
 from core.data import Corpus
-from core.registry import ModelVersion
+from core.registry.versions import ModelVersion
 from retrain.model import ModelFactory, NewsClassifier, resolve_base_model
 from retrain.setup import RetrainSetup
 from retrain.targets import TrainingRows, replay_targets

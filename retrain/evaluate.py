@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 from core.data import Example
-from core.decision import GateResult
-from core.metrics import evaluate_probabilities
-from core.paths import VALIDATION_PROBS
-from core.policies import GateConfig
-from core.registry import ModelVersion
-from core.serving import OnnxClassifier
+from core.evaluation.decision import GateResult
+from core.evaluation.metrics import evaluate_probabilities
+from core.registry.versions import ModelVersion
+from core.serving.classifier import OnnxClassifier
+from core.settings.policies import GateConfig
+from core.storage.paths import VALIDATION_PROBS
 from core.text import text_hash
 from retrain.gate import BASE_SET, HOLDOUT_SET, TRAFFIC_SET, EvalSet, decide
 from retrain.tracking import Tracker

@@ -16,8 +16,8 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from core.labels import LABELS
-from core.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
-from core.serving import OnnxClassifier
+from core.serving.classifier import OnnxClassifier
+from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
 from retrain.model import NewsClassifier
 from retrain.train import predict_logits
 
@@ -146,7 +146,7 @@ def _optimize(raw: Path, out: Path, model: NewsClassifier) -> bool:
         config = model.encoder.config
         options = FusionOptions("bert")
         # Measured slower than what they replace (README "Performance"): SkipLayerNormalization (residual Add
-        # + LayerNormalization stay two nodes; core.serving keeps the runtime from fusing them either) and
+        # + LayerNormalization stay two nodes; core.serving.classifier keeps the runtime from fusing them either) and
         # BiasGelu (GELU's bias stays in the MatMul before it, which adds it for free, int8 too).
         options.enable_skip_layer_norm = False
         options.enable_bias_skip_layer_norm = False

@@ -1,6 +1,6 @@
 """The champion/challenger promotion gate, a pure function of both models' predictions on the evaluation sets.
 
-It returns one typed record per rule (`core.decision`); the challenger is promoted when every rule passes:
+It returns one typed record per rule (`core.evaluation.decision`); the challenger is promoted when every rule passes:
 
 - MARGIN: the combined macro-F1 (base validation blended with the users' sets) gains at least `margin`;
 - DISCORDANT, GAIN: the challenger is significantly better, by a one-sided exact McNemar test, on at least
@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.decision import USERS_SETS, EvalSetName, GateResult, PairedTest, Rule, RuleResult, SetScores
+from core.evaluation.decision import USERS_SETS, EvalSetName, GateResult, PairedTest, Rule, RuleResult, SetScores
+from core.evaluation.metrics import classification_metrics
+from core.evaluation.paired import discordant, mcnemar_p, noninferiority
 from core.labels import LABELS, NUM_LABELS
-from core.metrics import classification_metrics
-from core.paired import discordant, mcnemar_p, noninferiority
-from core.policies import GateConfig
+from core.settings.policies import GateConfig
 
 BASE_SET = EvalSetName.BASE.value
 HOLDOUT_SET = EvalSetName.HOLDOUT.value

@@ -12,9 +12,9 @@ from torch import nn
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from core.labels import LABELS
-from core.paths import CHECKPOINT_DIR
-from core.policies import DROPOUT
-from core.registry import ModelVersion
+from core.registry.versions import ModelVersion
+from core.settings.policies import DROPOUT
+from core.storage.paths import CHECKPOINT_DIR
 
 log = logging.getLogger(__name__)
 

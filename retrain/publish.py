@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-from core.calibration import calibration_report, fit_temperature, log_probs, with_temperature
 from core.data import Example, InputForm, in_form
-from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, VALIDATION_PROBS
-from core.policies import ExportConfig
-from core.registry import ModelRegistry, ModelVersion
+from core.evaluation.calibration import calibration_report, fit_temperature, log_probs, with_temperature
+from core.registry.versions import ModelRegistry, ModelVersion
+from core.settings.policies import ExportConfig
+from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, VALIDATION_PROBS
 from retrain.evaluate import score_file, validation_key
 from retrain.export import export_onnx, parity_check, quantize_int8
 from retrain.model import NewsClassifier, save_checkpoint
@@ -77,7 +77,7 @@ def publish(
             "confusion_matrix": (int8 if serve_file == INT8_FILE else fp32)["confusion_matrix"],
             "key": validation_key(validation),
         },
-        "temperature": temperature,  # core.serving divides the logits by it: calibrated confidences
+        "temperature": temperature,  # core.serving.classifier divides the logits by it: calibrated confidences
         "calibration": calibration,
     }
     served = with_temperature(log_probs(served), temperature).astype(np.float32)  # as served from now on
@@ -95,7 +95,7 @@ def calibrate(
 ) -> tuple[float, dict[str, dict[str, float]]]:
     """The temperature fitted on the served file's uncalibrated validation probabilities in every input form
     together (people paste headlines, descriptions and whole articles), and each form's ECE and Brier score
-    before and after it (core.calibration). `scorer`: an OnnxClassifier at temperature 1 (default: the file)."""
+    before and after it (core.evaluation.calibration). `scorer`: an OnnxClassifier at temperature 1 (default: the file)."""
     by_form = {InputForm.FULL.value: ([e.label for e in validation], full_probs)}
     for form in (InputForm.TITLE, InputForm.BODY):
         examples = in_form(validation, form)

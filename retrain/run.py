@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import fields
 
 from core.data import load_corpus_or_seed
-from core.decision import Rule, RuleResult
-from core.mlflow_champion import is_tracking_server, mirror_versions
-from core.policies import GateConfig
-from core.registry import ChampionChanged, ModelRegistry
-from core.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
+from core.evaluation.decision import Rule, RuleResult
+from core.registry.mlflow_champion import is_tracking_server, mirror_versions
+from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
+from core.registry.versions import ChampionChanged, ModelRegistry
+from core.settings.policies import GateConfig
 from feedback.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
 from retrain.evaluate import judge

@@ -5,11 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import Settings
 from core.data import InputForm
-from core.mlflow_champion import is_tracking_server
-from core.paths import HomePaths
-from core.policies import DROPOUT, DataSource, ExportConfig, GateConfig, RetrainPolicy, TrainConfig, TrustPolicy
+from core.registry.mlflow_champion import is_tracking_server
+from core.settings.config import Settings
+from core.settings.policies import (
+    DROPOUT,
+    DataSource,
+    ExportConfig,
+    GateConfig,
+    RetrainPolicy,
+    TrainConfig,
+    TrustPolicy,
+)
+from core.storage.paths import HomePaths
 from retrain.tracking import TrackingTarget
 
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from core.calibration import log_probs, with_temperature
 from core.data import Example, InputForm, in_form
+from core.evaluation.calibration import log_probs, with_temperature
+from core.evaluation.metrics import evaluate_probabilities
 from core.labels import LABELS
-from core.metrics import evaluate_probabilities
-from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
-from core.policies import ExportConfig
-from core.registry import ModelRegistry, ModelVersion
-from core.serving import OnnxClassifier
-from core.starter import MODEL_CARD, starter_meta
+from core.registry.starter import MODEL_CARD, starter_meta
+from core.registry.versions import ModelRegistry, ModelVersion
+from core.serving.classifier import OnnxClassifier
+from core.settings.policies import ExportConfig
+from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
 from retrain.model import load_checkpoint, save_checkpoint
 from retrain.publish import calibrate, publish
 
@@ -216,7 +216,7 @@ def model_card(meta: dict[str, Any]) -> str:
     calibration = meta.get("calibration") or {}
     if calibration:
         lines += ["", f"## Calibration (temperature {meta.get('temperature', 1.0):.3f})", "",
-                  "Temperature scaling fitted on the validation rows in every input form together (`core.calibration`); "
+                  "Temperature scaling fitted on the validation rows in every input form together (`core.evaluation.calibration`); "
                   "serving divides the logits by it. Expected calibration error (15 bins of the top probability) and "
                   "Brier score of the served file, before and after:", "",
                   "| input | rows | ECE before | ECE after | Brier before | Brier after |", "|---|---:|---:|---:|---:|---:|"]

@@ -1,5 +1,5 @@
 """The retrain's files under home: the one-run-at-a-time lock, and writing the progress file and the last run's
-state (`core.stages` reads them)."""
+state (`core.registry.stages` reads them)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import os
 import time
 from collections.abc import Iterator
 
-from core.locks import LockBusy, file_lock
-from core.paths import HomePaths
-from core.registry import write_json_atomic
-from core.stages import Progress, RunRecord, Stage, read_history, state_payload
+from core.registry.stages import Progress, RunRecord, Stage, read_history, state_payload
+from core.registry.versions import write_json_atomic
+from core.storage.locks import LockBusy, file_lock
+from core.storage.paths import HomePaths
 from feedback.shared_state import Busy, database_lock
 
 
@@ -37,7 +37,7 @@ def retrain_lock(paths: HomePaths, database_url: str = "") -> Iterator[None]:
 
 
 def write_progress(paths: HomePaths, stage: Stage, decision: str = "") -> None:
-    """Where the current run is, for the admin view and for tests that interrupt a run (`core.stages`)."""
+    """Where the current run is, for the admin view and for tests that interrupt a run (`core.registry.stages`)."""
     write_json_atomic(paths.retrain_progress, Progress(stage, time.time(), os.getpid(), decision).to_dict())
 
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from core.data import Corpus, Example
 from core.labels import NUM_LABELS
-from core.registry import ModelVersion
-from core.serving import OnnxClassifier
+from core.registry.versions import ModelVersion
+from core.serving.classifier import OnnxClassifier
 from core.text import text_hash
 from retrain.train import soft_targets
 

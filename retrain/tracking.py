@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.mlflow_champion import HISTORY_TAG, REGISTERED_MODEL, VERSION_TAG, ensure_registered_model
-from core.paths import CHECKPOINT_DIR, META_FILE, ONNX_FILES, TOKENIZER_FILE
-from core.policies import TrainConfig
-from core.registry import ModelRegistry
+from core.registry.mlflow_champion import HISTORY_TAG, REGISTERED_MODEL, VERSION_TAG, ensure_registered_model
+from core.registry.versions import ModelRegistry
+from core.settings.policies import TrainConfig
+from core.storage.paths import CHECKPOINT_DIR, META_FILE, ONNX_FILES, TOKENIZER_FILE
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ def sync_aliases(tracking_uri: str, registry: ModelRegistry, challenger: str | N
     set_to: dict[str, str] = {}
     record = registry.read_record()
     champion = record["champion"]
-    # The champions before it, so a rollback on any machine restores the same one (see core.mlflow_champion).
+    # The champions before it, so a rollback on any machine restores the same one (see core.registry.mlflow_champion).
     history = [v for v in record["history"] if v in by_project_version]
     client.set_registered_model_tag(REGISTERED_MODEL, HISTORY_TAG, json.dumps(history))
     for alias, project_version in (("champion", champion), ("challenger", challenger)):

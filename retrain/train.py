@@ -19,7 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from core.policies import TrainConfig
+from core.settings.policies import TrainConfig
 from retrain.model import NewsClassifier, freeze_lower_layers
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from core.config import PROJECT_ROOT, Settings, load_settings
-from core.net import free_port
+from core.host.net import free_port
+from core.settings.config import PROJECT_ROOT, Settings, load_settings
 
 T = TypeVar("T")
 
@@ -77,9 +77,9 @@ def launched_app(settings: Settings, store: object = None, service: object = Non
     """The real server (page, REST API, browser ids, upload guard) on a free loopback port, as `app.main`
     serves it; yields (url, service)."""
     from app import build_app
-    from core.registry import ModelRegistry
-    from core.serving import ChampionService
-    from web.server import ServerThread
+    from core.registry.versions import ModelRegistry
+    from core.serving.classifier import ChampionService
+    from web.server.asgi import ServerThread
 
     service = service or ChampionService(ModelRegistry(settings.paths.models_dir))
     port = free_port()
@@ -96,8 +96,8 @@ def launched_app(settings: Settings, store: object = None, service: object = Non
 _RETRAIN_ELSEWHERE = """
 import sys
 from pathlib import Path
-from core.paths import HomePaths
-from core.stages import Stage
+from core.storage.paths import HomePaths
+from core.registry.stages import Stage
 from retrain.state import retrain_lock, write_progress
 paths = HomePaths(Path(sys.argv[1]))
 with retrain_lock(paths):

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from core.net import free_port
+from core.host.net import free_port
 
 
 def find_pg_bin() -> Path | None:

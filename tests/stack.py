@@ -11,8 +11,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from core.config import PROJECT_ROOT
-from core.net import free_port
+from core.host.net import free_port
+from core.settings.config import PROJECT_ROOT
 from tests.helpers import MANY_PAGES_ENV
 
 # The tiny test model's settings (tests.helpers.tiny_settings) and a retrain recipe under which it learns the

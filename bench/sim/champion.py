@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.paths import HomePaths
-from core.policies import QueuePolicy, StoreLimits
+from core.settings.policies import QueuePolicy, StoreLimits
+from core.storage.paths import HomePaths
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-    from core.config import Settings
-    from core.registry import ModelVersion
+    from core.registry.versions import ModelVersion
+    from core.settings.config import Settings
     from retrain.model import ModelFactory, NewsClassifier
     from retrain.setup import BootstrapSetup, RetrainSetup
 
@@ -45,7 +45,7 @@ def sim_settings(home: Path, data_dir: Path, tiny: bool, *, checks: bool = False
     With known-answer checks only annotators who passed them train (NEWSLOOP_TRAIN_ON=checked); against a
     Sybil attacker two agreeing people are needed per text (the Space policy's labels_required).
     """
-    from core.config import load_settings
+    from core.settings.config import load_settings
 
     overrides: dict[str, object] = {
         "home": home,
@@ -96,7 +96,7 @@ def tiny_factory(seed: int) -> ModelFactory:
     def factory(champion: ModelVersion | None) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
         from transformers import AutoTokenizer
 
-        from core.paths import CHECKPOINT_DIR
+        from core.storage.paths import CHECKPOINT_DIR
         from retrain.model import load_checkpoint, resolve_base_model, tiny_model
 
         if champion is not None and (champion.path / CHECKPOINT_DIR).is_dir():

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.config import PROJECT_ROOT, SEED_CSV
 from core.data import Example, is_validation, read_csv, split_by_hash
 from core.labels import label_index
+from core.settings.config import PROJECT_ROOT, SEED_CSV
 from core.text import text_hash
 
 DEFAULT_DATA = PROJECT_ROOT.parent / "shared" / "data" / "ag_news"

@@ -10,11 +10,11 @@ import numpy as np
 
 from core.data import Example
 from core.labels import LABELS
-from core.policies import QueuePolicy
+from core.settings.policies import QueuePolicy
 from core.text import text_hash
 
 if TYPE_CHECKING:
-    from core.serving import OnnxClassifier
+    from core.serving.classifier import OnnxClassifier
     from feedback.store import FeedbackStore
 
 HONEST = ("reader-1", "reader-2", "reader-3", "reader-4", "reader-5")

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from core.data import Example
-from core.paths import INT8_FILE
+from core.storage.paths import INT8_FILE
 
 if TYPE_CHECKING:
-    from core.registry import ModelVersion
-    from core.serving import OnnxClassifier
+    from core.registry.versions import ModelVersion
+    from core.serving.classifier import OnnxClassifier
 
 
 class Evaluator:
@@ -23,7 +23,7 @@ class Evaluator:
         self._slice: dict[str, float] = {}
 
     def classifier(self, version: ModelVersion) -> OnnxClassifier:
-        from core.serving import load_version
+        from core.serving.classifier import load_version
 
         if version.version not in self._models:
             if len(self._models) >= 2:  # the champion and one challenger; older sessions only hold memory

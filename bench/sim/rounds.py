@@ -20,7 +20,7 @@ from core.labels import LABELS
 from core.text import text_hash
 
 if TYPE_CHECKING:
-    from core.registry import ModelRegistry, ModelVersion
+    from core.registry.versions import ModelRegistry, ModelVersion
     from feedback.store import FeedbackStore
     from retrain.model import ModelFactory
 
@@ -43,7 +43,7 @@ def run_order(
     factory: ModelFactory | None = None,
 ) -> list[RoundRow]:
     """Rounds of labelling + retrain from the champion in `home`; prints and returns one row a round."""
-    from core.registry import ModelRegistry
+    from core.registry.versions import ModelRegistry
     from feedback.store import FeedbackStore
 
     registry = ModelRegistry(home.paths.models_dir)

@@ -22,11 +22,11 @@ from bench.sim.champion import Preset, sim_home, sim_settings
 from bench.sim.headlines import HeadlinePlan, write_starter_data
 from bench.sim.labellers import Labellers, Stream, label_round
 from core.data import Example, InputForm, as_form, load_corpus
-from core.starter import STARTER_DIR, install_starter
+from core.registry.starter import STARTER_DIR, install_starter
 from core.text import text_hash
 
 if TYPE_CHECKING:
-    from core.registry import ModelVersion
+    from core.registry.versions import ModelVersion
 
 FORMS = (InputForm.TITLE, InputForm.FULL)
 
@@ -68,7 +68,7 @@ class FormEvaluator:
         self._correct: dict[str, dict[str, np.ndarray]] = {}
 
     def correct(self, version: ModelVersion) -> dict[str, np.ndarray]:
-        from core.serving import load_version
+        from core.serving.classifier import load_version
 
         # A refused challenger's version name can be taken again by the next one: key by name and commit time.
         key = f"{version.version}@{version.meta.get('committed_at')}"
@@ -100,8 +100,8 @@ def run_shift(
 ) -> tuple[HeadlinePlan, list[ShiftRow], dict[str, float]]:
     """Install the shipped starter in a fresh home under `root`, then run the rounds: one row per round, and
     the paired p-values (per set) of the last champion against the starter."""
-    from core.registry import ModelRegistry
-    from core.serving import load_version
+    from core.registry.versions import ModelRegistry
+    from core.serving.classifier import load_version
     from feedback.store import FeedbackStore
 
     data_dir = root / "data"
@@ -143,7 +143,7 @@ def retrain_round(
     home: Any, registry: Any, evaluator: FormEvaluator, champion: ModelVersion, round_no: int, labellers: Labellers,
     store: Any,
 ) -> ShiftRow:
-    from core.stages import read_last_run
+    from core.registry.stages import read_last_run
     from feedback.readiness import readiness
     from retrain.run import retrain
 

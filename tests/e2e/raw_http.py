@@ -35,7 +35,7 @@ class Visitor:
         self.http = httpx.Client(base_url=self.url, timeout=60.0)
         self._events: dict[str, int] | None = None
         self.cookie: str | None = None
-        self.form_token = ""  # the anti-forgery token the page's script sends (web/forms.js): kept like a browser
+        self.form_token = ""  # the anti-forgery token the page's script sends (web/page/forms.js): kept like a browser
         self.send_form_token = True  # False: act as a page on another site, which cannot read it
         self.extra_headers: dict[str, str] = {}
         self.session_hash = uuid.uuid4().hex[:11]  # one browser tab: Gradio keys per-tab state by it

@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from bench.attacks import send_chunked
-from core.config import PROJECT_ROOT, Settings
+from core.settings.config import PROJECT_ROOT, Settings
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
 from tests.e2e.test_attacks import sign_in, space_settings

@@ -1,7 +1,7 @@
 """Every admin event of the running app refuses a caller without an admin session and changes nothing.
 
 The list of events is the app's own: every handler the launched page wires that lives in an admin module must
-carry the one admin check (`web.admin_guard.admin_only`), except the sign-in flow itself. Each is then called
+carry the one admin check (`web.admin.guard.admin_only`), except the sign-in flow itself. Each is then called
 over raw HTTP by its index, as a script can call any private event, with inputs a script would send."""
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import pytest
 from pydantic import SecretStr
 from starlette.routing import Mount
 
-from core.registry import ModelRegistry
-from core.serving import ChampionService
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import ChampionService
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
 from tests.helpers import tiny_settings
-from web.admin_guard import is_guarded
+from web.admin.guard import is_guarded
 
 PASSWORD = "a long admin password for the admin guard test"
-ADMIN_MODULES = {"web.admin", "web.admin_dashboard", "web.review_view", "web.people_view", "web.guidelines_view"}
+ADMIN_MODULES = {"web.admin.actions", "web.admin.dashboard", "web.admin.review_view", "web.admin.people_view", "web.admin.guidelines_view"}
 SIGN_IN_FLOW = {"restore", "login", "after_sign_in", "logout"}  # strangers must reach these to sign in
 SURE_OF_WORLD = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
 
@@ -47,8 +47,8 @@ class Refusals(logging.Handler):
 @pytest.fixture(scope="module")
 def app(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any, Path, FeedbackStore]]:
     from app import build_app
-    from core.net import free_port
-    from web.server import ServerThread
+    from core.host.net import free_port
+    from web.server.asgi import ServerThread
 
     home = tmp_path_factory.mktemp("guard") / "home"
     shutil.copytree(tiny_champion_home, home)
@@ -168,7 +168,7 @@ def test_every_admin_event_refuses_a_caller_without_an_admin_session(app) -> Non
 def test_a_disagreement_button_refuses_without_a_session(app) -> None:  # type: ignore[no-untyped-def]
     """The settle buttons are drawn per session (gr.render) for admins only, so they are not in the page's
     config; their handler carries the same check."""
-    from web.people_view import PeoplePanel, _settle
+    from web.admin.people_view import PeoplePanel, _settle
 
     _, blocks, home, store = app
     [admin] = {fn.__self__.admin for fn in admin_events(blocks).values()

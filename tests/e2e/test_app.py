@@ -9,9 +9,9 @@ import pytest
 from gradio_client import Client
 
 from core.labels import LABELS
-from core.policies import QueuePolicy, StoreLimits
-from core.registry import ModelRegistry
-from core.serving import ChampionService
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import ChampionService
+from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
 from feedback.traffic import is_traffic_turn
 from tests.helpers import launched_app, tiny_settings
@@ -206,7 +206,7 @@ def test_queue_answers_and_skips_must_name_the_article_on_screen(served) -> None
 
 
 def test_client_cannot_choose_its_rate_limit_identity_with_a_forged_header() -> None:
-    from web.identity import ProxyPolicy
+    from web.server.identity import ProxyPolicy
 
     direct = ProxyPolicy()
     # No trusted proxy: the header is ignored, the socket address counts.
@@ -221,7 +221,7 @@ def test_client_cannot_choose_its_rate_limit_identity_with_a_forged_header() -> 
 
 def test_rate_limit_refuses_a_client_past_its_budget(tiny_champion_home: Path) -> None:
     from app import identity_service, page_limits
-    from web.actions import NewsLoopActions
+    from web.page.actions import NewsLoopActions
 
     settings = tiny_settings(tiny_champion_home, classify_per_minute=2)
     service = ChampionService(ModelRegistry(settings.paths.models_dir))

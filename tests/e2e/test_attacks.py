@@ -21,8 +21,8 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from core.config import ConfigError, Settings
 from core.labels import LABELS
+from core.settings.config import ConfigError, Settings
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import EventError, Visitor
@@ -75,7 +75,7 @@ def space(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 def sign_in(visitor: Visitor, password: str = PASSWORD) -> str:
     """Sign in as the page does: the login event's ticket, redeemed at once for a fresh browser id (the tab's
-    REDEEM_JS in web.admin_view); returns "Signed in." or the event's message."""
+    REDEEM_JS in web.admin.view); returns "Signed in." or the event's message."""
     message, ticket = visitor.call("login", password)
     if not ticket:
         return message
@@ -335,7 +335,7 @@ def test_every_write_path_answers_bad_input_with_a_message(space: Served) -> Non
 # 9. A rollback undone by a retrain that started before it --------------------------------------------------
 def test_a_promotion_decided_against_an_old_champion_is_refused(tiny_home_copy: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from core.registry import ModelRegistry
+    from core.registry.versions import ModelRegistry
     from retrain import run as run_module
     from retrain.setup import RetrainSetup
     from tests.e2e.test_retrain_run import add_feedback, settings_for
@@ -366,7 +366,7 @@ def test_a_promotion_decided_against_an_old_champion_is_refused(tiny_home_copy: 
 
 
 def test_rollback_cli_refuses_when_the_champion_changed(tiny_home_copy: Path) -> None:
-    from core.registry import ChampionChanged, ModelRegistry
+    from core.registry.versions import ChampionChanged, ModelRegistry
 
     registry = ModelRegistry(tiny_settings(tiny_home_copy).models_dir)
     with pytest.raises(ChampionChanged):

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from core.config import PROJECT_ROOT
 from core.labels import LABELS
-from core.policies import StoreLimits
+from core.settings.config import PROJECT_ROOT
+from core.settings.policies import StoreLimits
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.store import FeedbackStore
 from tests.helpers import launched_app, tiny_settings

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from core.labels import LABELS
-from core.policies import StoreLimits
-from core.serving import ChampionService
+from core.serving.classifier import ChampionService
+from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from tests.helpers import launched_app, tiny_settings
 
@@ -150,7 +150,7 @@ def test_label_queue_in_the_browser(page, served, tmp_path: Path) -> None:  # ty
     left = int(re.search(r"(\d+) left", before).group(1))
     _shot(page, "04-queue-item")
 
-    page.wait_for_timeout(400)  # web/keys.js drops a press or click within 200 ms of a new article appearing
+    page.wait_for_timeout(400)  # web/page/keys.js drops a press or click within 200 ms of a new article appearing
     page.click("#q-1")
     ack = _wait_for_text(page, "#queue-ack", "Saved as")
     progress = _wait_for_text(page, "#queue-progress", "labelled 1")

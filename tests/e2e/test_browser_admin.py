@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from core.decision import GateResult, PairedTest, Rule, RuleResult, SetScores
-from core.policies import StoreLimits, TrustPolicy
-from core.registry import ModelRegistry
-from core.stages import RowCounts, RunRecord, state_payload
+from core.evaluation.decision import GateResult, PairedTest, Rule, RuleResult, SetScores
+from core.registry.stages import RowCounts, RunRecord, state_payload
+from core.registry.versions import ModelRegistry
+from core.settings.policies import StoreLimits, TrustPolicy
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
 from tests.e2e.test_browser_flows import AXE, SIZES, open_page, shot, tab
 from tests.helpers import launched_app, tiny_settings
-from web.classify_view import EXAMPLES
+from web.page.classify_view import EXAMPLES
 
 pytestmark = pytest.mark.browser
 
@@ -293,7 +293,7 @@ def test_an_example_updates_the_counter_and_enter_answers_a_focused_queue_button
     _wait_for_text(page, "#queue-progress", " left.")  # an article is on screen (the placeholder has no count)
     shown = page.inner_text("#queue-article article p")  # the article alone, not Gradio's loading overlay
     page.locator("#q-2").focus()
-    page.wait_for_timeout(1000)  # web/keys.js drops a press within 200 ms of the article changing
+    page.wait_for_timeout(1000)  # web/page/keys.js drops a press within 200 ms of the article changing
     page.keyboard.press("Enter")
     ack = _wait_for_text(page, "#queue-ack", "Saved as")
     assert "Business" in ack and shown.strip()[:16] in ack

@@ -1,6 +1,6 @@
 """Issue 25 as a maintainer reads a decision, in headless Chromium: a refused and a promoted run, both real
 retrains of the tiny model (seconds each), each shown on the admin page with every number equal to the run
-record the retrain wrote (the state file, read back by `core.stages.read_last_run`). The preview's expected
+record the retrain wrote (the state file, read back by `core.registry.stages.read_last_run`). The preview's expected
 duration comes from those runs; a retrain started by another process shows on the page and keeps Retrain off.
 
 The page's numbers are read from its text and compared with the record's fields at the page's precision; a
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from core.config import Settings
-from core.decision import Rule, RuleResult
-from core.policies import StoreLimits
-from core.stages import Outcome, RunRecord, read_history, read_last_run
+from core.evaluation.decision import Rule, RuleResult
+from core.registry.stages import Outcome, RunRecord, read_history, read_last_run
+from core.settings.config import Settings
+from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
@@ -58,7 +58,7 @@ def sign_in(page) -> None:  # type: ignore[no-untyped-def]
     _wait_for_text(page, "#retrain-decision", "promoted", "Promoted", "retrain")
 
 
-# What the record says, in the forms the page prints (web.decision_words: pct, points, p_text) ----------------
+# What the record says, in the forms the page prints (web.admin.decision_words: pct, points, p_text) ----------------
 
 def pct(x: float) -> str:
     return f"{x * 100:.2f}"

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from core.config import Settings
+from core.settings.config import Settings
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.policies import StoreLimits
+from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
 from tests.helpers import launched_app, tiny_settings

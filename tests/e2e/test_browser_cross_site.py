@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from core.net import free_port
+from core.host.net import free_port
 from feedback.store import FeedbackStore
 from tests.e2e.test_attacks import PASSWORD
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync

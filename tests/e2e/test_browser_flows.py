@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from core.config import PROJECT_ROOT
-from core.policies import StoreLimits
+from core.settings.config import PROJECT_ROOT
+from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
 from tests.helpers import launched_app, tiny_settings
@@ -234,7 +234,7 @@ def test_admin_reviews_a_suspicious_answer_by_clicking_its_row(browser, served) 
     assert store.get(answer.id)["status"] == "suspicious"
     page = open_page(browser, url)
     sign_in(page)
-    # Every answer in the review list is a checkbox labelled with its full text (web/review_view.py).
+    # Every answer in the review list is a checkbox labelled with its full text (web/admin/review_view.py).
     page.locator("#review-list label", has_text="Summit report flagged").first.click()
     page.click("#review-accept")
     assert f"#{answer.id}" in _wait_for_text(page, "#review-msg", "Accepted 1 answer")

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from core.labels import LABELS
-from core.policies import StoreLimits
-from core.registry import ModelRegistry
-from core.serving import OnnxClassifier, softmax
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import OnnxClassifier, softmax
+from core.settings.policies import StoreLimits
 from feedback.pool import margin_uncertainty
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor

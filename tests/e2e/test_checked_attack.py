@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from core.labels import LABELS
-from core.policies import QueuePolicy
+from core.settings.policies import QueuePolicy
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor

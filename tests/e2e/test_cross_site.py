@@ -1,7 +1,7 @@
 """Another website cannot act as the admin: cross-site requests over raw HTTP, as a foreign page's script
 would send them with the admin's cookies attached (a browser does so on a Space, where the cookie is
-`SameSite=None`). Refused before they run (web.origin_guard); an admin event without the page's anti-forgery
-token is refused by the admin check (web.admin_guard). The app's own page keeps working.
+`SameSite=None`). Refused before they run (web.server.origin_guard); an admin event without the page's anti-forgery
+token is refused by the admin check (web.admin.guard). The app's own page keeps working.
 """
 
 from __future__ import annotations

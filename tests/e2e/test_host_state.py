@@ -16,12 +16,12 @@ from pathlib import Path
 
 from gradio_client import Client
 
-from core.config import PROJECT_ROOT
-from core.durable import MANIFEST, latest_complete, snapshots
-from core.net import free_port
-from core.policies import StoreLimits
-from core.registry import ModelRegistry
-from core.starter import STARTER_DIR, starter_meta
+from core.host.net import free_port
+from core.registry.starter import STARTER_DIR, starter_meta
+from core.registry.versions import ModelRegistry
+from core.settings.config import PROJECT_ROOT
+from core.settings.policies import StoreLimits
+from core.storage.durable import MANIFEST, latest_complete, snapshots
 from feedback.store import FeedbackStore
 
 INTERVAL_S = 1.5

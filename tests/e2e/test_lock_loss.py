@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 from pydantic import SecretStr
 
-from core.durable import snapshots
 from core.labels import LABELS
-from core.snapshot_schedule import SnapshotSchedule
+from core.storage.durable import snapshots
+from core.storage.snapshot_schedule import SnapshotSchedule
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import EventError, Visitor
 from tests.helpers import launched_app, tiny_settings
@@ -50,7 +50,7 @@ def file_data(path: str) -> dict:
 
 
 def sign_in(admin: Visitor) -> None:
-    """As the admin tab does: the login event's ticket, redeemed for a fresh browser id (web.admin_routes)."""
+    """As the admin tab does: the login event's ticket, redeemed for a fresh browser id (web.admin.routes)."""
     message, ticket = admin.call("login", PASSWORD)
     redeemed = admin.post("/admin/session", json={"ticket": ticket})
     assert redeemed.status_code == 200, (message, redeemed.text)
@@ -93,7 +93,7 @@ def test_another_process_checkpointing_while_the_app_serves_everything_loses_not
                 assert httpx.post(f"{url}api/v1/classify", json={"text": [text, item_text]}, timeout=30).status_code == 200
 
                 # The state directory through Gradio's file routes, and as the path of an upload: refused, and
-                # nothing outside SQLite ever opens the database (core.sqlite_guard would refuse that too).
+                # nothing outside SQLite ever opens the database (core.storage.sqlite_guard would refuse that too).
                 for path in [*own_files, f"/proc/self/fd/{i + 3}"]:
                     assert stranger.get(f"/gradio_api/file={path}").status_code in (403, 404)
                 for visitor in (stranger, admin):

@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from bench.load import stop_app
-from core.config import PROJECT_ROOT
 from core.data import load_seed
 from core.labels import LABELS
-from core.mlflow_champion import REGISTERED_MODEL
-from core.registry import ModelRegistry
-from core.starter import install_starter
+from core.registry.mlflow_champion import REGISTERED_MODEL
+from core.registry.starter import install_starter
+from core.registry.versions import ModelRegistry
+from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
 from tests.helpers import at_once
 from tests.pg_cluster import Cluster

@@ -1,4 +1,4 @@
-"""The JSON API (web/api.py) through real HTTP: answers, status codes, limits, bad input, shared rate limit, OpenAPI.
+"""The JSON API (web/server/api.py) through real HTTP: answers, status codes, limits, bad input, shared rate limit, OpenAPI.
 
 Most cases drive the real server (`launched_app`: page, API, browser ids); the rate-limit and no-model
 cases serve the router alone, around a limiter and a registry the test controls.
@@ -18,14 +18,14 @@ import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 
+from core.host.net import free_port
 from core.labels import LABELS
-from core.limits import RateLimiter
-from core.net import free_port
-from core.registry import ModelRegistry
-from core.serving import ChampionService
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import ChampionService
+from core.serving.limits import RateLimiter
 from tests.helpers import launched_app, tiny_settings
-from web.actions import PageLimits
-from web.api import build_api
+from web.page.actions import PageLimits
+from web.server.api import build_api
 
 MAX_CHARS = 500
 MAX_TEXTS = 4  # the router-only server's bound
@@ -33,7 +33,7 @@ NEWS = "Stocks rallied after the central bank left interest rates unchanged."
 
 
 def _address(request: Request) -> str:
-    # Stands in for the page's identity rule (web.identity), which the real server passes.
+    # Stands in for the page's identity rule (web.server.identity), which the real server passes.
     return "addr:" + (request.client.host if request.client else "")
 
 

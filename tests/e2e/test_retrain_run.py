@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_ROOT, Settings
 from core.data import load_seed
 from core.labels import LABELS
-from core.paths import HomePaths
-from core.policies import StoreLimits
-from core.registry import ModelRegistry
-from core.stages import read_last_run
+from core.registry.stages import read_last_run
+from core.registry.versions import ModelRegistry
+from core.settings.config import PROJECT_ROOT, Settings
+from core.settings.policies import StoreLimits
+from core.storage.paths import HomePaths
 from feedback.store import FeedbackStore
 from retrain.run import RunResult, retrain
 from retrain.setup import RetrainSetup
@@ -91,7 +91,7 @@ def test_corrective_feedback_promotes_a_better_challenger(tiny_home_copy: Path) 
 def test_replayed_base_rows_are_pulled_toward_the_champion_and_feedback_rows_are_not(tiny_home_copy: Path) -> None:
     import numpy as np
 
-    from core.serving import OnnxClassifier
+    from core.serving.classifier import OnnxClassifier
 
     champion = ModelRegistry(tiny_home_copy / "models").champion()
     seed = load_seed().train
@@ -135,7 +135,7 @@ def test_second_run_is_refused_while_one_holds_the_lock(tiny_home_copy: Path) ->
 
 
 def test_lock_of_a_killed_process_is_released(tiny_home_copy: Path) -> None:
-    code = "import sys, time; from pathlib import Path; from core.paths import HomePaths\n" \
+    code = "import sys, time; from pathlib import Path; from core.storage.paths import HomePaths\n" \
            "from retrain.state import retrain_lock\n" \
            "with retrain_lock(HomePaths(Path(sys.argv[1]))):\n    print('held', flush=True); time.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-c", code, str(tiny_home_copy)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE)
@@ -184,7 +184,7 @@ def test_kill_in_the_middle_of_promotion_keeps_a_consistent_registry(tiny_home_c
     # Die just before the champion record is replaced: the worst moment of a promotion.
     code = (
         "import os, signal, sys\n"
-        "import core.registry as reg\n"
+        "import core.registry.versions as reg\n"
         "real = os.replace\n"
         "def dying_replace(src, dst):\n"
         "    if str(dst).endswith('registry.json') and 'v0002' in open(src).read():\n"
@@ -236,7 +236,7 @@ def test_mlflow_run_records_params_metrics_tags_artifacts_and_aliases(tiny_home_
 def test_running_app_serves_the_promoted_model_then_the_rolled_back_one(tiny_home_copy: Path) -> None:
     from gradio_client import Client
 
-    from core.serving import ChampionService
+    from core.serving.classifier import ChampionService
     from tests.helpers import launched_app
 
     settings = settings_for(tiny_home_copy, reload_interval_s=0.5)
@@ -274,8 +274,8 @@ def test_gate_reuses_validation_scores_cached_at_export_only_for_the_same_set(ti
     import numpy as np
 
     from core.data import load_corpus_or_seed
-    from core.paths import VALIDATION_PROBS
-    from core.serving import OnnxClassifier
+    from core.serving.classifier import OnnxClassifier
+    from core.storage.paths import VALIDATION_PROBS
     from retrain.evaluate import served_probs
 
     settings = settings_for(tiny_home_copy)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_ROOT
-from core.cpu_share import available_cores
-from core.paths import HomePaths
+from core.host.cpu_share import available_cores
+from core.settings.config import PROJECT_ROOT
+from core.storage.paths import HomePaths
 from tests.e2e.test_retrain_run import LEARNING, add_feedback, settings_for
-from web.jobs import RetrainJobs
+from web.admin.jobs import RetrainJobs
 
 
 def niceness(pid: int) -> int | None:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_ROOT
+from core.host.net import free_port
 from core.labels import LABELS
-from core.net import free_port
+from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
 from tests.helpers import MANY_PAGES_ENV

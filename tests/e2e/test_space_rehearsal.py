@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_ROOT
-from core.net import free_port
+from core.host.net import free_port
+from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
 from tests.e2e.raw_http import Visitor
 from tests.oauth import CLIENT_SECRET, SESSION_COOKIE, signed_session_cookie, space_oauth_env

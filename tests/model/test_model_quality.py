@@ -13,10 +13,10 @@ import pytest
 
 from core.data import load_corpus
 from core.labels import LABELS
-from core.registry import ModelRegistry
-from core.serving import OnnxClassifier
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import OnnxClassifier
 from tests.helpers import SHARED_AG_NEWS
-from web.page import EXAMPLES
+from web.page.tabs import EXAMPLES
 
 pytestmark = pytest.mark.quality
 HOME = os.environ.get("NEWSLOOP_QUALITY_HOME", "")

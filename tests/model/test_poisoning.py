@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from bench.sim.data import SLICE_KEYWORDS, keyword_pattern, load_sources, plan_slice
-from core.config import load_settings
 from core.data import Example, load_corpus
-from core.decision import Rule
+from core.evaluation.decision import Rule
 from core.labels import LABELS
-from core.policies import StoreLimits
-from core.registry import ModelRegistry
-from core.serving import OnnxClassifier
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import OnnxClassifier
+from core.settings.config import load_settings
+from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from retrain.run import retrain
 from retrain.setup import RetrainSetup

@@ -9,12 +9,12 @@ import pytest
 from pydantic import SecretStr
 from starlette.requests import Request
 
-from core.config import ConfigError
+from core.settings.config import ConfigError
 from tests.helpers import tiny_settings
-from web.admin_exports import ExportDownloads
-from web.admin_sessions import SignInTickets
-from web.fair_share import FairShare
-from web.identity import IdentityService, ProxyPolicy
+from web.admin.exports import ExportDownloads
+from web.admin.sessions import SignInTickets
+from web.server.fair_share import FairShare
+from web.server.identity import IdentityService, ProxyPolicy
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 

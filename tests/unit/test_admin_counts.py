@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from core.policies import StoreLimits
+from core.settings.policies import StoreLimits
 from tests.pg_cluster import StoreFactory
 
 DAY = 86_400.0

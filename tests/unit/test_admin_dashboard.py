@@ -9,10 +9,10 @@ from typing import Any
 
 import gradio as gr
 
-from core.policies import TrustPolicy
-from core.registry import ModelRegistry
-from web.admin_dashboard import AdminDashboard, DashboardParts
-from web.jobs import JobStatus
+from core.registry.versions import ModelRegistry
+from core.settings.policies import TrustPolicy
+from web.admin.dashboard import AdminDashboard, DashboardParts
+from web.admin.jobs import JobStatus
 
 RUNNING = JobStatus("run", True, None, "Training the challenger", 40.0, 300.0, "")
 ENDED = JobStatus("run", False, 0, "", 100.0, None, "")

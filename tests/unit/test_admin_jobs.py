@@ -13,9 +13,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from core.config import PROJECT_ROOT
-from core.paths import HomePaths
-from core.stages import (
+from core.registry.stages import (
     STALE_STAGE_S,
     Outcome,
     RowCounts,
@@ -25,11 +23,13 @@ from core.stages import (
     read_progress,
     running_run,
 )
+from core.settings.config import PROJECT_ROOT
+from core.storage.paths import HomePaths
 from retrain.state import record_run, write_progress
 from tests.helpers import finish, retrain_elsewhere
-from web.admin_dashboard import AdminDashboard, DashboardParts
-from web.admin_report import duration_words, progress_html
-from web.jobs import DEFAULT_RETRAIN_S, RetrainJobs
+from web.admin.dashboard import AdminDashboard, DashboardParts
+from web.admin.jobs import DEFAULT_RETRAIN_S, RetrainJobs
+from web.admin.report import duration_words, progress_html
 
 
 def recorded(paths: HomePaths, seconds: float, decision: str = Outcome.REFUSED, trained: bool = True) -> None:
@@ -165,7 +165,7 @@ def test_a_stage_older_than_any_run_counts_only_while_the_lock_is_held(tmp_path:
 LOCK_ONLY = """
 import sys
 from pathlib import Path
-from core.paths import HomePaths
+from core.storage.paths import HomePaths
 from retrain.state import retrain_lock
 with retrain_lock(HomePaths(Path(sys.argv[1]))):
     print("held", flush=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from matplotlib.colors import to_rgba
 
-from core.decision import GateResult, Rule, RuleResult, SetScores
-from core.registry import ModelRegistry
-from core.stages import RunRecord
-from web.admin_plots import MIN_SPAN, axis_range, significance_note, version_scores, versions_figure
+from core.evaluation.decision import GateResult, Rule, RuleResult, SetScores
+from core.registry.stages import RunRecord
+from core.registry.versions import ModelRegistry
+from web.admin.plots import MIN_SPAN, axis_range, significance_note, version_scores, versions_figure
 
 
 def _registry(root: Path) -> ModelRegistry:

@@ -12,17 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.decision import GateResult, Rule, RuleResult
-from core.paired import traffic_sample_size
-from core.paths import HomePaths
-from core.policies import GateConfig
-from core.registry import write_json_atomic
-from core.stages import Outcome, Progress, RowCounts, RunRecord, Stage, read_last_run, state_payload
+from core.evaluation.decision import GateResult, Rule, RuleResult
+from core.evaluation.paired import traffic_sample_size
+from core.registry.stages import Outcome, Progress, RowCounts, RunRecord, Stage, read_last_run, state_payload
+from core.registry.versions import write_json_atomic
+from core.settings.policies import GateConfig
+from core.storage.paths import HomePaths
 from retrain.gate import EvalSet, decide
-from web import admin_report as report
-from web.admin_report import served_accuracy
-from web.decision_words import decision_text, p_text, pct, points, traffic_sentence
-from web.jobs import JobStatus, RetrainJobs
+from web.admin import report
+from web.admin.decision_words import decision_text, p_text, pct, points, traffic_sentence
+from web.admin.jobs import JobStatus, RetrainJobs
+from web.admin.report import served_accuracy
 
 ROWS = RowCounts(base_train=3000, feedback_train=14, feedback_holdout=5, traffic=0, base_validation=1600)
 

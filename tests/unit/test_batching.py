@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from core.batching import MicroBatcher
+from core.serving.batching import MicroBatcher
 
 
 def test_concurrent_callers_share_forward_passes_and_get_their_own_answers() -> None:
@@ -80,7 +80,7 @@ def test_concurrent_lists_come_back_in_order_and_share_passes() -> None:
 def test_a_pass_takes_the_oldest_text_and_those_closest_to_it_in_length() -> None:
     from concurrent.futures import Future
 
-    from core.batching import take_similar
+    from core.serving.batching import take_similar
 
     pending = [(text, Future(), i) for i, text in enumerate(["x" * 50, "x" * 5, "x" * 48, "x" * 200, "x" * 52, "x" * 6])]
     batch, rest = take_similar(pending, 3)

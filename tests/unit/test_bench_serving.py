@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from bench import serving
-from core.paths import FP32_FILE, INT8_FILE
-from core.registry import ModelRegistry
+from core.registry.versions import ModelRegistry
+from core.storage.paths import FP32_FILE, INT8_FILE
 
 
 def test_engines_take_turns_for_each_round(tiny_champion_home: Path) -> None:

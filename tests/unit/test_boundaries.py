@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_ROOT
+from core.settings.config import PROJECT_ROOT
 
 FORBIDDEN = {
     "core": {"torch", "gradio", "feedback", "retrain", "transformers"},

@@ -1,4 +1,4 @@
-"""Temperature scaling and the measures of calibration (core.calibration), on synthetic probabilities whose
+"""Temperature scaling and the measures of calibration (core.evaluation.calibration), on synthetic probabilities whose
 true calibration is known."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.calibration import (
+from core.evaluation.calibration import (
     brier_score,
     calibration_report,
     expected_calibration_error,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.labels import LABELS
-from core.policies import QueuePolicy, StoreLimits, TrustPolicy
+from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.checks import CheckScore, passed_checks
 from feedback.snapshot import read_trusted

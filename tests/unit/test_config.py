@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import ConfigError, Settings, load_settings
+from core.settings.config import ConfigError, Settings, load_settings
 
 
 def test_settings_read_prefixed_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from core.config import PROJECT_ROOT
-from core.cpu_share import CpuShare, retrain_share
+from core.host.cpu_share import CpuShare, retrain_share
+from core.settings.config import PROJECT_ROOT
 
 
 def test_beside_serving_a_retrain_leaves_one_core_to_the_app() -> None:
@@ -37,14 +37,14 @@ def run_python(code: str, **env: str) -> str:
 
 def test_a_retrain_process_lowers_its_own_priority_and_never_raises_it() -> None:
     # In a child process, so this test process keeps its priority.
-    code = ("import os; from core.cpu_share import lower_priority; "
+    code = ("import os; from core.host.cpu_share import lower_priority; "
             "print(os.getpriority(os.PRIO_PROCESS, 0), lower_priority(7), lower_priority(3), lower_priority(30))")
     start, *after = (int(x) for x in run_python(code).split())
     assert after == [max(start, 7), max(start, 7), 19]
 
 
 def test_yield_cpu_applies_the_settings_share() -> None:
-    code = ("import os; from core.config import load_settings; from core.cpu_share import yield_cpu; "
+    code = ("import os; from core.settings.config import load_settings; from core.host.cpu_share import yield_cpu; "
             "s = yield_cpu(load_settings()); print(os.getpriority(os.PRIO_PROCESS, 0), s.torch_threads)")
     beside = run_python(code, NEWSLOOP_RETRAIN_BESIDE_SERVING="true", NEWSLOOP_RETRAIN_NICE="12",
                         NEWSLOOP_TORCH_THREADS="0")

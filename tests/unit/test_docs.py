@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from core.config import PROJECT_ROOT, Settings
+from core.settings.config import PROJECT_ROOT, Settings
 from retrain.__main__ import build_parser
 
 README = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")

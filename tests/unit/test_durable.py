@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from core import durable
-from core.paths import META_FILE, HomePaths
+from core.storage import durable
+from core.storage.paths import META_FILE, HomePaths
 
 
 def _answers_db(path: Path, rows: int, payload: str = "x") -> None:
@@ -142,8 +142,8 @@ def test_kill_9_in_the_middle_of_a_snapshot_leaves_the_previous_one_restorable(t
     script = textwrap.dedent(
         f"""
         from pathlib import Path
-        from core import durable
-        from core.paths import HomePaths
+        from core.storage import durable
+        from core.storage.paths import HomePaths
         durable.take_snapshot(HomePaths(Path({str(paths.home)!r})), Path({str(store)!r}), keep=10)
         """
     )

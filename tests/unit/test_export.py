@@ -15,8 +15,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from core.labels import LABELS
-from core.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
-from core.serving import OnnxClassifier, inference_session, session_options
+from core.serving.classifier import OnnxClassifier, inference_session, session_options
+from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
 from retrain.export import (
     PARITY_TOLERANCE,
     UNOPTIMIZED_COST,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.policies import QueuePolicy, StoreLimits, TrustPolicy
+from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.__main__ import main
 from feedback.errors import FeedbackError, PoolImportError

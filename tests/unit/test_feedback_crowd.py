@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.policies import TRAIN_ON, StoreLimits, TrustPolicy
+from core.settings.policies import TRAIN_ON, StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.agreement import agreement, pairwise_agreement
 from feedback.crowd import PersonCounts

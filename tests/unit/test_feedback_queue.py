@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 import feedback
 import feedback.pool
-from core.policies import QueuePolicy
+from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.pool import margin_uncertainty
 from feedback.store import FeedbackStore

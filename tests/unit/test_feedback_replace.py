@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.policies import QueuePolicy, StoreLimits, TrustPolicy
+from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from feedback.errors import FeedbackError, RateLimited
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore

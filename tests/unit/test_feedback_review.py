@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core.policies import StoreLimits, TrustPolicy
+from core.settings.policies import StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.errors import FeedbackError
 from feedback.guidelines import DEFAULT

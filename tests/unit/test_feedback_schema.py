@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core.policies import QueuePolicy
+from core.settings.policies import QueuePolicy
 from core.text import text_hash
 from feedback.schema import CURRENT_VERSION
 from feedback.shared_state import SharedMap

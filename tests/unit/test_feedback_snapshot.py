@@ -6,7 +6,7 @@ from pathlib import Path
 
 from core.data import Example, split_by_hash
 from core.labels import LABELS, label_index
-from core.policies import StoreLimits, TrustPolicy
+from core.settings.policies import StoreLimits, TrustPolicy
 from feedback.snapshot import FeedbackSplit, backup_database, trusted_split
 from feedback.store import FeedbackStore
 from tests.pg_cluster import StoreFactory

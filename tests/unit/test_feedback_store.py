@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.labels import LABELS
-from core.policies import StoreLimits
+from core.settings.policies import StoreLimits
 from core.text import text_hash
 from feedback.errors import FeedbackError, RateLimited
 from feedback.schema import CURRENT_VERSION

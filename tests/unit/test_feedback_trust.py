@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.policies import TrustPolicy
+from core.settings.policies import TrustPolicy
 from feedback.snapshot import read_trusted
 from feedback.trust import aggregate, annotator_agreement, contradiction_reason, select_trusted
 from tests.pg_cluster import StoreFactory

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from core.decision import GateResult, Rule
+from core.evaluation.decision import GateResult, Rule
+from core.evaluation.paired import noninferiority
 from core.labels import LABELS
-from core.paired import noninferiority
-from core.policies import GateConfig
+from core.settings.policies import GateConfig
 from retrain.gate import EvalSet, combined_score, decide
 
 PER_CLASS = 100

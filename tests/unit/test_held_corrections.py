@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.policies import QueuePolicy, StoreLimits
+from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
 from tests.pg_cluster import StoreFactory
 

@@ -6,11 +6,11 @@ import gradio as gr
 import pytest
 from starlette.requests import Request as StarletteRequest
 
-from core.limits import FailureThrottle, RateLimiter
+from core.serving.limits import FailureThrottle, RateLimiter
 from tests.oauth import SESSION_COOKIE, signed_session_cookie
-from web.admin import AdminSessions
-from web.identity import COOKIE, IdentityService, ProxyPolicy, hf_session_user
-from web.session_memory import BoundedMap, LastPrediction
+from web.admin.actions import AdminSessions
+from web.page.session_memory import BoundedMap, LastPrediction
+from web.server.identity import COOKIE, IdentityService, ProxyPolicy, hf_session_user
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_ROOT
+from core.settings.config import PROJECT_ROOT
 
 SPACE_LIMIT = 10 * 1024 * 1024  # a Space refuses a plain git object over this
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"

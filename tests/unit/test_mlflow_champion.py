@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from core.mlflow_champion import AliasChampionSource, champion_source, is_tracking_server, mirror_versions
-from core.paths import CHECKPOINT_DIR, META_FILE
-from core.registry import ModelRegistry
-from core.starter import install_starter
+from core.registry.mlflow_champion import AliasChampionSource, champion_source, is_tracking_server, mirror_versions
+from core.registry.starter import install_starter
+from core.registry.versions import ModelRegistry
+from core.storage.paths import CHECKPOINT_DIR, META_FILE
 from retrain.setup import tracking_target
 from retrain.tracking import Tracker, TrackingTarget, sync_aliases
 from tests.helpers import tiny_settings

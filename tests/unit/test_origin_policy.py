@@ -1,12 +1,12 @@
-"""Which requests are the app's own (web.origin_guard), the bounds on new page sessions and the shrinking fair
-share (web.fair_share): pure rules, tested without a server."""
+"""Which requests are the app's own (web.server.origin_guard), the bounds on new page sessions and the shrinking fair
+share (web.server.fair_share): pure rules, tested without a server."""
 
 from __future__ import annotations
 
 import pytest
 
-from web.fair_share import FairShare, NewSessions
-from web.origin_guard import OriginPolicy
+from web.server.fair_share import FairShare, NewSessions
+from web.server.origin_guard import OriginPolicy
 
 SPACE = OriginPolicy.from_urls(["https://news.example.org/"], space_host="owner-newsloop.hf.space")
 

@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 from scipy.stats import binom, binomtest, multinomial, norm
 
-from core.paired import (
+from core.evaluation.paired import (
     discordant,
     mcnemar_p,
     mcnemar_power,

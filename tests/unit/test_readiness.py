@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core.config import load_settings
 from core.labels import LABELS
-from core.paths import HomePaths
-from core.policies import GateConfig, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
-from core.registry import write_json_atomic
-from core.stages import Outcome, RunRecord, state_payload
+from core.registry.stages import Outcome, RunRecord, state_payload
+from core.registry.versions import write_json_atomic
+from core.settings.config import load_settings
+from core.settings.policies import GateConfig, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
+from core.storage.paths import HomePaths
 from feedback.credible import credible_waiting
 from feedback.readiness import count_new_trusted, readiness
 from feedback.review import ReviewFilter
 from feedback.store import FeedbackStore
 from tests.pg_cluster import StoreFactory
-from web import admin_report as report
-from web.jobs import Expected
+from web.admin import report
+from web.admin.jobs import Expected
 
 SURE_OF_WORLD = {"World": 0.9, "Sports": 0.05, "Business": 0.03, "Sci/Tech": 0.02}
 

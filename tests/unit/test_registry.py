@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.registry import ModelRegistry, RegistryError
+from core.registry.versions import ModelRegistry, RegistryError
 
 
 def make_version(registry: ModelRegistry, payload: str) -> str:

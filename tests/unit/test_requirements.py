@@ -9,7 +9,7 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from core.config import PROJECT_ROOT
+from core.settings.config import PROJECT_ROOT
 
 DEV_TOOLS = {"pytest", "ruff", "playwright", "optuna", "mypy"}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"

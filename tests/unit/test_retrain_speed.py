@@ -8,7 +8,7 @@ import torch
 from transformers import AutoTokenizer
 
 from core.data import load_seed
-from core.policies import TrainConfig
+from core.settings.policies import TrainConfig
 from retrain.model import freeze_lower_layers, resolve_base_model, tiny_model
 from retrain.train import _param_groups, train
 
@@ -68,7 +68,7 @@ def test_freezing_nothing_or_more_layers_than_there_are() -> None:
 
 
 def test_a_retrain_validates_once_at_the_end_of_training() -> None:
-    from core.config import load_settings
+    from core.settings.config import load_settings
 
     seed = load_seed()
     texts, labels = [e.text for e in seed.train][:96], [e.label for e in seed.train][:96]

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.config import PROJECT_ROOT
 from core.labels import LABELS
-from core.paths import FP32_FILE, INT8_FILE
-from core.registry import ModelRegistry
-from core.serving import ChampionService, NoChampionError, OnnxClassifier
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import ChampionService, NoChampionError, OnnxClassifier
+from core.settings.config import PROJECT_ROOT
+from core.storage.paths import FP32_FILE, INT8_FILE
 
 TEXTS = [
     "The central bank left interest rates unchanged on Thursday.",
@@ -88,7 +88,7 @@ def test_concurrent_callers_get_the_same_answers(tiny_champion_home: Path) -> No
 
 
 def test_serving_path_does_not_import_torch() -> None:
-    code = "import sys, app, core.serving; assert 'torch' not in sys.modules, 'torch imported'; print('ok')"
+    code = "import sys, app, core.serving.classifier; assert 'torch' not in sys.modules, 'torch imported'; print('ok')"
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
 

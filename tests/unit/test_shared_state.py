@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.limits import RateLimiter
-from core.paths import HomePaths
+from core.serving.limits import RateLimiter
+from core.storage.paths import HomePaths
 from feedback.shared_state import (
     Busy,
     SharedAdminSessions,
@@ -116,11 +116,11 @@ def test_sign_in_failures_counted_in_the_database_throttle_every_replica(make_st
 
 def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: StoreFactory, tmp_path: Path) -> None:
     from app import identity_service, page_limits, shared_web_state
-    from core.registry import ModelRegistry
+    from core.registry.versions import ModelRegistry
     from tests.helpers import tiny_settings
-    from web.actions import NewsLoopActions
-    from web.admin import AdminActions
-    from web.jobs import RetrainJobs
+    from web.admin.actions import AdminActions
+    from web.admin.jobs import RetrainJobs
+    from web.page.actions import NewsLoopActions
 
     store = make_store(tmp_path / "f.db")
     settings = tiny_settings(tmp_path / "home", classify_per_minute=2, admin_session_minutes=5,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.sqlite_guard import LiveDatabaseFile, is_live
+from core.storage.sqlite_guard import LiveDatabaseFile, is_live
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 

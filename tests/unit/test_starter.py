@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from core.labels import LABELS
-from core.paths import META_FILE
-from core.registry import ModelRegistry
-from core.serving import OnnxClassifier
-from core.starter import STARTER_DIR, install_starter, starter_fits, starter_meta
+from core.registry.starter import STARTER_DIR, install_starter, starter_fits, starter_meta
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import OnnxClassifier
+from core.storage.paths import META_FILE
 
 
 def _fake_starter(tiny_champion_home: Path, dest: Path, labels: list[str]) -> Path:
@@ -58,8 +58,8 @@ def test_packed_starter_has_int8_onnx_fp16_weights_a_card_and_warm_starts_in_fp3
     import torch
 
     from core.data import load_seed
-    from core.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE
-    from core.starter import MODEL_CARD
+    from core.registry.starter import MODEL_CARD
+    from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE
     from retrain.model import load_checkpoint
     from retrain.starter import package_starter
 
@@ -90,8 +90,8 @@ def test_reexport_rebuilds_the_served_file_from_the_checkpoint_and_keeps_the_rec
     import torch
 
     from core.data import load_seed
-    from core.paths import CHECKPOINT_DIR, INT8_FILE
-    from core.policies import ExportConfig
+    from core.settings.policies import ExportConfig
+    from core.storage.paths import CHECKPOINT_DIR, INT8_FILE
     from retrain.model import load_checkpoint
     from retrain.starter import package_starter, reexport_starter
 
@@ -125,9 +125,9 @@ def test_calibrating_a_packed_starter_records_its_temperature_and_serves_with_it
 ) -> None:
     import numpy as np
 
-    from core.calibration import log_probs, with_temperature
     from core.data import load_seed
-    from core.paths import VALIDATION_PROBS
+    from core.evaluation.calibration import log_probs, with_temperature
+    from core.storage.paths import VALIDATION_PROBS
     from retrain.starter import calibrate_starter, package_starter
 
     champion = ModelRegistry(tiny_champion_home / "models").champion()

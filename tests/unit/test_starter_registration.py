@@ -10,7 +10,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from core.labels import LABELS
-from core.mlflow_champion import (
+from core.registry.mlflow_champion import (
     REGISTERED_MODEL,
     STARTER_EXPERIMENT,
     AliasChampionSource,
@@ -18,9 +18,9 @@ from core.mlflow_champion import (
     mirror_versions,
     register_starter,
 )
-from core.paths import CHECKPOINT_DIR, META_FILE
-from core.registry import ModelRegistry
-from core.serving import OnnxClassifier
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import OnnxClassifier
+from core.storage.paths import CHECKPOINT_DIR, META_FILE
 
 
 def _starter(tiny_champion_home: Path, dest: Path) -> Path:

@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from core.labels import LABELS
-from core.policies import QueuePolicy, StoreLimits, TrustPolicy
+from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from feedback import traffic
 from feedback.snapshot import trusted_split
 from feedback.store import FeedbackStore

@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from core.data import load_seed
-from core.policies import TrainConfig
+from core.settings.policies import TrainConfig
 from retrain.model import NewsClassifier, resolve_base_model, tiny_model
 from retrain.train import make_batches, predict_logits, soft_targets, train
 
@@ -189,8 +189,8 @@ def test_feedback_repeats_train_each_feedback_row_k_times_and_count_it_once() ->
 
 
 def test_feedback_repeats_is_a_setting_with_a_checked_range() -> None:
-    from core.config import load_settings
-    from core.policies import RetrainPolicy
+    from core.settings.config import load_settings
+    from core.settings.policies import RetrainPolicy
 
     assert load_settings(retrain_feedback_repeats=4).retrain_policy().feedback_repeats == 4
     with pytest.raises(ValueError, match="feedback_repeats"):

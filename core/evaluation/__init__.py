@@ -1,0 +1,1 @@
+"""The promotion science, pure: metrics, paired tests, calibration and the decision records."""

@@ -1,0 +1,207 @@
+"""The promotion decision as data: one record per rule the gate (or the run) checked, with the numbers it
+compared. The gate builds these (`retrain.gate`), the run stores them (`core.registry.stages.RunRecord`), and pages
+render their own words from the fields; `describe` is the one plain-English rendering for logs, the CLI and
+the registry's history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class EvalSetName(StrEnum):
+    """The evaluation sets a challenger is scored on."""
+
+    BASE = "base_validation"  # held-out rows of the base data set
+    HOLDOUT = "feedback_holdout"  # a hash-chosen quarter of the trusted uncertainty-queue labels
+    TRAFFIC = "traffic"  # trusted labels on pool items drawn uniformly at random (never trained on)
+    POOLED = "pooled"  # every row of every set, as one paired test
+
+
+USERS_SETS = (EvalSetName.TRAFFIC, EvalSetName.HOLDOUT)  # what users send, as opposed to the base data
+
+
+class Rule(StrEnum):
+    """Every check a retrain's decision rests on. The run's own checks come first and last."""
+
+    CHAMPION = "champion"  # run: there is a champion to compare against
+    FEEDBACK = "feedback"  # run: there is trusted feedback to train on
+    MARGIN = "margin"  # the combined macro-F1 gain reaches the margin
+    DISCORDANT = "discordant"  # the models disagree on enough rows to judge at all
+    GAIN = "gain"  # significantly better on some evidence test (one-sided exact McNemar, Bonferroni)
+    NOT_WORSE = "not_worse"  # not significantly worse on a users' set (one-sided exact McNemar)
+    BASE_ACCURACY = "base_accuracy"  # base-validation accuracy non-inferior (margin, one-sided, score test)
+    LABEL_RECALL = "label_recall"  # one label's base-validation recall non-inferior (same test)
+    CHAMPION_UNCHANGED = "champion_unchanged"  # run: no other promotion or rollback happened meanwhile
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """One exact McNemar test of the GAIN rule, on one set (or all rows pooled)."""
+
+    subject: str  # an EvalSetName value
+    n: int
+    challenger_only: int  # rows the challenger alone got right
+    champion_only: int
+    p_value: float  # one-sided ("the challenger is better"), times the number of tests (Bonferroni), at most 1
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One rule's verdict and the numbers behind it. Fields a rule does not use stay None (or 0/empty).
+
+    Per rule: MARGIN compares macro-F1 scores (`champion`, `challenger`) with `threshold` = the required
+    gain. DISCORDANT: `challenger_only + champion_only` against `threshold` = the minimum. GAIN: `p_value` =
+    the smallest adjusted p among `tests` the challenger leads, `threshold` = alpha. NOT_WORSE: one users'
+    set (`subject`), one-sided p that the challenger is worse, `threshold` = alpha. BASE_ACCURACY and
+    LABEL_RECALL: accuracy or one label's recall, `threshold` = the non-inferiority margin, `p_value` the
+    test's, `bound` the one-sided lower confidence bound on challenger - champion at `confidence`.
+    CHAMPION_UNCHANGED: `subject` = the champion the run started from, `note` = the one found at the end.
+    FEEDBACK: `n` = trusted answers to train on, `left_out` = trusted answers on base-validation texts, which
+    training never uses (they would inflate the base-validation score the gate judges).
+    """
+
+    rule: Rule
+    passed: bool
+    subject: str = ""  # the set or label the rule looked at
+    n: int = 0  # rows compared
+    champion: float | None = None
+    challenger: float | None = None
+    threshold: float | None = None
+    p_value: float | None = None
+    bound: float | None = None
+    confidence: float | None = None
+    challenger_only: int = 0
+    champion_only: int = 0
+    tests: tuple[PairedTest, ...] = ()
+    note: str = ""
+    left_out: int = 0  # rows a rule set aside before counting `n` (see FEEDBACK)
+
+    @property
+    def difference(self) -> float | None:
+        """challenger - champion, when the rule compared two scores."""
+        if self.champion is None or self.challenger is None:
+            return None
+        return self.challenger - self.champion
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"rule": self.rule.value}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RuleResult:
+        values = dict(data)
+        values["rule"] = Rule(values["rule"])
+        values["tests"] = tuple(PairedTest(**t) for t in values.get("tests") or ())
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class SetScores:
+    """Both models' scores on one evaluation set, and its weight in the combined score."""
+
+    name: str  # an EvalSetName value
+    n: int
+    weight: float
+    champion_macro_f1: float | None  # None for an empty set
+    challenger_macro_f1: float | None
+    champion_accuracy: float | None
+    challenger_accuracy: float | None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's verdict: promote only when every rule passed."""
+
+    promote: bool
+    rules: tuple[RuleResult, ...]
+    sets: tuple[SetScores, ...] = ()
+    champion_score: float = 0.0  # combined macro-F1 (see retrain.gate.combined_score)
+    challenger_score: float = 0.0
+    p_value: float = 1.0  # the GAIN rule's p
+
+    @property
+    def delta(self) -> float:
+        return self.challenger_score - self.champion_score
+
+    @property
+    def failed(self) -> tuple[RuleResult, ...]:
+        return tuple(r for r in self.rules if not r.passed)
+
+    @property
+    def reasons(self) -> list[str]:
+        """Every failed rule in plain English (empty when promoted)."""
+        return [describe(r) for r in self.failed]
+
+    def rule(self, rule: Rule, subject: str = "") -> RuleResult | None:
+        return next((r for r in self.rules if r.rule == rule and (not subject or r.subject == subject)), None)
+
+    def scores(self, name: str) -> SetScores | None:
+        return next((s for s in self.sets if s.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "promote": self.promote,
+            "rules": [r.to_dict() for r in self.rules],
+            "sets": [asdict(s) for s in self.sets],
+            "champion_score": self.champion_score,
+            "challenger_score": self.challenger_score,
+            "delta": self.delta,
+            "p_value": self.p_value,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GateResult:
+        return cls(
+            promote=bool(data["promote"]),
+            rules=tuple(RuleResult.from_dict(r) for r in data["rules"]),
+            sets=tuple(SetScores(**s) for s in data.get("sets") or ()),
+            champion_score=float(data.get("champion_score", 0.0)),
+            challenger_score=float(data.get("challenger_score", 0.0)),
+            p_value=float(data.get("p_value", 1.0)),
+        )
+
+
+def _pt(x: float | None) -> str:
+    return "?" if x is None else f"{x * 100:.2f} pt"
+
+
+def _ratio(x: float | None) -> str:
+    return "?" if x is None else f"{x:.4f}"
+
+
+def describe(r: RuleResult) -> str:
+    """One rule's verdict in plain English, from its fields alone."""
+    pairs = f"challenger alone right on {r.challenger_only}, champion alone right on {r.champion_only}"
+    if r.rule == Rule.CHAMPION:
+        return "no champion to compare against: run `python -m retrain bootstrap` first"
+    if r.rule == Rule.FEEDBACK:
+        if r.left_out:
+            return (f"no trusted feedback to train on: all {r.left_out} trusted answers are on base-validation texts, "
+                    "which training leaves out")
+        return "no trusted feedback to train on"
+    if r.rule == Rule.MARGIN:
+        return (f"macro-F1 gain {_ratio(r.difference)} is {'at least' if r.passed else 'below'} the required margin "
+                f"{_ratio(r.threshold)} (champion {_ratio(r.champion)}, challenger {_ratio(r.challenger)})")
+    if r.rule == Rule.DISCORDANT:
+        return (f"{r.challenger_only + r.champion_only} discordant examples ({pairs}); the significance test needs "
+                f"at least {r.threshold:.0f}")
+    if r.rule == Rule.GAIN:
+        tests = "; ".join(f"{t.subject}: {t.challenger_only} vs {t.champion_only} on {t.n} rows, p = {t.p_value:.4g}"
+                          for t in r.tests)
+        verdict = "is below" if r.passed else "is not below"
+        return f"one-sided McNemar p-value {r.p_value:.4g} {verdict} alpha {r.threshold:g} (Bonferroni over: {tests})"
+    if r.rule == Rule.NOT_WORSE:
+        verdict = "significantly worse" if not r.passed else "not significantly worse"
+        return f"challenger is {verdict} on {r.subject} ({pairs} of {r.n}; one-sided McNemar p = {r.p_value:.4g})"
+    if r.rule in (Rule.BASE_ACCURACY, Rule.LABEL_RECALL):
+        what = "accuracy" if r.rule == Rule.BASE_ACCURACY else f"{r.subject} recall"
+        verdict = "within" if r.passed else "not shown within"
+        return (f"{what} on base_validation went from {_ratio(r.champion)} to {_ratio(r.challenger)} "
+                f"({_pt(r.difference)}); a drop of {_pt(r.threshold)} or more is {'ruled out' if r.passed else 'not ruled out'}: "
+                f"{(r.confidence or 0):.0%} lower bound {_pt(r.bound)}, p = {(r.p_value or 1.0):.4g} on {r.n} rows "
+                f"({verdict} the non-inferiority margin)")
+    if r.rule == Rule.CHAMPION_UNCHANGED:
+        return f"the champion is now {r.note or 'none'}, not {r.subject}: another promotion or rollback happened meanwhile"
+    return f"{r.rule.value}: {'passed' if r.passed else 'failed'}"

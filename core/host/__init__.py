@@ -1,0 +1,1 @@
+"""The machine: how a retrain shares the CPU, and loopback ports."""

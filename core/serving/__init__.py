@@ -1,0 +1,1 @@
+"""Serving: ONNX Runtime inference with hot swap, request batching and rate limits."""

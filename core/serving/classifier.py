@@ -1,0 +1,268 @@
+"""ONNX Runtime inference over the registry's champion, with hot swap. No torch on this path."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from core.labels import LABELS
+from core.registry.mlflow_champion import ChampionSource
+from core.registry.versions import ModelRegistry, ModelVersion, RegistryError
+from core.serving.batching import MicroBatcher
+from core.settings.policies import MAX_LENGTH
+from core.storage.paths import FP32_FILE, META_FILE, TOKENIZER_FILE
+from core.text import clean_text
+
+log = logging.getLogger(__name__)
+
+
+
+class NoChampionError(RuntimeError):
+    """There is no model to serve yet."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    label: str
+    probabilities: dict[str, float]
+    truncated: bool  # the text was longer than the model reads; only its first part was classified
+    model_version: str
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+# ONNX Runtime fuses a residual Add and the LayerNormalization after it into SkipLayerNormalization, whose CPU
+# kernel (1.31) takes ~110 us on a 51-token text against ~20 us for the pair it replaces; a BERT layer has two.
+# Measured in README "Performance"; tests/unit/test_export.py checks the graph the runtime builds.
+SLOW_FUSIONS = ("SkipLayerNormFusion",)
+
+
+def inference_session(path: Path, options: ort.SessionOptions) -> ort.InferenceSession:
+    """A CPU session on `path` without the fusions in SLOW_FUSIONS."""
+    return ort.InferenceSession(
+        str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(SLOW_FUSIONS)
+    )
+
+
+def session_options(threads: int = 0, spinning: bool = True) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads or (os.cpu_count() or 1)
+    options.inter_op_num_threads = 1
+    # Spinning workers answer a single text sooner but keep burning a core after each call, which the
+    # HTTP layer of the same process could use; bench/serving.py --tune and bench/http_speed.py measure both.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    return options
+
+
+class OnnxClassifier:
+    """One exported model directory: tokenizer + ONNX session. Safe to call from many threads."""
+
+    def __init__(
+        self, model_dir: Path, *, onnx_file: str | None = None, threads: int = 0, version: str = "",
+        spinning: bool = True,
+    ) -> None:
+        self.model_dir = Path(model_dir)
+        meta_path = self.model_dir / META_FILE
+        self.meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        self.version = version or self.meta.get("version", self.model_dir.name)
+        self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
+        # Calibrated confidences (core.evaluation.calibration): every probability this object gives is softmax(logits / T).
+        self.temperature = float(self.meta.get("temperature", 1.0))
+        self.session = inference_session(self.model_dir / self.onnx_file, session_options(threads, spinning))
+        custom = self.session.get_modelmeta().custom_metadata_map
+        self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
+        self.max_length = int(custom.get("max_length", self.meta.get("max_length", MAX_LENGTH)))
+        self.tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
+        self.tokenizer.enable_truncation(self.max_length)
+        self.tokenizer.no_padding()
+        self._input_names = {i.name for i in self.session.get_inputs()}
+
+    def encode(self, texts: Sequence[str]) -> list:
+        if len(texts) == 1:  # one text: nothing for encode_batch's thread pool to share out
+            return [self.tokenizer.encode(clean_text(texts[0]))]
+        return self.tokenizer.encode_batch([clean_text(t) for t in texts])
+
+    def _run(self, encodings: list) -> np.ndarray:
+        if len(encodings) == 1:  # the common single-text request: no padding to build
+            ids = np.asarray([encodings[0].ids], dtype=np.int64)
+            return self._session_run(ids, np.ones_like(ids))
+        # Dynamic padding: pad to the longest text of this batch, not to max_length.
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        return self._session_run(ids, mask)
+
+    def _session_run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        return self.session.run(["logits"], {k: v for k, v in feeds.items() if k in self._input_names})[0]
+
+    def logits(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Logits for each text, batched in length order so little compute goes to padding."""
+        return self._logits(self.encode(texts) if texts else [], batch_size)
+
+    def _logits(self, encodings: list, batch_size: int) -> np.ndarray:
+        if not encodings:
+            return np.zeros((0, len(self.labels)), dtype=np.float32)
+        if len(encodings) == 1:
+            return self._run(encodings)
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+        out = np.zeros((len(encodings), len(self.labels)), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            out[idx] = self._run([encodings[i] for i in idx])
+        return out
+
+    def predict_proba(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Calibrated probabilities, one column per label in the model's own order (`self.labels`)."""
+        return softmax(self.logits(texts, batch_size) / self.temperature)
+
+    def proba_in_label_order(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Probabilities with columns in `core.labels.LABELS` order, so that column i is label index i
+        whatever order the model was exported with."""
+        columns = [self.labels.index(name) for name in LABELS]
+        return self.predict_proba(texts, batch_size)[:, columns]
+
+    def predict(self, texts: Sequence[str], batch_size: int = 32) -> list[Prediction]:
+        encodings = self.encode(texts) if texts else []
+        probs = softmax(self._logits(encodings, batch_size) / self.temperature)
+        out = []
+        for enc, row in zip(encodings, probs, strict=True):
+            out.append(
+                Prediction(
+                    label=self.labels[int(row.argmax())],
+                    probabilities={label: float(p) for label, p in zip(self.labels, row, strict=True)},
+                    truncated=bool(enc.overflowing),
+                    model_version=self.version,
+                )
+            )
+        return out
+
+
+def load_version(model: ModelVersion, threads: int = 0, spinning: bool = True) -> OnnxClassifier:
+    return OnnxClassifier(model.path, threads=threads, version=model.version, spinning=spinning)
+
+
+class ChampionService:
+    """Serves whatever the registry names as champion and swaps to a new one without a restart.
+
+    Each call takes a reference to the current model first, so a request in flight finishes on the
+    model it started with while a newer one is loaded in the background.
+    """
+
+    def __init__(
+        self,
+        registry: ModelRegistry | ChampionSource,  # the file registry, or @champion on a tracking server
+        *,
+        threads: int = 0,
+        # Off in the server: spinning ONNX Runtime workers keep a core busy after each call, and on 2 cores the
+        # HTTP layer needs it (README "Performance").
+        spinning: bool = False,
+        check_interval_s: float = 2.0,
+        max_batch: int = 16,
+        batch_wait_ms: float = 0.0,
+    ) -> None:
+        self.registry = registry
+        # Concurrent single-text requests share one forward pass when a wait is configured.
+        self._batcher = (
+            MicroBatcher(self._predict_now, max_batch=max_batch, max_wait_s=batch_wait_ms / 1000.0)
+            if batch_wait_ms > 0
+            else None
+        )
+        self.threads = threads
+        self.spinning = spinning
+        self.check_interval_s = check_interval_s
+        self._model: OnnxClassifier | None = None
+        self._marker: object = None  # the registry's opaque fingerprint (ChampionSource.marker), only compared
+        self._swap_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.last_error: str | None = None
+
+    @property
+    def model(self) -> OnnxClassifier:
+        model = self._model
+        if model is None:
+            self.refresh()
+            model = self._model
+        if model is None:
+            raise NoChampionError("no champion model yet: run `python -m retrain bootstrap`")
+        return model
+
+    @property
+    def version(self) -> str | None:
+        return self._model.version if self._model else None
+
+    def refresh(self) -> bool:
+        """Load the registry's champion if it changed; returns whether a swap happened."""
+        with self._swap_lock:
+            marker = self.registry.marker()
+            if marker == self._marker and self._model is not None:
+                return False
+            try:
+                champion = self.registry.champion()
+            except RegistryError as exc:
+                self.last_error = str(exc)
+                log.error("cannot read champion: %s", exc)
+                return False
+            self._marker = marker
+            if champion is None or (self._model and self._model.version == champion.version):
+                return False
+            try:
+                loaded = load_version(champion, self.threads, self.spinning)
+            except Exception as exc:
+                self.last_error = f"failed to load {champion.version}: {exc}"
+                log.exception("failed to load champion %s; keeping %s", champion.version, self.version)
+                return False
+            previous = self.version
+            self._model = loaded
+            self.last_error = None
+            log.info("serving model %s (was %s)", loaded.version, previous)
+            return True
+
+    def start_watching(self) -> None:
+        """Poll the registry in a background thread (one stat call per interval)."""
+        if self._watcher is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(self.check_interval_s):
+                try:
+                    self.refresh()
+                except Exception:
+                    log.exception("champion refresh failed")
+
+        self._watcher = threading.Thread(target=loop, name="champion-watcher", daemon=True)
+        self._watcher.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _predict_now(self, texts: Sequence[str]) -> list[Prediction]:
+        return self.model.predict(texts)
+
+    def proba_in_label_order(self, texts: Sequence[str]) -> np.ndarray:
+        """The champion's probabilities, columns in `core.labels.LABELS` order (for batch scoring)."""
+        return self.model.proba_in_label_order(texts)
+
+    def predict(self, texts: Sequence[str]) -> list[Prediction]:
+        if self._batcher is not None and texts:
+            self.model  # noqa: B018 - raises NoChampionError here, in the caller's thread
+            return self._batcher.predict_many(texts)
+        return self._predict_now(texts)

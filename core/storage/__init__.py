@@ -1,0 +1,1 @@
+"""Storage guards: file names, the one lock, SQLite's locks, snapshots to durable storage."""

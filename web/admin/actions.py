@@ -1,0 +1,281 @@
+"""The maintainer's actions: sign-in, overview, answer review, retrain and rollback, pool import, export."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import gradio as gr
+from pydantic import SecretStr
+
+from core.registry.versions import ModelRegistry
+from core.serving.limits import FailureThrottle
+from core.settings.policies import GateConfig, RetrainPolicy, TrustPolicy
+from feedback.errors import FeedbackError
+from feedback.store import FeedbackStore
+from web.admin import report
+from web.admin.exports import ExportDownloads, Offer
+from web.admin.guard import admin_only
+from web.admin.jobs import RetrainJobs
+from web.admin.sessions import AdminSessions, SignedInBrowsers, SignInTickets
+from web.page.session_memory import SessionMap
+from web.server.identity import IdentityService
+
+log = logging.getLogger("newsloop.app")
+EXPORTS = ("csv", "jsonl", "parquet")  # parquet: a Hugging Face `datasets` table with ClassLabel features
+
+
+class AdminActions:
+    """The maintainer's view. Every admin handler is wrapped in `admin_only` (web.admin.guard), which checks
+    the caller server-side: hiding the panel is not security.
+
+    An admin is a browser that signed in with the password (`AdminSessions`), or, on a Space, a Hugging
+    Face account named in `admins`.
+    """
+
+    def __init__(
+        self,
+        store: FeedbackStore | None,
+        *,
+        password: SecretStr | None,
+        registry: ModelRegistry,
+        jobs: RetrainJobs,
+        identities: IdentityService,
+        admins: frozenset[str] = frozenset(),
+        session_minutes: float = 60.0,
+        trust: TrustPolicy | None = None,
+        retrain: RetrainPolicy | None = None,
+        promotion: GateConfig | None = None,
+        hub_dataset: str = "",
+        hub_token: SecretStr | None = None,
+        sessions: SignedInBrowsers | None = None,
+        throttle: FailureThrottle | None = None,
+        tickets: SessionMap | None = None,
+        export_dir: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.password = password
+        self.registry = registry
+        self.jobs = jobs
+        self.identities = identities
+        self.admins = admins
+        self.sessions: SignedInBrowsers = sessions or AdminSessions(session_minutes * 60.0)
+        self.throttle = throttle or FailureThrottle()
+        self.tickets = SignInTickets(tickets)
+        self.exports = ExportDownloads(export_dir)
+        self.trust = trust or TrustPolicy()
+        self.retrain = retrain or RetrainPolicy()
+        self.promotion = promotion or GateConfig()  # the gate's settings: the preview sizes the traffic set by them
+        self.hub_dataset = hub_dataset
+        self.hub_token = hub_token
+
+    @property
+    def enabled(self) -> bool:
+        return (self.password is not None and bool(self.password.get_secret_value())) or bool(self.admins)
+
+    def is_admin(self, request: Any, profile: gr.OAuthProfile | None = None) -> bool:
+        """Whether this request (a gr.Request or a Starlette request) comes from a signed-in admin: a password
+        session, or a `NEWSLOOP_ADMINS` Hugging Face account (`profile`, which Gradio injects into handlers)."""
+        if request is None:
+            return False
+        who = self.identities.identify(request, profile)
+        if who.verified and who.annotator.removeprefix("user:") in self.admins:
+            return True
+        return self.sessions.valid(who.browser)
+
+    def is_admin_event(self, request: Any, profile: gr.OAuthProfile | None = None) -> bool:
+        """`is_admin`, for an event sent by the admin's own page: it carries the browser's anti-forgery token,
+        which a request forged by another site cannot (web.server.identity.FORM_HEADER)."""
+        return self.is_admin(request, profile) and self.identities.sent_form_token(request)
+
+    def restore(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """On page load: a browser still signed in gets its panel back without the password."""
+        if not self.is_admin(request, profile):
+            return "", gr.update(visible=False), gr.update(visible=True)
+        return "Signed in.", gr.update(visible=True), gr.update(visible=False)
+
+    def sign_in_refusal(self, request: Any) -> str | None:
+        """Why a sign-in from this request's address is refused before it joins the page's queue (too many
+        failures: `web.server.asgi.RequestGuard` answers 429 at once), or None."""
+        return self._locked_out(self.identities.address_of(request))
+
+    def _locked_out(self, address: str) -> str | None:
+        wait = self.throttle.wait(address)
+        return f"Too many failed attempts: try again in {wait:.0f} s." if wait else None
+
+    async def login(
+        self, password: str, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, str]:
+        """Check the password; on success the tab gets a ticket (second output) that its next request trades
+        for a fresh browser id with the admin session (`redeem`), so a planted id never becomes an admin.
+
+        Async so that the slow-down below waits on the event loop, holding no worker thread; the login event
+        has no concurrency limit (`web.admin.view`), so guesses that wait never delay anyone else."""
+        # Many failures from everyone together slow every attempt down, the right password included, but
+        # never refuse it: a guessing run from many addresses cannot lock the real admin out.
+        delay = await anyio.to_thread.run_sync(self.throttle.delay)  # a shared throttle reads the database
+        if delay:
+            await asyncio.sleep(delay)
+        return await anyio.to_thread.run_sync(self._check_password, password, request, profile)
+
+    def _check_password(self, password: str, request: gr.Request, profile: gr.OAuthProfile | None) -> tuple[str, str]:
+        if not self.enabled:
+            return "The admin view is disabled on this server.", ""
+        if self.is_admin(request, profile):
+            return "Signed in.", ""
+        who = self.identities.identify(request)
+        if not who.browser:
+            return "Your browser did not send its NewsLoop id: reload the page (cookies must be on).", ""
+        if self.password is None or not self.password.get_secret_value():
+            return "Sign in with an admin's Hugging Face account.", ""
+        refusal = self._locked_out(who.address)  # also checked before the queue; a burst may pass that together
+        if refusal:
+            return refusal, ""
+        given = password if isinstance(password, str) else ""
+        if not hmac.compare_digest(given.encode("utf-8", "replace"), self.password.get_secret_value().encode()):
+            self.throttle.failed(who.address)
+            log.warning("admin login refused for %s", who.address)
+            return "Wrong password.", ""
+        log.info("admin signed in from %s", who.address)
+        return "Signing in…", self.tickets.issue(who.browser, admin=True)
+
+    def after_sign_in(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """Once the tab redeemed its ticket: the panel for an admin; the sign-in box (and the message) else."""
+        if self.is_admin(request, profile):
+            return "Signed in.", gr.update(visible=True), gr.update(visible=False)
+        return gr.skip(), gr.update(visible=False), gr.update(visible=True)
+
+    def logout(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any], dict[str, Any], str]:
+        """End the session; the ticket (last output) gives the browser a fresh id, as signing in did."""
+        browser = self.identities.identify(request).browser
+        self.sessions.close(browser)
+        ticket = self.tickets.issue(browser, admin=False) if browser else ""
+        return "Signed out.", gr.update(visible=False), gr.update(visible=True), ticket
+
+    def redeem(self, ticket: object, request: Any) -> str | None:
+        """For the browser a sign-in or sign-out ticket was issued to (a Starlette request): a fresh browser
+        id cookie value, with the admin session moved to it on sign-in; None for any other ticket."""
+        old = self.identities.identify(request).browser
+        signs_in = self.tickets.redeem(ticket, old)
+        if signs_in is None:
+            return None
+        self.sessions.close(old)
+        cookie = self.identities.mint_cookie()
+        if signs_in:
+            self.sessions.open(self.identities.browser_key(cookie))
+        return cookie
+
+    def trusted_count(self) -> int | None:
+        from feedback.snapshot import read_trusted  # here: only the admin view's overview needs it
+
+        return len(read_trusted(self.store, self.trust)) if self.store is not None else None
+
+    @admin_only(lambda _: ("Sign in first.", gr.update(visible=False)))
+    def retrain_preview(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """What a retrain would train on and how long it should take, before it starts."""
+        if self.store is None:
+            return "There is no feedback store on this server.", gr.update(visible=False)
+        from feedback.readiness import readiness  # here: only the retrain preview needs it
+
+        job = self.jobs.status()
+        if job.running:
+            return "A retrain is already running: its progress is shown above.", gr.update(visible=False)
+        ready = readiness(self.store, self.trust, self.retrain, self.promotion, self.jobs.last_run())
+        return report.preview_text(ready, self.jobs.expected()), gr.update(visible=True)
+
+    def credible_waiting(self) -> int:
+        """Suspicious answers from signed-in or checked people waiting for review (see `report.review_line`)."""
+        from feedback.credible import credible_waiting
+
+        return credible_waiting(self.store.database, self.trust) if self.store is not None else 0
+
+    @admin_only(lambda _: ("Sign in first.", gr.update(visible=False), gr.Timer(active=False)))
+    def launch_retrain(
+        self, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> tuple[str, dict[str, Any], gr.Timer]:
+        message = self.jobs.start("run")
+        started = message.startswith("Started")
+        shown = "Retrain started: progress below, refreshed every few seconds." if started else message
+        return shown, gr.update(visible=False), gr.Timer(active=True)
+
+    @admin_only()
+    def rollback(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        champion = self.registry.champion()
+        if champion is None or not self.registry.status()["previous"]:
+            return "There is no previous champion to roll back to."
+        # Compare-and-swap: roll back only what the admin saw serving, not a champion promoted since.
+        started = self.jobs.start("rollback", "--reason", "admin view", "--expect", champion.version)
+        if not started.startswith("Started"):
+            return started
+        code = self.jobs.wait(120.0)
+        now = self.registry.champion()
+        if code == 0 and now is not None and now.version != champion.version:
+            return f"Rolled back: **{now.version}** serves again (it replaced {champion.version})."
+        tail = self.jobs.status().log_tail.strip().splitlines()[-1:] or ["no output"]
+        return f"Not rolled back: {tail[0]}" if code is not None else "The rollback is still running…"
+
+    @admin_only()
+    def import_pool(
+        self, file: str | None, checks: bool, request: gr.Request, profile: gr.OAuthProfile | None = None
+    ) -> str:
+        if self.store is None or not file:
+            return "Choose a CSV or JSONL file."
+        try:
+            report = self.store.import_pool(Path(file), source=Path(file).name, checks=bool(checks))
+        except FeedbackError as exc:
+            return f"Nothing imported: {exc}"
+        what = "known-answer check(s)" if checks else "article(s)"
+        return f"Imported {report.added} {what} ({report.duplicates} already in the pool)."
+
+    @admin_only("")
+    def export(self, fmt: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        """A one-time download link for this admin's browser (`take_export`); the file is gone once fetched."""
+        if self.store is None or fmt not in EXPORTS:
+            return ""
+        path = self.exports.new_file(f".{fmt}")
+        if fmt == "parquet":
+            from feedback.dataset import export_dataset  # imports `datasets`: only when asked for
+
+            export_dataset(self.store, path, "parquet")
+        else:
+            self.store.export(path, fmt)
+        name = f"newsloop-feedback-{time.strftime('%Y%m%d-%H%M%S')}.{fmt}"
+        token = self.exports.offer(path, name, self.identities.identify(request).browser)
+        minutes = self.exports.ttl_s / 60
+        return (f'<a href="admin/export/{token}" download="{name}" id="export-link">Download {name}</a> '
+                f"(once, from this browser, within {minutes:.0f} minutes)")
+
+    @admin_only(None, page_event=False)  # a link the page showed: its one-time token shows the page made it
+    def take_export(self, token: str, request: Any) -> Offer | None:
+        """The export behind `token` if this request is the admin browser it was made for (used up)."""
+        return self.exports.take(token, self.identities.identify(request).browser)
+
+    @property
+    def can_push(self) -> bool:
+        return bool(self.hub_dataset and self.hub_token and self.hub_token.get_secret_value())
+
+    @admin_only()
+    def push_to_hub(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        if self.store is None or not self.can_push or self.hub_token is None:
+            return "Pushing needs NEWSLOOP_HUB_DATASET and NEWSLOOP_HUB_TOKEN."
+        from feedback.dataset import push_dataset
+
+        try:
+            url = push_dataset(self.store, self.hub_dataset, self.hub_token.get_secret_value())
+        except Exception as exc:  # network, permissions: show why, never a traceback
+            log.warning("push to the Hub failed: %s", exc)
+            return f"Not pushed: {type(exc).__name__}: {str(exc)[:200]}"
+        return f"Pushed every answer to [{self.hub_dataset}]({url}) (a private dataset)."

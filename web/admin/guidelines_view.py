@@ -1,0 +1,85 @@
+"""Labelling guidelines on the page: the maintainer's editor in the admin view, and the panel labellers read
+beside the queue and Classify (rendered from the version in force when their page loads)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from feedback.errors import FeedbackError
+from feedback.guidelines import MAX_CHARS, Guidelines
+from feedback.store import FeedbackStore
+from web.admin.actions import AdminActions
+from web.admin.guard import admin_only
+
+PRIVATE: dict[str, Any] = {"api_visibility": "private"}
+
+
+def version_line(current: Guidelines, history: list[Guidelines]) -> str:
+    """Which version is in force, since when, and the earlier ones (answers match them by time)."""
+    if current.version == 0:
+        return "In force: the built-in default (no version saved yet). Answers are matched to guidelines by time."
+    earlier = ", ".join(f"v{g.version} ({g.saved_at[:16].replace('T', ' ')})" for g in history[1:6])
+    return (f"In force: **version {current.version}**, saved {current.saved_at[:16].replace('T', ' ')} UTC by "
+            f"{current.saved_by}." + (f" Earlier: {earlier}." if earlier else "")
+            + " Answers are matched to the version in force when they were given.")
+
+
+class GuidelinesEditor:
+    """The admin's editor; each handler is wrapped in `admin_only`."""
+
+    def __init__(self, admin: AdminActions) -> None:
+        self.admin = admin
+
+    @admin_only(lambda _: (gr.skip(), gr.skip()))
+    def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, str]:
+        store = self.admin.store
+        if store is None:
+            return gr.skip(), gr.skip()
+        current = store.guidelines.current()
+        return current.text, version_line(current, store.guidelines.history())
+
+    @admin_only(lambda _: ("Sign in first.", gr.skip()))
+    def save(self, text: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
+        store = self.admin.store
+        if store is None:
+            return "No feedback database on this server.", gr.skip()
+        who = self.admin.identities.identify(request, profile)
+        by = who.annotator.removeprefix("user:") if who.verified else "an admin (password)"
+        try:
+            saved, new = store.guidelines.save(text, by)
+        except FeedbackError as exc:
+            return f"Not saved: {exc}", gr.skip()
+        line = version_line(saved, store.guidelines.history())
+        if not new:
+            return "Not saved: the text is the same as the version in force.", line
+        return f"Saved as version {saved.version}: labellers see it the next time their page loads.", line
+
+
+def build_guidelines_editor(admin: AdminActions) -> Callable[[Any], Any]:
+    """The admin's editor. Returns `reload(event)`, which fills it (the version in force) after `event`."""
+    editor = GuidelinesEditor(admin)
+    with gr.Column(elem_id="guidelines-editor"):
+        gr.Markdown("## Labelling guidelines")
+        text = gr.Textbox(label="Guidelines (markdown), shown to labellers beside the queue and Classify", lines=14,
+                          max_lines=40, max_length=MAX_CHARS, elem_id="guidelines-text")
+        versions = gr.Markdown(elem_id="guidelines-version")
+        save = gr.Button("Save the guidelines", elem_id="guidelines-save")
+        message = gr.Markdown(elem_id="guidelines-msg", elem_classes=["live"])
+    save.click(editor.save, inputs=text, outputs=[message, versions], **PRIVATE)
+
+    def reload(event: Any) -> Any:
+        return event.then(editor.load, outputs=[text, versions], **PRIVATE)
+
+    return reload
+
+
+def guidelines_panel(store: FeedbackStore | None, elem_id: str) -> None:
+    """The guidelines for labellers, as a closed accordion; the text is read each time the page loads."""
+    if store is None:
+        return
+    with gr.Accordion("Labelling guidelines: how to choose a topic", open=False, elem_id=elem_id,
+                      elem_classes=["guidelines"]):
+        gr.Markdown(lambda: store.guidelines.current().text, elem_id=f"{elem_id}-text")

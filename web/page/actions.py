@@ -1,0 +1,244 @@
+"""What each user button does (classify, feedback, the labelling queue, undo), independent of the page layout."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import gradio as gr
+import numpy as np
+
+from core.labels import LABELS
+from core.serving.limits import Limiter, RateLimiter
+from core.settings.policies import SESSION_CAPACITY, QueuePolicy
+from core.text import clean_text
+from feedback.errors import FeedbackError
+from feedback.store import FeedbackStore
+from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, storable, topic_of
+from web.page.labelling import LabellingQueue
+from web.page.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
+from web.server.identity import Identity, IdentityService
+
+__all__ = ["RIGHT", "AnswerOutcome", "Classifier", "NewsLoopActions", "PageLimits", "storable"]
+STALE = "This result is no longer on screen: classify the text again."
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.~-]+)*[\\/]([\w.-]+)")  # a file path; group 1 is its last part
+
+
+class Classifier(Protocol):
+    """What the page needs from a model: predictions, batch probabilities, and the version that made them."""
+
+    @property
+    def version(self) -> str | None: ...  # read only: a service's champion changes under it
+
+    def predict(self, texts: Sequence[str]) -> list[Any]: ...
+
+    def proba_in_label_order(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class PageLimits:
+    """What the page accepts from one client; built from settings at the edge (app.py)."""
+
+    max_input_chars: int  # longer input is refused with a message
+    classify_per_minute: int  # per client address
+    queue_per_minute: int = 120  # queue requests (next, answer, skip) per client address
+    session_capacity: int = SESSION_CAPACITY  # sessions whose last prediction and queue item are remembered
+    session_memory_bytes: int = 64 * 1024 * 1024  # and the memory those may take, each map
+
+
+@dataclass(frozen=True)
+class AnswerOutcome:
+    """What became of a one-click answer: the message to show, whether it is stored (now or before), and
+    whether it named a prediction no longer on screen (the page then makes the result unanswerable)."""
+
+    message: str
+    saved: bool = False
+    stale: bool = False
+
+
+class NewsLoopActions:
+    """What each button does, independent of the page layout.
+
+    Who is asking comes from `identities` (web.server.identity): a server-issued identity, never the client's choice;
+    `profile` is the `gr.OAuthProfile` Gradio injects when a Hugging Face account is signed in. Every
+    answer names what was on screen by the id the server issued when it showed it (a prediction, a queue
+    item); an answer naming anything else is refused. The queue's buttons are `labelling` (web.page.labelling).
+    """
+
+    def __init__(
+        self,
+        classifier: Classifier,
+        store: FeedbackStore | None,
+        *,
+        limits: PageLimits,
+        queue: QueuePolicy,
+        identities: IdentityService,
+        classify_limit: Limiter | None = None,
+        queue_limit: Limiter | None = None,
+        queue_items: SessionMap | None = None,
+    ) -> None:
+        """The limiters and the queue-item map default to this process's memory; replicas pass ones kept in
+        the shared database (see `app.shared_web_state`)."""
+        self.classifier = classifier
+        self.store = store
+        self.limits = limits
+        self.queue = queue
+        self.identities = identities
+        budget, capacity = limits.session_memory_bytes, limits.session_capacity
+        self.memory: BoundedMap[LastPrediction] = BoundedMap(capacity, budget, lambda last: last.nbytes)
+        self.queue_items: SessionMap = queue_items or BoundedMap(capacity, budget, queue_item_bytes)
+        self.classify_limit: Limiter = classify_limit or RateLimiter(limits.classify_per_minute, 60.0)
+        self.queue_limit: Limiter = queue_limit or RateLimiter(limits.queue_per_minute, 60.0)
+        self._scored_version: str | None = None
+        self._rescore_lock = threading.Lock()
+        self.labelling = LabellingQueue(classifier, store, policy=queue, identities=identities, limit=self.queue_limit,
+                                        items=self.queue_items, before_next=self._rescore_if_needed)
+
+    # Classify.
+    def classify(
+        self, text: str | None, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
+    ) -> tuple[dict[str, float] | None, str, str]:
+        """(probabilities, note, prediction id): the id names this result in answers ("" when none can be given)."""
+        who = self.identities.identify(request, profile)
+        if who.session:
+            self.memory.pop(who.session)  # whatever this tab showed is replaced, by a result or by a message
+        if text is not None and not isinstance(text, str):
+            return None, "Send the text to classify as a string.", ""
+        raw = storable(text or "")
+        if len(raw) > self.limits.max_input_chars:
+            return None, (
+                f"This text is {len(raw):,} characters long; the limit is {self.limits.max_input_chars:,}. "
+                "Paste the headline and first paragraphs instead."
+            ), ""
+        if not clean_text(raw):
+            return None, "Paste a news headline or article to classify.", ""
+        wait = self.classify_limit.check(who.address)
+        if wait:
+            return None, f"Too many requests: try again in {wait:.0f} s.", ""
+        start = time.perf_counter()
+        prediction = self.classifier.predict([raw])[0]
+        elapsed_ms = (time.perf_counter() - start) * 1000.0
+        note = f"Model **{prediction.model_version}** · {elapsed_ms:.0f} ms"
+        if prediction.truncated:
+            note += " · long text: only its first part was read"
+        return prediction.probabilities, note, self._remember(who, raw, prediction)
+
+    def classify_refusal(self, request: Any) -> str | None:
+        """Why a classification from this request's address is refused before it joins the page's queue (over
+        its rate limit: `web.server.asgi.RequestGuard` answers 429 at once), or None. The handler still counts it."""
+        wait = self.classify_limit.peek(self.identities.address_of(request))
+        return f"Too many requests: try again in {wait:.0f} s." if wait else None
+
+    def _remember(self, who: Identity, raw: str, prediction: Any) -> str:
+        """Keep what an answer to this prediction needs, under a fresh id; "" when no answer can be stored."""
+        if self.store is None or not who.session:
+            return ""
+        shown = LastPrediction(
+            id=new_shown_id(),
+            # The model reads only the start of a long text; keep what fits the store's limit.
+            text=raw[: self.store.limits.max_text_chars],
+            text_digest=text_digest(raw),
+            label=prediction.label,
+            probabilities=prediction.probabilities,
+            model_version=prediction.model_version,
+        )
+        self.memory.put(who.session, shown)
+        return shown.id
+
+    # Feedback on the prediction on screen.
+    def feedback(
+        self, label: str, prediction: str, text: str,
+        request: gr.Request | None = None, profile: gr.OAuthProfile | None = None,
+    ) -> str:
+        """Answer the prediction `prediction` (its id) made for `text` (the box's content): the API's form."""
+        return self.answer(label, prediction, text, request, profile).message
+
+    def answer(
+        self, label: object, prediction: object, text: object, request: Any = None, profile: Any = None
+    ) -> AnswerOutcome:
+        """Store `label` for the prediction on this tab's screen, if `prediction` names it and the box still
+        holds the text it was made for; a different label than this person's earlier one replaces it."""
+        if self.store is None:
+            return AnswerOutcome("Feedback is not being collected on this server.")
+        topic = topic_of(label)
+        if topic is None:
+            return AnswerOutcome(f"Not saved: the topic must be one of {', '.join(LABELS)}.")
+        who = self.identities.identify(request, profile)
+        last = self.memory.get(who.session) if who.session else None
+        if last is None:
+            return AnswerOutcome("Classify a text first, then tell us whether the topic is right.", stale=True)
+        box = storable(text) if isinstance(text, str) else None
+        if not names_shown(prediction, last.id) or box is None or text_digest(box) != last.text_digest:
+            return AnswerOutcome(STALE, stale=True)
+        user_label = last.label if topic == RIGHT else topic
+        try:
+            result = self.store.record(
+                text=last.text,
+                user_label=user_label,
+                annotator=who.annotator,
+                kind="confirm" if user_label == last.label else "correct",
+                predicted_label=last.label,
+                probabilities=last.probabilities,
+                model_version=last.model_version,
+                verified=who.verified,
+                address=who.address,
+            )
+        except FeedbackError as exc:
+            return AnswerOutcome(f"Not saved: {exc}")
+        if user_label != last.label and not result.duplicate:
+            self._queue_candidate(last.text, who, result.id)
+        if result.duplicate:
+            return AnswerOutcome(f"Already saved: **{user_label}** for {snippet(last.text)}.", saved=True)
+        done = "Changed your answer: saved as" if result.replaced else "Thanks, saved as"
+        return AnswerOutcome(f"{done} **{user_label}**: {snippet(last.text)}. You can undo it.", saved=True)
+
+    def _queue_candidate(self, text: str, who: Identity, answer_id: int) -> None:
+        """A corrected text goes to the labelling pool, so others (whose answers may train) label it too.
+
+        Anyone can paste anything, so a correction from someone the host did not sign in is held: the queue
+        serves it to nobody until a maintainer accepts an answer on it (`FeedbackStore.held_items` lists them)."""
+        assert self.store is not None
+        held = None if who.verified else (who.annotator, f"answer {answer_id}: a correction by a visitor not signed in")
+        try:
+            added = self.store.add_to_pool([text[: self.store.limits.max_text_chars]], source="correction", held=held)
+            if added.added:
+                self._scored_version = None  # score the new item before the queue serves it
+        except FeedbackError:
+            pass  # a text the pool refuses stays a stored answer only
+
+    # The labelling queue's order (its buttons are `self.labelling`).
+    def _rescore_if_needed(self) -> None:
+        """Order the pool by the current champion's uncertainty (once per champion)."""
+        version = self.classifier.version
+        if self.store is None or version is None or version == self._scored_version:
+            return
+        with self._rescore_lock:
+            if version != self._scored_version:
+                self.store.rescore(self.classifier.proba_in_label_order, version)
+                self._scored_version = version
+
+    def undo(self, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None) -> str:
+        """Withdraw this person's last answer given on the Classify tab (the queue has its own undo)."""
+        if self.store is None:
+            return "Feedback is not being collected on this server."
+        who = self.identities.identify(request, profile)
+        if not who.annotator:
+            return "Nothing to undo."
+        undone = self.store.undo_last(who.annotator, ("confirm", "correct"))
+        if undone is None:
+            return "Nothing to undo."
+        return f"Undone: your answer **{undone['user_label']}** for {snippet(undone['text'])}."
+
+    # The footer.
+    def model_note(self) -> str:
+        model = getattr(self.classifier, "model", None)
+        meta = getattr(model, "meta", {}) if model is not None else {}
+        version = getattr(self.classifier, "version", None) or "none"
+        # Never a server path on the page: a local data folder is named by its last part only.
+        data = _PATH.sub(r"\1", str(meta.get("data", "unknown data")))
+        trained = str(meta.get("trained_at") or meta.get("committed_at") or "")[:10]
+        return f"Serving model **{version}**, trained on {data}" + (f" ({trained})." if trained else ".")

@@ -1,0 +1,210 @@
+"""The Classify and Label queue tabs: layout and the page-side wiring of their buttons to `NewsLoopActions`."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from core.labels import LABELS
+from web.admin.guidelines_view import guidelines_panel
+from web.page.actions import NewsLoopActions
+from web.page.answer_rules import RIGHT
+from web.page.labelling import QueueView
+
+EXAMPLES = [
+    "Ceasefire talks resume as envoys arrive in the capital. Diplomats from three neighbouring countries "
+    "met rebel leaders on Sunday in a new attempt to end months of fighting.",
+    "Late goal sends champions through to the semi-finals. A header in stoppage time gave the holders a "
+    "2-1 win on aggregate and set up a meeting with their oldest rivals.",
+    "Shares slide as the retailer cuts its profit forecast. The company blamed weaker holiday spending "
+    "and higher shipping costs, and said it would close forty stores next year.",
+    "New chip promises longer battery life for laptops. The processor, built on a smaller manufacturing "
+    "process, uses a third less power while running common office software, the maker said.",
+]
+CHOICES = [RIGHT, *LABELS]
+PRIVATE: dict[str, Any] = {"api_visibility": "private"}
+ViewFn = Callable[..., QueueView]
+
+
+def _button_text(choice: str) -> str:
+    return "Right" if choice == RIGHT else f"It's actually {choice}"
+
+
+def _buttons(chosen: str | None, live: bool | None = None) -> list[dict[str, Any]]:
+    """The answer buttons, the chosen one marked (variant and a check mark), the others plain; `live` says
+    whether they can be pressed (None: leave that as it is)."""
+    extra: dict[str, Any] = {} if live is None else {"interactive": live}
+    return [
+        gr.update(variant="primary" if c == chosen else "secondary",
+                  value=("✓ " if c == chosen else "") + _button_text(c), **extra)
+        for c in CHOICES
+    ]
+
+
+def _in_browser(values: list[Any]) -> str:
+    """The body of an event that runs in the browser only and sets its outputs to `values` at once."""
+    return f"() => {json.dumps(values)}"
+
+
+def build_classify(actions: NewsLoopActions) -> None:
+    """The Classify tab: text, counter, result, one-click answer, undo."""
+    limit = actions.limits.max_input_chars
+    with gr.Tab("Classify", id="classify"), gr.Row(elem_id="classify-row"):
+        with gr.Column(scale=3, elem_id="classify-input"):
+            text = gr.Textbox(
+                label="News text", lines=7, max_length=limit,
+                placeholder="Paste a headline and/or the article body", elem_id="news-text",
+            )
+            gr.HTML(f'<span class="count">0 / {limit:,} characters</span> <span class="warn" role="alert"></span>',
+                    elem_id="char-count")
+            classify_btn = gr.Button("Classify", variant="primary", elem_id="classify-btn")
+            gr.HTML('<p class="kbd-hint"><kbd>Shift</kbd>+<kbd>Enter</kbd> classifies; <kbd>Enter</kbd> starts a '
+                    "new line.</p>", elem_id="classify-hint")
+            with gr.Column(elem_id="classify-examples"):
+                gr.Examples(EXAMPLES, inputs=text, label="Examples (one per topic)")
+            guidelines_panel(actions.store, "classify-guidelines")
+        with gr.Column(scale=2, elem_id="classify-result"):
+            label = gr.Label(num_top_classes=len(LABELS), label="Topic", elem_id="topic-label")
+            info = gr.Markdown(elem_id="classify-info")
+            # The server's id of the prediction on screen: every answer sends it back with the box's text.
+            shown = gr.Textbox(visible=False, elem_id="prediction-id")
+            gr.Markdown("**Is this right?**")
+            right_btn = gr.Button(_button_text(RIGHT), variant="secondary", elem_id="fb-right", interactive=False)
+            with gr.Row():
+                topic_btns = [gr.Button(_button_text(n), elem_id=f"fb-{i}", interactive=False)
+                              for i, n in enumerate(LABELS)]
+            ack = gr.Markdown(elem_id="feedback-ack", container=True, elem_classes=["live"])
+            undo_btn = gr.Button("Undo my last answer on this tab", size="sm", elem_id="fb-undo")
+    buttons = [right_btn, *topic_btns]
+
+    # Once the box no longer holds the classified text (an edit, an example, an empty box), or a new result
+    # is on its way, the result on screen cannot be answered: cleared at once in the browser. The server
+    # refuses such an answer anyway (web.page.actions: the id and the text must both match).
+    text.change(None, js=_in_browser(["", {}, "", *_buttons(None, live=False)]),  # {}: an empty gr.Label
+                outputs=[shown, label, info, *buttons], **PRIVATE)
+    ready = ("(shown) => [''].concat(" + json.dumps(_buttons(None))
+             + ".map((button) => ({...button, interactive: !!shown})))")  # answerable only with an id
+    for trigger, api in ((classify_btn.click, {"api_name": "classify"}), (text.submit, PRIVATE)):
+        trigger(None, js=_in_browser(_buttons(None, live=False)), outputs=buttons, **PRIVATE)
+        trigger(actions.classify, inputs=text, outputs=[label, info, shown], **api).then(
+            None, inputs=shown, js=ready, outputs=[ack, *buttons], **PRIVATE)
+    for choice, btn in zip(CHOICES, buttons, strict=True):
+        btn.click(_answer(actions, choice), inputs=[shown, text], outputs=[ack, label, shown, *buttons], **PRIVATE)
+    undo_btn.click(actions.undo, outputs=ack, api_name="undo").then(
+        None, js=_in_browser(_buttons(None)), outputs=buttons, **PRIVATE)
+
+
+def _answer(actions: NewsLoopActions, choice: str) -> Callable[..., list[Any]]:
+    """A click handler for one answer button: saves `choice` for the prediction on screen, marks the button."""
+
+    def handler(shown: str, text: str, request: gr.Request, profile: gr.OAuthProfile | None) -> list[Any]:
+        outcome = actions.answer(choice, shown, text, request, profile)
+        if outcome.stale:  # not the result on screen (any more): clear it, as an edit does
+            return [outcome.message, None, "", *_buttons(None, live=False)]
+        return [outcome.message, gr.skip(), gr.skip(), *_buttons(choice if outcome.saved else None)]
+
+    return handler
+
+
+def article_html(text: str | None) -> str:
+    """The queue article as a focusable, labelled region (escaped: articles are data, never markup)."""
+    if not text:
+        return '<article tabindex="-1" aria-label="Article to label"><p>No article to show.</p></article>'
+    return (f'<article tabindex="0" aria-label="Article to label">'
+            f'<p>{html.escape(text).replace(chr(10), "<br>")}</p></article>')
+
+
+def queue_screen(view: QueueView) -> list[Any]:
+    """A queue view as the tab's outputs (article, its id, progress, message); what did not change is skipped.
+    The article and its id always arrive together, so what a key acts on is what is rendered."""
+    return [
+        article_html(view.text) if view.shown is not None else gr.skip(),
+        view.shown if view.shown is not None else gr.skip(),
+        view.progress if view.progress is not None else gr.skip(),
+        view.message,
+    ]
+
+
+def build_queue(actions: NewsLoopActions) -> gr.Tab:
+    """The Label queue tab: the article loads when the tab opens; keys 1-4, S and U work without a mouse."""
+    with gr.Tab("Label queue", id="queue") as tab:
+        gr.HTML('<p class="kbd-hint">Articles the model is least sure about come first. Keys: <kbd>1</kbd>-'
+                '<kbd>4</kbd> choose a topic, <kbd>S</kbd> skips, <kbd>U</kbd> undoes your last queue answer.</p>')
+        queue_ack = gr.Markdown(elem_id="queue-ack", container=True, elem_classes=["live"])
+        queue_progress = gr.Markdown(elem_id="queue-progress")
+        # The server's id of the article on screen: answers and skips send it back (web.page.labelling).
+        queue_shown = gr.Textbox(visible=False, elem_id="queue-shown")
+        article = gr.HTML(article_html(""), elem_id="queue-article")
+        with gr.Row(elem_id="queue-buttons"):
+            queue_btns = [gr.Button(f"{i + 1} · {name}", elem_id=f"q-{i}") for i, name in enumerate(LABELS)]
+        with gr.Row():
+            skip_btn = gr.Button("S · Skip", size="sm", elem_id="q-skip")
+            undo_btn = gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")
+        guidelines_panel(actions.store, "queue-guidelines")
+    labelling = actions.labelling
+    outputs = [article, queue_shown, queue_progress, queue_ack]
+    tab.select(_on_screen(labelling.next), outputs=outputs, **PRIVATE)
+    controls = [*queue_btns, skip_btn, undo_btn]
+    # A press disables every queue button in the browser until the server's answer (the next article with its
+    # id) is on screen: presses meanwhile (a held or double-tapped key) are dropped, never queued.
+    hold, release = (_in_browser([gr.update(interactive=live)] * len(controls)) for live in (False, True))
+    handlers = [(btn, _for_shown(labelling.answer, name), [queue_shown]) for name, btn in zip(LABELS, queue_btns, strict=True)]
+    handlers += [(skip_btn, _for_shown(labelling.skip), [queue_shown]), (undo_btn, _on_screen(labelling.undo), [])]
+    for btn, handler, inputs in handlers:
+        btn.click(None, js=hold, outputs=controls, **PRIVATE)
+        btn.click(handler, inputs=inputs, outputs=outputs, **PRIVATE).then(None, js=release, outputs=controls, **PRIVATE)
+    return tab
+
+
+def _on_screen(fn: ViewFn) -> Callable[..., list[Any]]:
+    """A queue handler that needs nothing from the page (next, undo), rendered by `queue_screen`."""
+
+    def handler(request: gr.Request, profile: gr.OAuthProfile | None) -> list[Any]:
+        return queue_screen(fn(request, profile))
+
+    return handler
+
+
+def _for_shown(fn: ViewFn, *args: str) -> Callable[..., list[Any]]:
+    """A queue handler for the article on screen (answer, skip): the page sends that article's id."""
+
+    def handler(shown: str, request: gr.Request, profile: gr.OAuthProfile | None) -> list[Any]:
+        return queue_screen(fn(*args, shown, request, profile))
+
+    return handler
+
+
+def build_api_events(actions: NewsLoopActions) -> None:
+    """API-only events (no button of their own) for scripts: answer the prediction or the queue item shown.
+
+    Each answer names what it answers by the id the server gave it: `/classify` returns a prediction's id
+    (its third output), the queue events return the shown article's id (their fourth). Called outside
+    `gr.Tabs`: a `gr.api` inside it would be rendered as an extra tab.
+    """
+    labelling = actions.labelling
+
+    def queue_next(request: gr.Request, profile: gr.OAuthProfile | None) -> tuple[str, str, str, str]:
+        """The next article to label: (text, progress, message, shown id)."""
+        return labelling.next(request, profile).as_tuple()
+
+    def queue_answer(
+        label: str, shown: str, request: gr.Request, profile: gr.OAuthProfile | None
+    ) -> tuple[str, str, str, str]:
+        """Label the article whose id is `shown`; (text, progress, message, shown id) of the next one."""
+        return labelling.answer(label, shown, request, profile).as_tuple()
+
+    def queue_skip(shown: str, request: gr.Request, profile: gr.OAuthProfile | None) -> tuple[str, str, str, str]:
+        """Skip the article whose id is `shown`; (text, progress, message, shown id) of the next one."""
+        return labelling.skip(shown, request, profile).as_tuple()
+
+    def queue_undo(request: gr.Request, profile: gr.OAuthProfile | None) -> tuple[str, str, str, str]:
+        """Withdraw the last queue answer; (text, progress, message, shown id) of that article, shown again."""
+        return labelling.undo(request, profile).as_tuple()
+
+    gr.api(actions.feedback, api_name="feedback")
+    for fn in (queue_next, queue_answer, queue_skip, queue_undo):
+        gr.api(fn, api_name=fn.__name__)

@@ -1,0 +1,301 @@
+"""The HTTP server: FastAPI routes with the page mounted beside them, browser ids, the upload guard, uvicorn.
+
+uvicorn runs with `proxy_headers=False`: it never rewrites the client address from X-Forwarded-For
+(by default it believes 127.0.0.1). `web.server.identity.ProxyPolicy` alone decides which entries to believe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+import gradio as gr
+import uvicorn
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+
+from core.settings.policies import SESSION_CAPACITY
+from web.page.theme import CSS, THEME, head_html
+from web.server.api_body import replay
+from web.server.fair_share import FairShare, NewSessions
+from web.server.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
+from web.server.origin_guard import OriginGuard, OriginPolicy
+
+EarlyCheck = Callable[[Request], "str | None"]
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How the server is exposed; built from settings at the edge (app.py)."""
+
+    max_upload_bytes: int = 5 * 1024 * 1024
+    blocked_paths: tuple[str, ...] = ()  # never served as files, whatever Gradio allows
+    auth: list[tuple[str, str]] | None = None  # Gradio's sign-in for the whole page (verified identities)
+    session_capacity: int = SESSION_CAPACITY  # sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS)
+    cache_cleanup_s: int = 3600  # uploads and outputs older than this are deleted, checked as often
+    events_per_address: int = 16  # page events one client address may have queued or running at once
+    new_sessions_per_minute: int = 30  # page sessions (tabs) one address may open a minute
+    new_sessions_per_second: int = 8  # page sessions everyone together may open a second
+    routers: Sequence[APIRouter] = field(default_factory=tuple)
+    origins: OriginPolicy = field(default_factory=OriginPolicy)  # the app's own origins (web.server.origin_guard)
+    # (handler, check): an event of `handler` that `check(request)` refuses (a message) is answered 429 at its
+    # join, before it takes a place in the queue: sign-ins locked out, classifications over their rate limit.
+    early_refusals: Sequence[tuple[Callable[..., Any], EarlyCheck]] = ()
+
+
+class RequestGuard:
+    """Refuses, before Gradio sees them: uploads from anyone but a signed-in admin (the pool import is the
+    page's only file input) or over the size limit, queue streams without a session (Gradio fails on
+    an empty one), event joins from an address that already has its fair share of the queue, and joins
+    of an event whose early check refuses them (`early`: fn_index -> check)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        is_admin: Callable[[Any], bool],
+        max_bytes: int,
+        address_of: Callable[[Any], str] | None = None,
+        fair_share: FairShare | None = None,
+        early: dict[int, EarlyCheck] | None = None,
+        new_sessions: NewSessions | None = None,
+    ) -> None:
+        self.app = app
+        self.early = early or {}
+        self.new_sessions = new_sessions
+        self.is_admin = is_admin
+        self.max_bytes = max_bytes
+        self.address_of = address_of
+        self.fair_share = fair_share
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        path = scope.get("path", "").rstrip("/") if scope["type"] == "http" else ""
+        if path.endswith("/upload"):
+            request = Request(scope)
+            length = request.headers.get("content-length", "")
+            if not self.is_admin(request):
+                await _refuse(send, 403, "Only a signed-in admin may upload files.")
+                return
+            if length.isdecimal() and int(length) > self.max_bytes:
+                await _refuse(send, 413, f"Files are limited to {self.max_bytes / (1024 * 1024):g} MB.")
+                return
+        if path.endswith("/queue/data") and not parse_qs(scope.get("query_string", b"").decode()).get("session_hash"):
+            await _refuse(send, 400, "A session_hash is required.")
+            return
+        if path.endswith("/queue/join"):
+            await self._join(scope, receive, send)
+            return
+        if scope.get("method") in _WITH_BODY and not path.endswith("/upload") and not path.startswith("/api/"):
+            # Gradio's other routes read whole JSON bodies: bound them while they stream (/api/ bounds its own).
+            body = await _read_body(receive, _MAX_EVENT_BYTES)
+            if body is None:
+                await _refuse(send, 413, "The request is too large.")
+                return
+            receive = replay(body)
+        await self.app(scope, receive, send)
+
+    async def _join(self, scope: Scope, receive: Any, send: Any) -> None:
+        """An event join: refused when its address has its fair share of the queue already (before its body
+        is read), or without a session; else passed on, noting the event it became."""
+        share, address = self.fair_share, self.address_of(Request(scope)) if self.address_of else ""
+        if share is not None and not share.admit(address):
+            await _refuse(send, 429, "Too many of your requests are waiting: try again when they finish.",
+                          retry_after=1)
+            return
+        answer: dict[str, Any] = {"status": 0, "body": b""}
+
+        async def noted(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                answer["status"] = message["status"]
+            elif message["type"] == "http.response.body" and len(answer["body"]) < 4096:
+                answer["body"] += message.get("body", b"")
+            await send(message)
+
+        try:
+            body = await _read_body(receive, _MAX_EVENT_BYTES)
+            if body is None:
+                await _refuse(send, 413, "The request is too large.")
+            elif not _names_a_session(body):
+                await _refuse(send, 400, "A session_hash is required.")
+            elif (refusal := await self._early_refusal(body, scope)) is not None:
+                await _refuse(send, 429, refusal, retry_after=1)
+            elif (crowded := self._new_session_refusal(body, address)) is not None:
+                await _refuse(send, *crowded)
+            else:
+                await self.app(scope, replay(body), noted)
+        finally:
+            if share is not None:
+                share.joined(address, _event_id(answer["body"]) if answer["status"] == 200 else None)
+
+
+    def _new_session_refusal(self, body: bytes, address: str) -> tuple[int, str, int] | None:
+        why = self.new_sessions.admit(str(_field(body, "session_hash")), address) if self.new_sessions else None
+        if why == "address":
+            return 429, "Too many new pages opened from your address: try again in a moment.", 2
+        if why == "everyone":
+            return 503, "Many people are opening the page right now: try again in a few seconds.", 2
+        return None
+
+    async def _early_refusal(self, body: bytes, scope: Scope) -> str | None:
+        check = self.early.get(_field(body, "fn_index"))
+        if check is None:
+            return None
+        return await run_in_threadpool(check, Request(scope))  # a shared limiter reads the database
+
+
+_GRADIO_SESSIONS = 250
+_MAX_EVENT_BYTES = 4 * 1024 * 1024  # an event's JSON: a 20,000-character text is far below this
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def _read_body(receive: Any, limit: int) -> bytes | None:
+    chunks, size, more = [], 0, True
+    while more:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def _names_a_session(body: bytes) -> bool:
+    try:
+        session = json.loads(body).get("session_hash")
+    except (ValueError, AttributeError, RecursionError):
+        return True  # not our concern: Gradio answers malformed bodies itself
+    return isinstance(session, str) and bool(session.strip())
+
+
+def _field(body: bytes, name: str) -> Any:
+    try:
+        return json.loads(body).get(name)
+    except (ValueError, AttributeError, RecursionError, TypeError):
+        return None
+
+
+def _event_id(body: bytes) -> str | None:
+    event_id = _field(body, "event_id")
+    return event_id if isinstance(event_id, str) else None
+
+
+def _queue_holds(demo: gr.Blocks) -> Callable[[str], bool]:
+    """Whether Gradio's queue still holds an event (queued or running). Gradio documents no way to ask;
+    its queue keeps each event in `event_ids_to_events` until the event finishes, is cancelled or its
+    client leaves. Should a Gradio release drop that map, only joins being answered are counted (the
+    fair-share test then fails), never every event for good."""
+
+    def holds(event_id: str) -> bool:
+        events = getattr(getattr(demo, "_queue", None), "event_ids_to_events", None)
+        return events is not None and event_id in events
+
+    return holds
+
+
+async def _refuse(send: Any, status: int, detail: str, retry_after: int | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    if status == 413:  # the rest of the body is never read: close the connection instead of draining it
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def build_server(
+    demo: gr.Blocks, identities: IdentityService, options: ServerOptions, is_admin: Callable[[Any], bool] = lambda _: False
+) -> FastAPI:
+    """The one ASGI app: REST routes first, then the page at "/", wrapped in the upload guard and browser ids."""
+    api = FastAPI(title="NewsLoop", docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None)
+    for router in options.routers:
+        api.include_router(router)
+    # /openapi.json is NewsLoop's own API too (Gradio's app, mounted below, would list its internal routes).
+    api.add_api_route("/openapi.json", lambda: JSONResponse(api.openapi()), include_in_schema=False)
+    # Gradio's own per-session state copies every component's config: about 250 KB a session for this page
+    # (measured), so a session count alone is no bound on memory: at most _GRADIO_SESSIONS (~60 MB), whatever
+    # NEWSLOOP_SESSION_CAPACITY allows NewsLoop's own memory (at least 100 recent tabs keep theirs). A tab whose
+    # state was dropped is served with Gradio's defaults again: what a handler changed in its components
+    # (visibility, choices) and the one gr.State of the admin's people view start over.
+    demo.state_session_capacity = min(max(options.session_capacity, 100), _GRADIO_SESSIONS)
+    _bound_event_analytics(demo)
+    demo.delete_cache = (options.cache_cleanup_s, options.cache_cleanup_s)
+    app = gr.mount_gradio_app(
+        api, demo, path="", auth=options.auth, blocked_paths=list(options.blocked_paths),
+        max_file_size=options.max_upload_bytes, ssr_mode=False, footer_links=["api"],
+        theme=THEME, css=CSS, head=head_html(), app_kwargs={"openapi_url": None},
+    )
+    # Gradio checks the file paths an event's inputs name (uploads only, never blocked_paths) only in an app
+    # it launched itself. Mounted, it would hash and copy any file a visitor names: the live database (which
+    # drops this process's SQLite locks, see core.storage.sqlite_guard), the identity key, or /dev/zero, forever.
+    demo.has_launched = True
+    # Starlette runs the last-added middleware first: a foreign origin is refused before anything else looks;
+    # browser ids must exist before the guard looks.
+    fair_share = FairShare(options.events_per_address, _queue_holds(demo))
+    early = {fn_id: check for fn_id, block in demo.fns.items()
+             for handler, check in options.early_refusals if block.fn == handler}
+    # Gradio answers any origin's CORS request with credentials unless the app configures CORS itself (its
+    # CustomCORSMiddleware defers to a Starlette CORSMiddleware on the parent app): name only the app's own.
+    app.add_middleware(CORSMiddleware, allow_origins=options.origins.cors_origins, allow_credentials=True,
+                       allow_methods=["GET", "POST"], allow_headers=["*"])
+    app.add_middleware(RequestGuard, is_admin=is_admin, max_bytes=options.max_upload_bytes,
+                       address_of=identities.address_of, fair_share=fair_share, early=early,
+                       new_sessions=NewSessions(options.new_sessions_per_minute, options.new_sessions_per_second))
+    app.add_middleware(BrowserIdMiddleware, identities=identities)
+    app.add_middleware(OriginGuard, policy=options.origins)
+    return app
+
+
+def _bound_event_analytics(demo: gr.Blocks, keep: int = 1_000) -> None:
+    """Gradio keeps a record of every event for its monitoring page (10,000 by default) and after each event
+    summarises them all in a pandas DataFrame, a cost that grows with the records kept, so a flood of events
+    slows every later one, and memory grows until then. NewsLoop shows no monitoring page: keep `keep`
+    records and summarise once per `keep` events. Gradio reads these from GRADIO_ANALYTICS_MAX_EVENTS and
+    GRADIO_ANALYTICS_CACHE_FREQUENCY when the queue is built (before this runs); a setting given there wins."""
+    queue = getattr(demo, "_queue", None)
+    for env, attribute in (("GRADIO_ANALYTICS_MAX_EVENTS", "ANALYTICS_MAX_EVENTS"),
+                           ("GRADIO_ANALYTICS_CACHE_FREQUENCY", "ANAYLTICS_CACHE_FREQUENCY")):  # sic, Gradio's name
+        if queue is not None and hasattr(queue, attribute) and env not in os.environ:
+            setattr(queue, attribute, keep)
+
+
+def uvicorn_config(app: FastAPI, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        app, host=host, port=port, proxy_headers=False, forwarded_allow_ips="", log_level="warning",
+        timeout_graceful_shutdown=5,
+    )
+
+
+def serve(app: FastAPI, host: str, port: int) -> None:
+    """Serve until interrupted (the app's main loop)."""
+    uvicorn.Server(uvicorn_config(app, host, port)).run()
+
+
+class ServerThread:
+    """The real server in a background thread (tests and benchmarks), stopped with `stop()`."""
+
+    def __init__(self, app: FastAPI, host: str, port: int) -> None:
+        self.server = uvicorn.Server(uvicorn_config(app, host, port))
+        self.thread = threading.Thread(target=self.server.run, name="newsloop-server", daemon=True)
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
