@@ -44,6 +44,7 @@ from web.page.tabs import build_page
 from web.server.api import build_api
 from web.server.asgi import ServerOptions, build_server, serve
 from web.server.identity import IdentityService, ProxyPolicy
+from web.server.metrics import Metrics, MetricsMiddleware, metrics_router
 from web.server.origin_guard import OriginPolicy
 
 log = logging.getLogger("newsloop.app")
@@ -52,18 +53,18 @@ log = logging.getLogger("newsloop.app")
 def page_limits(settings: Settings) -> PageLimits:
     """What the page accepts from one client, cut from the settings."""
     return PageLimits(
-        max_input_chars=settings.max_input_chars,
-        classify_per_minute=settings.classify_per_minute,
-        queue_per_minute=settings.queue_per_minute,
-        session_capacity=settings.session_capacity,
-        session_memory_bytes=int(settings.session_memory_mb * 1024 * 1024),
+        max_input_chars=settings.serving.max_input_chars,
+        classify_per_minute=settings.limits.classify_per_minute,
+        queue_per_minute=settings.limits.queue_per_minute,
+        session_capacity=settings.limits.session_capacity,
+        session_memory_bytes=int(settings.limits.session_memory_mb * 1024 * 1024),
     )
 
 
 def identity_secret(settings: Settings) -> bytes:
     """The key that signs browser ids: the setting, else a random one kept (0600) in home."""
-    if settings.secret_key is not None and settings.secret_key.get_secret_value():
-        return settings.secret_key.get_secret_value().encode()
+    if settings.hosting.secret_key is not None and settings.hosting.secret_key.get_secret_value():
+        return settings.hosting.secret_key.get_secret_value().encode()
     path = settings.paths.secret_key
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -76,14 +77,14 @@ def identity_secret(settings: Settings) -> bytes:
 
 
 def identity_service(settings: Settings) -> IdentityService:
-    proxy = ProxyPolicy(hops=settings.trusted_proxy_hops, addresses=settings.proxy_address_list)
-    return IdentityService(identity_secret(settings), proxy, secure_cookie=settings.on_space)
+    proxy = ProxyPolicy(hops=settings.hosting.trusted_proxy_hops, addresses=settings.hosting.proxy_address_list)
+    return IdentityService(identity_secret(settings), proxy, secure_cookie=settings.hosting.on_space)
 
 
 def _users(settings: Settings) -> list[tuple[str, str]] | None:
-    if settings.users is None or not settings.users.get_secret_value().strip():
+    if settings.hosting.users is None or not settings.hosting.users.get_secret_value().strip():
         return None
-    pairs = [entry.split(":", 1) for entry in settings.users.get_secret_value().split(",") if entry.strip()]
+    pairs = [entry.split(":", 1) for entry in settings.hosting.users.get_secret_value().split(",") if entry.strip()]
     if any(len(pair) != 2 or not pair[0].strip() or not pair[1] for pair in pairs):
         raise ConfigError("NEWSLOOP_USERS must be 'name:password' entries separated by commas")
     return [(name.strip(), password) for name, password in pairs]
@@ -93,16 +94,16 @@ def shared_web_state(settings: Settings, store: FeedbackStore | None) -> tuple[d
     """With a shared database, the state replicas must agree on: the page's rate limiters and queue items,
     and admin sessions, sign-in failures and tickets (keyword arguments of NewsLoopActions and AdminActions);
     else none, in memory."""
-    if not settings.database_url or store is None:
+    if not settings.storage.database_url or store is None:
         return {}, {}
     db = store.database
     page = {
-        "classify_limit": SharedRateLimiter(db, "classify", settings.classify_per_minute, 60.0),
-        "queue_limit": SharedRateLimiter(db, "queue", settings.queue_per_minute, 60.0),
+        "classify_limit": SharedRateLimiter(db, "classify", settings.limits.classify_per_minute, 60.0),
+        "queue_limit": SharedRateLimiter(db, "queue", settings.limits.queue_per_minute, 60.0),
         "queue_items": SharedMap(db, "queue_item"),
     }
     admin = {
-        "sessions": SharedAdminSessions(db, settings.admin_session_minutes * 60.0),
+        "sessions": SharedAdminSessions(db, settings.hosting.admin_session_minutes * 60.0),
         "throttle": shared_failure_throttle(db),
         "tickets": SharedMap(db, "admin_ticket", ttl_s=TICKET_TTL_S),
     }
@@ -113,45 +114,73 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
     """The server around `classifier` and `store`: page, REST API, identities and limits cut from `settings`."""
     identities = identity_service(settings)
     page_state, admin_state = shared_web_state(settings, store)
+    metrics = serving_metrics(settings, classifier, store)
     actions = NewsLoopActions(
-        classifier, store, limits=page_limits(settings), queue=settings.queue_policy(), identities=identities, **page_state
+        metrics.metered(classifier, "page") if metrics else classifier,
+        metrics.counting_answers(store) if metrics else store,
+        limits=page_limits(settings), queue=settings.queue, identities=identities, **page_state
     )
     admin = None
-    if settings.admin_enabled:
+    if settings.hosting.admin_enabled:
         admin = AdminActions(
             store,
-            password=settings.admin_password,
+            password=settings.hosting.admin_password,
             registry=ModelRegistry(settings.paths.models_dir),
             jobs=RetrainJobs(settings.paths),
             identities=identities,
-            admins=settings.admin_list,
-            session_minutes=settings.admin_session_minutes,
+            admins=settings.hosting.admin_list,
+            session_minutes=settings.hosting.admin_session_minutes,
             trust=settings.trust_policy(),
             retrain=settings.retrain_policy(),
-            promotion=settings.gate_config(),
-            hub_dataset=settings.hub_dataset,
-            hub_token=settings.hub_token,
-            export_dir=settings.home / "exports",  # under home: never served by Gradio (blocked_paths)
+            promotion=settings.gate,
+            hub_dataset=settings.storage.hub_dataset,
+            hub_token=settings.storage.hub_token,
+            export_dir=settings.storage.home / "exports",  # under home: never served by Gradio (blocked_paths)
             **admin_state,
         )
-    demo = build_page(actions, admin, hf_sign_in=settings.hf_sign_in)
+    demo = build_page(actions, admin, hf_sign_in=settings.hosting.hf_sign_in)
     # api_open=False: every event goes through the queue (its concurrency and size limits); no direct POST.
     demo.queue(api_open=False, default_concurrency_limit=8, max_size=256)
+    routers = [*api_routers(metrics.metered(classifier, "api") if metrics else classifier, actions, identities,
+                            settings.serving.max_batch_texts),
+               *([admin_router(admin)] if admin else []), *metrics_routers(metrics, settings)]
     options = ServerOptions(
-        max_upload_bytes=int(settings.max_upload_mb * 1024 * 1024),
+        max_upload_bytes=int(settings.limits.max_upload_mb * 1024 * 1024),
         # State (database, models, MLflow store, the identity key) must never be downloadable.
-        blocked_paths=(str(settings.home),),
+        blocked_paths=(str(settings.storage.home),),
         auth=_users(settings),
-        session_capacity=settings.session_capacity,
-        events_per_address=settings.events_per_address,
-        new_sessions_per_minute=settings.new_sessions_per_minute,
-        new_sessions_per_second=settings.new_sessions_per_second,
-        routers=[*api_routers(classifier, actions, identities, settings.max_batch_texts), *([admin_router(admin)] if admin else [])],
-        origins=OriginPolicy.from_urls(settings.public_url_list, settings.space_host),
-        early_refusals=[(actions.classify, actions.classify_refusal),
+        session_capacity=settings.limits.session_capacity,
+        events_per_address=settings.limits.events_per_address,
+        new_sessions_per_minute=settings.limits.new_sessions_per_minute,
+        new_sessions_per_second=settings.limits.new_sessions_per_second,
+        routers=routers,
+        origins=OriginPolicy.from_urls(settings.hosting.public_url_list, settings.hosting.space_host),
+        early_refusals=[(actions.classify, metrics.counting_refusals(actions.classify_refusal) if metrics
+                         else actions.classify_refusal),
                         *([(admin.login, admin.sign_in_refusal)] if admin else [])],
     )
-    return build_server(demo, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
+    server = build_server(demo, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
+    if metrics is not None:  # outermost: what the guards inside refuse is counted too
+        routes = [*server.routes, *(route for router in routers for route in router.routes)]  # templates, unprefixed
+        server.add_middleware(MetricsMiddleware, metrics=metrics, routes=routes)
+    return server
+
+
+def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> Metrics | None:
+    """This app's metrics (web.server.metrics), in a registry of its own; None when NEWSLOOP_METRICS is off."""
+    if not settings.serving.metrics:
+        return None
+    required = settings.queue.labels_required
+    pool_left = (lambda: store.pool_left(required)) if store is not None else None
+    return Metrics(lambda: classifier.version, pool_left, settings.paths)
+
+
+def metrics_routers(metrics: Metrics | None, settings: Settings) -> list[APIRouter]:
+    """GET /metrics when metrics are on: behind NEWSLOOP_METRICS_TOKEN when one is set, refused on a Space without."""
+    if metrics is None:
+        return []
+    token = settings.serving.metrics_token.get_secret_value() if settings.serving.metrics_token else None
+    return [metrics_router(metrics, token or None, public=settings.hosting.on_space)]
 
 
 def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: IdentityService, max_texts: int) -> list[APIRouter]:
@@ -175,7 +204,7 @@ def register_starter_on_server(settings: Settings, wait_s: float = 300.0) -> Non
     A replica that finds the lock held waits (up to `wait_s`) for the holder to register it, then serves it."""
     if not is_tracking_server(settings.tracking_uri) or alias_version(settings.tracking_uri) is not None:
         return
-    shared = database_lock(settings.database_url) if settings.database_url else contextlib.nullcontext()
+    shared = database_lock(settings.storage.database_url) if settings.storage.database_url else contextlib.nullcontext()
     try:
         with file_lock(settings.paths.retrain_lock, blocking=False), shared:
             register_starter(settings.tracking_uri)
@@ -188,12 +217,12 @@ def register_starter_on_server(settings: Settings, wait_s: float = 300.0) -> Non
 
 def start_snapshots(settings: Settings) -> SnapshotSchedule | None:
     """Restore a wiped host from the durable directory, then keep snapshotting to it (see core.storage.durable)."""
-    if settings.durable_dir is None:
+    if settings.storage.durable_dir is None:
         return None
-    restored = restore_if_fresh(settings.paths, settings.durable_dir)
+    restored = restore_if_fresh(settings.paths, settings.storage.durable_dir)
     if restored is not None:
         log.info("restored state from %s", restored)
-    schedule = SnapshotSchedule(settings.paths, settings.durable_dir, settings.snapshot_minutes * 60)
+    schedule = SnapshotSchedule(settings.paths, settings.storage.durable_dir, settings.storage.snapshot_minutes * 60)
     schedule.start()
     schedule.snapshot_on_sigterm()
     return schedule
@@ -201,12 +230,12 @@ def start_snapshots(settings: Settings) -> SnapshotSchedule | None:
 
 def start_schedule(settings: Settings) -> threading.Thread | None:
     """In-app retrain schedule: every interval, a child process retrains if enough feedback has arrived."""
-    if settings.retrain_interval_min <= 0:
+    if settings.retrain.interval_min <= 0:
         return None
 
     def loop() -> None:
         while True:
-            time.sleep(settings.retrain_interval_min * 60)
+            time.sleep(settings.retrain.interval_min * 60)
             # `watch --once` counts new trusted answers itself (feedback.readiness); the retrain lock prevents overlap.
             subprocess.run([sys.executable, "-m", "retrain", "watch", "--once"], check=False,
                            env=os.environ | BESIDE_SERVING_ENV)  # it shares the app's cores (core.host.cpu_share)
@@ -232,16 +261,16 @@ def main() -> None:
 
     service = ChampionService(
         champion_source(settings.tracking_uri, settings.paths.models_dir),
-        threads=settings.onnx_threads,
-        check_interval_s=settings.reload_interval_s,
-        max_batch=settings.max_batch,
-        batch_wait_ms=settings.batch_wait_ms,
+        threads=settings.serving.onnx_threads,
+        check_interval_s=settings.serving.reload_interval_s,
+        max_batch=settings.serving.max_batch,
+        batch_wait_ms=settings.serving.batch_wait_ms,
     )
     service.refresh()
     service.start_watching()
     store = FeedbackStore.from_settings(settings)
     start_schedule(settings)
-    serve(build_app(service, settings, store), settings.host, settings.port)
+    serve(build_app(service, settings, store), settings.serving.host, settings.serving.port)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ after a change come from the same script.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import inspect
 import itertools
@@ -26,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import options
 from core.labels import LABELS
 from core.serving.classifier import OnnxClassifier
-from core.settings.config import PROJECT_ROOT
 from core.settings.policies import QueuePolicy, TrustPolicy
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
@@ -46,9 +45,9 @@ def ag_news(folder: Path) -> list[tuple[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="folder with AG News train.csv")
-    parser.add_argument("--model", type=Path, default=PROJECT_ROOT / "models" / "starter")
+    parser = options.parser(__doc__)
+    options.add_data(parser, required=True, as_path=True)
+    options.add_model(parser)
     parser.add_argument("--telling-share", type=float, default=None,
                         help="share of checks the model gets wrong (default: checks drawn at random)")
     parser.add_argument("--seed", type=int, default=22)

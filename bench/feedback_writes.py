@@ -7,13 +7,13 @@ Prints rows written, rows found, and writes per second; the last line is a one-l
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from bench import options
 from core.labels import LABELS
 from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
@@ -49,7 +49,7 @@ def run(kind: str, workers: int, writes: int, durable: bool) -> tuple[int, int, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = options.parser(__doc__)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--processes", type=int, default=4)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench import options
 from core.host.net import free_port
 from core.settings.config import PROJECT_ROOT
 
@@ -49,7 +49,7 @@ def first_answer_seconds(home: Path, timeout_s: float, log: Path) -> tuple[float
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = options.parser(__doc__)
     parser.add_argument("--timeout", type=float, default=1800.0, help="give up after this many seconds")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="newsloop-first-answer-") as tmp:

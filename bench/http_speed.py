@@ -19,7 +19,6 @@ Named `http_speed.py`, not `http.py`: run as a script, a bench/http.py would hid
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import options
 from bench.common import CpuWatch, contention_note, share_cell
 from bench.load import LOOPBACK, launch_app, stop_app, wait_until_up
 
@@ -229,7 +229,7 @@ def sample_texts(count: int) -> list[str]:
     from core.settings.config import load_settings
 
     settings = load_settings()
-    corpus = load_corpus_or_seed(settings.data, settings.val_fraction, settings.use_extra_data)
+    corpus = load_corpus_or_seed(settings.data.source, settings.data.val_fraction, settings.data.use_extra)
     texts = [ex.text for ex in corpus.validation] or [ex.text for ex in corpus.train]
     rng = np.random.default_rng(0)
     picked = [texts[i] for i in rng.permutation(len(texts))]
@@ -237,7 +237,7 @@ def sample_texts(count: int) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = options.parser(__doc__)
     parser.add_argument("--url", help="an app already running on loopback; default: launch `python app.py`")
     parser.add_argument("--pid", type=int, help="the running app's process id, for its CPU figures (with --url)")
     parser.add_argument("--n", type=int, default=300, help="requests per single-client row")

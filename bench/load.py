@@ -28,11 +28,13 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench import options
 from core.host.net import free_port
 from core.labels import LABELS
 from core.registry.versions import ModelRegistry
@@ -79,7 +81,7 @@ def _positive(limit: int):  # type: ignore[no-untyped-def]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    parser = options.parser(__doc__)
     parser.add_argument("--clients", type=_positive(MAX_CLIENTS), default=32, help="concurrent clients (default 32)")
     parser.add_argument("--requests", type=_positive(MAX_REQUESTS), default=50, help="requests per client (default 50)")
     parser.add_argument("--url", help="a running app on loopback; default: launch `python app.py` on a free port")
@@ -96,9 +98,13 @@ def _parser() -> argparse.ArgumentParser:
 # Server ----------------------------------------------------------------------------------------------
 
 
-def launch_app(home: Path, limit: int, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+def launch_app(
+    home: Path, limit: int, log_path: Path, extra_env: Mapping[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`python app.py` on `home` and a free loopback port, with both per-minute limits at `limit` and `extra_env`
+    on top (e.g. NEWSLOOP_METRICS); returns the process and its URL."""
     port = free_port()
-    env = os.environ | {
+    env = os.environ | dict(extra_env or {}) | {
         "NEWSLOOP_HOME": str(home),
         "NEWSLOOP_HOST": "127.0.0.1",
         "NEWSLOOP_PORT": str(port),

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from bench import options
 from bench.sim.champion import (
     PRESETS,
     Preset,
@@ -57,7 +58,7 @@ from core.settings.config import PROJECT_ROOT
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = options.parser(__doc__)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="about 10 min on 2 cores (2 rounds of 150)")
     mode.add_argument("--tiny", action="store_true", help="seconds: 2-layer random model on the seed set")
@@ -163,7 +164,7 @@ def simulate(args: argparse.Namespace, mode: str, preset: Preset, root: Path) ->
     champion_home, data_dir = root / "champion", root / "data"
     policy = {"checks": args.checks > 0, "sybil": args.sybil > 0}
     settings = sim_settings(champion_home, data_dir, args.tiny, **policy)
-    data, words, plan, kept = prepare(args, data_dir, settings.val_fraction)
+    data, words, plan, kept = prepare(args, data_dir, settings.data.val_fraction)
     print(f"# NewsLoop learning loop ({mode}): data {data}, work folder {root}")
     print_plan(plan, words, kept, check_size=not args.tiny)
     print(f"preset: {asdict(preset)}; pool {args.pool_factor}x, malicious {args.malicious:.0%}, "
@@ -229,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench.sim.headlines import write_starter_data
         from core.settings.config import load_settings
 
-        plan, kept = write_starter_data(data_location(args.data), args.write_starter_data, load_settings().val_fraction)
+        plan, kept = write_starter_data(data_location(args.data), args.write_starter_data, load_settings().data.val_fraction)
         print(f"wrote {args.write_starter_data}: {kept}; held out {len(plan.stream)} stream + {len(plan.test)} test rows")
         return 0
     if args.from_starter:
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.write_data:
         from core.settings.config import load_settings
 
-        _, words, plan, kept = prepare(args, args.write_data, load_settings().val_fraction)
+        _, words, plan, kept = prepare(args, args.write_data, load_settings().data.val_fraction)
         print_plan(plan, words, kept, check_size=not args.tiny)
         print(f"wrote {args.write_data}")
         return 0

@@ -10,7 +10,6 @@ last line is a one-line summary.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -20,12 +19,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bench import options
 from bench.load import stop_app
 from core.labels import LABELS
 from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
-from tests.pg_cluster import throwaway_cluster
-from tests.stack import process_env, start_replica
+from testkit.pg_cluster import throwaway_cluster
+from testkit.stack import process_env, start_replica
 
 
 def write_rate(location: Path | str, writers: int, writes: int) -> tuple[float, int]:
@@ -76,14 +76,14 @@ def classify_rate(urls: list[str], clients: int, seconds: float) -> float:
 def champion_home(home: Path | None, tmp: Path) -> Path:
     if home is not None:
         return home
-    from tests.helpers import build_tiny_champion
+    from testkit.models import build_tiny_champion
 
     build_tiny_champion(tmp / "tiny")
     return tmp / "tiny"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = options.parser(__doc__)
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--writes", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=20.0)

@@ -21,7 +21,6 @@ during a retrain within 2x of idle.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -37,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import options
 from bench.common import CpuWatch, contention_note
 
 TARGET_MINUTES = 4.0
@@ -71,14 +71,14 @@ def prepare(root: Path, data: str, answers: int, seed: int) -> tuple[Path, list[
 
     home, data_dir = root / "home", root / "data"
     settings = home_settings(home, data_dir)
-    plan, _ = write_starter_data(data, data_dir, settings.val_fraction)
+    plan, _ = write_starter_data(data, data_dir, settings.data.val_fraction)
     champion = install_starter(ModelRegistry(settings.models_dir))
     if champion is None:
         raise SystemExit("no starter model for these labels in models/starter")
     headlines = [Example(e.title, e.label) for e in plan.stream]
     store = FeedbackStore(settings.feedback_db, SIM_STORE_LIMITS, durable=False)
     labellers = Labellers(store, {text_hash(e.text): e.label for e in headlines}, 0.0, random.Random(seed),
-                          settings.queue_policy())
+                          settings.queue)
     label_round(labellers, Stream(headlines), load_version(champion), champion.version, order="uncertainty",
                 budget=answers, pool_size=3 * answers, round_no=1, scores={})
     store.close()
@@ -115,7 +115,7 @@ def timed_retrain(
     shutil.copytree(root / "home", home)
     settings = home_settings(home, root / "data", **recipe)
     setup = RetrainSetup.from_settings(settings)
-    setup = dataclasses.replace(setup, train=dataclasses.replace(setup.train, **(loop or {})))
+    setup = dataclasses.replace(setup, train=setup.train.with_(**(loop or {})))
     stamps = [("start", time.perf_counter(), cpu_seconds())]
     shortened = _Shortened()
     logging.getLogger("retrain.train").addHandler(shortened)
@@ -128,7 +128,7 @@ def timed_retrain(
     # Each stage's share runs to the next stage's start; "start" is the lock and MLflow's run before the first.
     stages = {a[0]: {"wall_s": b[1] - a[1], "cpu_s": b[2] - a[2]} for a, b in zip(stamps, stamps[1:], strict=False)}
     registry = ModelRegistry(settings.models_dir)
-    evaluator = FormEvaluator(test, load_corpus(str(root / "data"), settings.val_fraction, True).validation)
+    evaluator = FormEvaluator(test, load_corpus(str(root / "data"), settings.data.val_fraction, True).validation)
     champion = evaluator.accuracy(registry.get(result.champion_before))
     challenger = evaluator.accuracy(registry.get(result.challenger)) if result.challenger else {}
     shutil.rmtree(settings.paths.mlflow_artifacts_dir, ignore_errors=True)  # the ONNX copies MLflow keeps: disk only
@@ -175,9 +175,9 @@ def serving_during_retrain(root: Path, seconds: float, pace: float) -> dict[str,
     settings = home_settings(home, root / "data")
     # What the app and the retrain it starts read: the same home, data and trust as the in-process runs.
     os.environ.update({"NEWSLOOP_HOME": str(home), "NEWSLOOP_DATA": str(root / "data"), "NEWSLOOP_LABELS_REQUIRED": "1",
-                       "NEWSLOOP_TRAIN_ON": "anyone", "NEWSLOOP_MLFLOW_TRACKING_URI": settings.mlflow_tracking_uri,
+                       "NEWSLOOP_TRAIN_ON": "anyone", "NEWSLOOP_MLFLOW_TRACKING_URI": settings.storage.mlflow_tracking_uri,
                        "TQDM_DISABLE": "1"})
-    texts = [e.text for e in load_corpus(str(root / "data"), settings.val_fraction, True).validation][:500]
+    texts = [e.text for e in load_corpus(str(root / "data"), settings.data.val_fraction, True).validation][:500]
     proc, url = launch_app(home, 10**9, root / "app.log")
     try:
         wait_until_up(url, proc, 300)
@@ -219,8 +219,8 @@ def summary(answers: int, run: dict[str, Any], previous: dict[str, Any] | None, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=None, help="AG-News folder (default NEWSLOOP_DATA, else ../shared/data/ag_news)")
+    parser = options.parser(__doc__)
+    options.add_data(parser)
     parser.add_argument("--answers", type=int, default=400, help="queue answers the retrain learns from")
     parser.add_argument("--compare", action="store_true", help="also run the previous recipe, first, on the same home")
     parser.add_argument("--skip-app", action="store_true", help="no serving measurement")

@@ -12,7 +12,6 @@ downloads a browser here) takes Classify (a sports article, answered Right), Lab
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -23,6 +22,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench import options
 from bench.sim.data import load_sources
 from bench.sim.headlines import plan_headlines
 from core.data import Example, load_corpus_or_seed
@@ -48,10 +48,10 @@ def held_out() -> tuple[list[Example], list[Example], str]:
     and the rows it left out for the headline scenario (`bench.sim.headlines`; the answers: a retrain trains on
     them, as it never does on validation texts). The seed set has no such rows: answers there are on validation."""
     settings = load_settings()
-    source = settings.data_source()
+    source = settings.data
     corpus = load_corpus_or_seed(source.source, source.val_fraction, source.use_extra)
     try:
-        stream = plan_headlines(load_sources(str(settings.data)), source.val_fraction).stream
+        stream = plan_headlines(load_sources(str(source.source)), source.val_fraction).stream
     except (OSError, StopIteration, ValueError):
         stream = []
     return corpus.validation, stream, corpus.description
@@ -200,7 +200,7 @@ def shoot(url: str, article: str, out: Path) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = options.parser(__doc__)
     parser.add_argument("--out", type=Path, default=OUT, help=f"where the PNGs go (default {OUT})")
     args = parser.parse_args(argv)
     if not CHROMIUM.is_file():

@@ -26,7 +26,6 @@ and prints the int8 file's ratio to it. The last printed line is a one-line `SUM
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -43,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import options as command_line
 from bench.load import stop_app
 from core.host.net import free_port
 from core.settings.config import PROJECT_ROOT
@@ -463,7 +463,7 @@ def summary_line(results: list[EngineResult], rss: dict[str, Any] | None, cold: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = command_line.parser(__doc__)
     parser.add_argument("--n", type=int, default=200, help="validation texts for single-text latency")
     parser.add_argument("--batch-size", type=int, default=32, help="batch size for the throughput run")
     parser.add_argument("--skip-app", action="store_true", help="do not measure the app's cold start")
@@ -494,12 +494,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "to a home with one, or train one with `python -m retrain bootstrap`.", file=sys.stderr)
             return 2
         champion = ModelVersion(f"starter {meta.get('source_version', '')}".strip(), STARTER_DIR, meta)
-    corpus = load_corpus(settings.data, settings.val_fraction, settings.use_extra_data)
+    corpus = load_corpus(settings.data.source, settings.data.val_fraction, settings.data.use_extra)
     texts = [ex.text for ex in corpus.validation]
     labels = np.array([ex.label for ex in corpus.validation])
     rng = np.random.default_rng(0)
     single_texts = [texts[i] for i in rng.permutation(len(texts))[: args.n]]
-    max_length = int(champion.meta.get("max_length", settings.max_length))
+    max_length = int(champion.meta.get("max_length", settings.train.max_length))
     serve_file = champion.meta.get("serve_file", FP32_FILE)
     cores = os.cpu_count() or 1
 
@@ -510,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"batch size {args.batch_size}; max_length {max_length}")
     run_watch = CpuWatch()
     print(f"{platform.processor() or platform.machine()}, {cores} cores; onnxruntime {ort.__version__}, "
-          f"ONNX threads {settings.onnx_threads or cores}")
+          f"ONNX threads {settings.serving.onnx_threads or cores}")
     print()
 
     # One engine loaded at a time: a loaded engine's thread pool must not compete with the measured one.
@@ -528,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, (model_dir, onnx_file) in onnx_files.items():
         counts = ", ".join(f"{op} {n}" for op, n in fused_op_counts(model_dir / onnx_file).items() if n)
         print(f"{name}: {model_dir / onnx_file} (fused: {counts or 'none'})")
-    threads = settings.onnx_threads
+    threads = settings.serving.onnx_threads
     builders: dict[str, Callable[[], Engine]] = {
         name: partial(onnx_engine, model_dir, onnx_file, name, threads) for name, (model_dir, onnx_file) in onnx_files.items()
     }
@@ -562,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rss = None
     if (champion.path / serve_file).is_file():
-        rss = serving_rss(champion.path, serve_file, texts[:RSS_TEXTS], settings.onnx_threads)
+        rss = serving_rss(champion.path, serve_file, texts[:RSS_TEXTS], settings.serving.onnx_threads)
         print(f"Serving process peak RSS ({serve_file}, {RSS_TEXTS} texts): {rss['peak_mb']:.0f} MB "
               f"(interpreter {rss['start_mb']:.0f}, after import {rss['imported_mb']:.0f}, "
               f"after load {rss['loaded_mb']:.0f}; VmHWM {rss['vmhwm_mb']:.0f}); "
@@ -590,7 +590,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("## Dynamic int8 variants of the same fp32 file (--int8-variants)")
         fp32_dir, fp32_file = onnx_files[ONNX_FP32]
         variants = int8_variants(fp32_dir / fp32_file, work, single_texts, texts, labels, args.batch_size,
-                                 settings.onnx_threads, max(1, args.rounds))
+                                 settings.serving.onnx_threads, max(1, args.rounds))
         print(variants_table(variants))
 
     by_name = {r.name: r for r in results}

@@ -35,11 +35,12 @@ from pathlib import Path
 
 import httpx
 
-from bench import attacks
+from bench import attacks, options
 from bench.load import ARTICLES, percentile, stop_app, wait_until_up
 from core.host.net import free_port
 from core.labels import LABELS
 from core.settings.config import PROJECT_ROOT
+from testkit.attackers import Hit, addresses
 
 PASSWORD = "a soak-test admin passphrase nobody guesses"
 MAX_GROWTH_MB = 300
@@ -125,10 +126,10 @@ def rest_client(url: str, address: str, tag: str, honest: Honest, phase: list[st
             time.sleep(max(0.0, pace - (time.monotonic() - started)))
 
 
-def attack_rotation(url: str, deadline: float) -> list[attacks.Hit]:
+def attack_rotation(url: str, deadline: float) -> list[Hit]:
     """The issue's table, in rotation, each attack from fresh addresses, until `deadline`."""
-    fresh = attacks.addresses("203.0")
-    mix: list[Callable[[], list[attacks.Hit]]] = [
+    fresh = addresses("203.0")
+    mix: list[Callable[[], list[Hit]]] = [
         lambda: attacks.list_bomb(url, next(fresh), 1_800_000),
         lambda: attacks.list_bomb(url, next(fresh), 150_000),
         lambda: attacks.chunked_body(url, next(fresh)),
@@ -137,7 +138,7 @@ def attack_rotation(url: str, deadline: float) -> list[attacks.Hit]:
         lambda: attacks.forwarded_lines(url, next(fresh)),
         lambda: attacks.remembered_predictions(url, [next(fresh) for _ in range(10)]),
     ]
-    hits: list[attacks.Hit] = []
+    hits: list[Hit] = []
     for attack in itertools.cycle(mix):
         if time.monotonic() >= deadline:
             break
@@ -156,7 +157,7 @@ def ms(values: list[float], q: float) -> float:
     return 1000 * percentile(values, q) if values else float("nan")
 
 
-def report(args: argparse.Namespace, honest: Honest, hits: list[attacks.Hit], memory: list[tuple[float, float]],
+def report(args: argparse.Namespace, honest: Honest, hits: list[Hit], memory: list[tuple[float, float]],
            lost: int, attack_s: float) -> bool:
     quiet, attacked = honest.latencies["quiet"], honest.latencies["attack"]
     q50, q99, a50, a99 = ms(quiet, 50), ms(quiet, 99), ms(attacked, 50), ms(attacked, 99)
@@ -189,7 +190,7 @@ def report(args: argparse.Namespace, honest: Honest, hits: list[attacks.Hit], me
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = options.parser(__doc__)
     parser.add_argument("--minutes", type=float, default=10.0, help="minutes under attack (default 10)")
     parser.add_argument("--quiet-seconds", type=float, default=60.0, help="quiet run first (default 60)")
     parser.add_argument("--home", type=Path, help="a NEWSLOOP_HOME to copy (default: a fresh one, the starter)")

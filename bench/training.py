@@ -20,7 +20,6 @@ The last printed line is a one-line `SUMMARY`, compared with the 10-minute retra
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bench import options
 
 TARGET_MINUTES = 10.0
 
@@ -75,14 +76,14 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
     from retrain.train import train
 
     start = time.perf_counter()
-    model, tokenizer = load_base(settings.base_model, settings.dropout)
+    model, tokenizer = load_base(settings.model.base_model, settings.model.dropout)
     load_s = time.perf_counter() - start
     base = settings.train_config(batch_size=args.batch_size, threads=args.threads, max_minutes=0)
     tokenize_s = timed_tokenize(tokenizer, texts, base.max_length)
     lengths = np.array([len(x) for x in tokenizer(texts, truncation=True, max_length=base.max_length)["input_ids"]])
 
     # A few untimed steps first: the first steps of a process pay for allocations and thread start-up.
-    warm = dataclasses.replace(base, epochs=steps_as_epochs(3, len(texts), args.batch_size))
+    warm = base.with_(epochs=steps_as_epochs(3, len(texts), args.batch_size))
     train(model, tokenizer, texts, labels, warm)
 
     modes: dict[str, Any] = {}
@@ -91,7 +92,7 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
     variants += [(f"bucketed, {args.freeze} layers frozen", True, args.freeze)] if args.freeze else []
     for name, bucket, freeze in variants:
         epochs = steps_as_epochs(args.steps, len(texts), args.batch_size)
-        config = dataclasses.replace(base, epochs=epochs, bucket_by_length=bucket, freeze_layers=freeze)
+        config = base.with_(epochs=epochs, bucket_by_length=bucket, freeze_layers=freeze)
         watch = CpuWatch()
         result = train(model, tokenizer, texts, labels, config)
         modes[name] = {
@@ -117,7 +118,7 @@ def run_full(args: argparse.Namespace, settings: Any, texts: list[str], labels: 
     from retrain.train import train
 
     start = time.perf_counter()
-    model, tokenizer = load_base(settings.base_model, settings.dropout)
+    model, tokenizer = load_base(settings.model.base_model, settings.model.dropout)
     load_s = time.perf_counter() - start
     config = settings.train_config(
         epochs=1.0, batch_size=args.batch_size, threads=args.threads, max_minutes=0, bucket_by_length=True
@@ -140,7 +141,7 @@ def verdict(seconds: float) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = options.parser(__doc__)
     parser.add_argument("--rows", type=int, default=10_000, help="training rows (one epoch)")
     parser.add_argument("--steps", type=int, default=30, help="measured steps per mode in the sample")
     parser.add_argument("--full", action="store_true", help="really train all --rows rows once (bucketed)")
@@ -161,16 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from retrain.targets import cap_rows
 
     settings = load_settings()
-    args.batch_size = args.batch_size or settings.batch_size
-    args.threads = args.threads or settings.torch_threads
-    corpus = load_corpus(settings.data, settings.val_fraction, settings.use_extra_data)
-    rows = cap_rows(corpus.train, args.rows, settings.seed)
+    args.batch_size = args.batch_size or settings.train.batch_size
+    args.threads = args.threads or settings.train.threads
+    corpus = load_corpus(settings.data.source, settings.data.val_fraction, settings.data.use_extra)
+    rows = cap_rows(corpus.train, args.rows, settings.train.seed)
     texts, labels = [e.text for e in rows], [e.label for e in rows]
     val_texts, val_labels = [e.text for e in corpus.validation], [e.label for e in corpus.validation]
     threads = args.threads or os.cpu_count() or 1
     mode = "full run" if args.full else f"sample of {args.steps} steps per mode"
     print(f"# Training benchmark ({mode}): {len(rows)} rows of {corpus.description}")
-    print(f"batch size {args.batch_size}, max_length {settings.max_length}, {threads} torch threads "
+    print(f"batch size {args.batch_size}, max_length {settings.train.max_length}, {threads} torch threads "
           f"({os.cpu_count()} cores, {platform.processor() or platform.machine()}); torch {torch.__version__}")
     run_watch = CpuWatch()
     if len(rows) < args.rows:

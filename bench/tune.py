@@ -25,12 +25,13 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench import options
 from bench.sim.champion import PRESETS, champion_setup, sim_settings, train_champion
 from bench.sim.data import (
     SLICE_KEYWORDS,
@@ -88,28 +89,28 @@ def build_scenario(args: argparse.Namespace) -> Scenario:
     settings = sim_settings(champion_home, data_dir, tiny=False)
     sources = load_sources(data_location(args.data))
     plan = plan_slice(sources, keyword_pattern(SLICE_KEYWORDS), test_fraction=0.3, other_share=0.5,
-                      val_fraction=settings.val_fraction, seed=args.seed)
+                      val_fraction=settings.data.val_fraction, seed=args.seed)
     registry = ModelRegistry(settings.paths.models_dir)
     if registry.champion() is None:
         write_training_folder(sources, plan.excluded, data_dir)
         print("training the champion without the slice (the loop's quick preset) ...", flush=True)
         train_champion(champion_setup(settings, PRESETS["quick"]))
     champion = registry.champion()
-    corpus = load_corpus(str(data_dir), settings.val_fraction, use_extra=True)
-    base = cap_rows(corpus.train, args.base_rows, settings.seed)
+    corpus = load_corpus(str(data_dir), settings.data.val_fraction, use_extra=True)
+    base = cap_rows(corpus.train, args.base_rows, settings.train.seed)
     feedback = plan.stream[: args.feedback]  # honest labellers: every answer is the true label
 
     clf = OnnxClassifier(champion.path)
     teacher = clf.proba_in_label_order([e.text for e in base])
     model, tokenizer = load_checkpoint(champion.path / CHECKPOINT_DIR)
-    val_pred = predict_logits(model, tokenizer, [e.text for e in corpus.validation], settings.max_length).argmax(1)
-    slice_pred = predict_logits(model, tokenizer, [e.text for e in plan.slice_test], settings.max_length).argmax(1)
+    val_pred = predict_logits(model, tokenizer, [e.text for e in corpus.validation], settings.train.max_length).argmax(1)
+    slice_pred = predict_logits(model, tokenizer, [e.text for e in plan.slice_test], settings.train.max_length).argmax(1)
     slice_acc = float((slice_pred == np.array([e.label for e in plan.slice_test])).mean())
     print(f"champion {champion.version}: base validation {np.mean(val_pred == labels_of(corpus.validation)):.4f}, "
           f"slice {slice_acc:.4f}; {len(base)} base rows, {len(feedback)} feedback rows "
           f"({sum(e in plan.slice_stream for e in feedback)} from the slice)", flush=True)
-    return Scenario(settings.train_config(), settings.base_model, settings.dropout, tracking_target(settings),
-                    settings.gate_config().recall_tolerance, champion.path, base, feedback, corpus.validation,
+    return Scenario(settings.train_config(), settings.model.base_model, settings.model.dropout, tracking_target(settings),
+                    settings.gate.recall_margin, champion.path, base, feedback, corpus.validation,
                     plan.slice_test, teacher, val_pred, slice_acc)
 
 
@@ -132,7 +133,7 @@ def run_trial(scenario: Scenario, params: dict[str, Any], minutes: float) -> dic
         soft_targets(labels_of(base), NUM_LABELS, recipe.label_smoothing, scenario.teacher, params["distill_weight"]),
         soft_targets(labels_of(feedback), NUM_LABELS, recipe.label_smoothing),
     ])
-    config = replace(recipe, epochs=params["epochs"], max_minutes=minutes, lr_encoder=params["lr_encoder"],
+    config = recipe.with_(epochs=params["epochs"], max_minutes=minutes, lr_encoder=params["lr_encoder"],
                      lr_head=params["lr_head"])
     started = time.perf_counter()
     train(model, tokenizer, [e.text for e in base + feedback], list(labels_of(base + feedback)), config,
@@ -178,9 +179,9 @@ SEEDED = [
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = options.parser(__doc__)
     parser.add_argument("--home", type=Path, required=True, help="work folder (kept: the champion is reused)")
-    parser.add_argument("--data", default=None, help="AG-News folder (default NEWSLOOP_DATA, else ../shared)")
+    options.add_data(parser)
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--timeout-minutes", type=float, default=45.0, help="stop starting trials after this")
     parser.add_argument("--trial-minutes", type=float, default=2.5, help="training budget of one trial")

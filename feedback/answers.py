@@ -56,11 +56,13 @@ class _AnswerWindow:
     answer's own insert, and nothing is forgotten (answers stay for audit).
     """
 
-    def __init__(self, conn: sa.Connection, column: sa.ColumnElement[str], key: str) -> None:
-        self._conn, self._column, self._key = conn, column, key
+    def __init__(self, conn: sa.Connection, column: sa.ColumnElement[str], key: str, *conditions: sa.ColumnElement[bool]
+                 ) -> None:
+        self._conn, self._column, self._key, self._conditions = conn, column, key, conditions
 
     def times(self, since: float) -> Sequence[float]:
-        query = (sa.select(answers.c.created_at).where(self._column == self._key, answers.c.created_at > iso_time(since))
+        query = (sa.select(answers.c.created_at)
+                 .where(self._column == self._key, answers.c.created_at > iso_time(since), *self._conditions)
                  .order_by(answers.c.created_at))
         return [parse_iso_time(at) for at in self._conn.execute(query).scalars()]
 
@@ -179,8 +181,9 @@ class Answers:
                 check_item(db, item_id, digest)
             per_annotator = self._limits.verified_writes_per_minute if verified else self._limits.writes_per_minute
             self._check_rate(db, answers.c.annotator, annotator, per_annotator, now)
-            if address is not None:
-                self._check_rate(db, answers.c.address, address, self._limits.address_writes_per_minute, now)
+            if address is not None and not verified:  # an account is bounded by its own limit above
+                self._check_rate(db, answers.c.address, address, self._limits.address_writes_per_minute, now,
+                                 answers.c.verified == 0)
             replaced = tuple(int(r["id"]) for r in earlier if r["status"] != Status.REJECTED)
             if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
                 db.execute(sa.update(answers).where(*same_path, answers.c.status != Status.REJECTED)
@@ -190,9 +193,11 @@ class Answers:
             log.warning("answer %s from %s marked suspicious: %s", answer_id, annotator, reason)
         return RecordResult(id=answer_id, duplicate=False, status=status, replaced=replaced)
 
-    def _check_rate(self, db: sa.Connection, column: sa.ColumnElement[str], key: str, limit: int, now: float) -> None:
-        """Refuse a write when `key` (an annotator or a client address) wrote `limit` answers in the window."""
-        wait = RateLimiter(limit, RATE_WINDOW_S).admit(_AnswerWindow(db, column, key), now)
+    def _check_rate(self, db: sa.Connection, column: sa.ColumnElement[str], key: str, limit: int, now: float,
+                    *conditions: sa.ColumnElement[bool]) -> None:
+        """Refuse a write when `key` (an annotator or a client address) wrote `limit` answers (those meeting
+        `conditions`) in the window."""
+        wait = RateLimiter(limit, RATE_WINDOW_S).admit(_AnswerWindow(db, column, key, *conditions), now)
         if wait:
             wait_s = max(1, math.ceil(wait))
             who = " from this address" if column is answers.c.address else ""

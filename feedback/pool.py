@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,13 +207,18 @@ class Pool:
         with self._db.read() as db:
             return read_gold(db)
 
-    def next_item(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
+    def next_item(
+        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
+    ) -> dict[str, Any] | None:
         """The item this annotator should label next, or None; see `FeedbackStore.next_item`."""
         annotator = check_annotator(annotator)
-        item = self.due_check(annotator, policy)
+        exclude = frozenset(int(item_id) for item_id in exclude)
+        item = self.due_check(annotator, policy, exclude=exclude, ahead=ahead)
         if item is None:
             mark_new_items(self._db, policy.traffic_share)
             items = _queue_items(annotator, policy.labels_required)
+            if exclude:
+                items = items.where(pool.c.id.not_in(sorted(exclude)))
             uncertain = (items.where(pool.c.traffic == 0)
                          .order_by(pool.c.uncertainty.desc().nulls_last(), pool.c.id).limit(policy.spread))
             # The traffic set's newest unlabelled items (see feedback.traffic): a traffic turn picks one at random.
@@ -230,7 +235,9 @@ class Pool:
                 item.pop("gold_label")
         return item
 
-    def due_check(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
+    def due_check(
+        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
+    ) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None; see `FeedbackStore.due_check`."""
         annotator = check_annotator(annotator)
         answered_checks = (
@@ -247,8 +254,12 @@ class Pool:
         # The draw is keyed by the set of checks, which visitors do not know, so its outcome cannot be
         # predicted from an annotator id; it is fixed for a given position, so a reload does not re-roll.
         salt = text_hash(",".join(sorted(row["text_hash"] for row in left)))
-        draw = int(text_hash(f"{salt}:{annotator}:{answered}:{skipped}")[:12], 16) / 16**12
+        # `ahead`: items the page already holds, unanswered (web.page.labelling's buffer) come before this one.
+        draw = int(text_hash(f"{salt}:{annotator}:{answered + max(int(ahead), 0)}:{skipped}")[:12], 16) / 16**12
         if not check_due(checks, draw, min_checks=policy.min_checks, share=policy.check_share):
+            return None
+        left = [row for row in left if int(row["id"]) not in exclude]
+        if not left:
             return None
         # A per-annotator order, so annotators comparing notes do not see the same sequence of checks.
         item = min(left, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -52,7 +52,7 @@ class FeedbackStore:
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:
         """The store the settings name, with their limits: the one way edges (app, CLIs) build it."""
-        return cls(settings.database_url or settings.paths.feedback_db, settings.store_limits())
+        return cls(settings.storage.database_url or settings.paths.feedback_db, settings.answers)
 
     @property
     def path(self) -> Path | str:
@@ -218,7 +218,9 @@ class FeedbackStore:
         """The known-answer checks: text_hash -> the label a maintainer gave."""
         return self._pool.gold_labels()
 
-    def next_item(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
+    def next_item(
+        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
+    ) -> dict[str, Any] | None:
         """The pool item this annotator should label next, or None when none is left.
 
         A known-answer check when one is due (see `due_check`) and one is left that they have not
@@ -227,8 +229,10 @@ class FeedbackStore:
         answered (live answers) or skipped, and items that already have `policy.labels_required` live,
         unrejected answers agreeing on one label (from any tab, matched by text_hash); unscored items
         come after scored ones, oldest first. A returned check does not carry its label.
+        `exclude`: item ids not to return (those a page already holds); `ahead`: how many items that page holds
+        unanswered, so a check is due by the position this item will have in the annotator's stream.
         """
-        return self._pool.next_item(annotator, policy)
+        return self._pool.next_item(annotator, policy, exclude=exclude, ahead=ahead)
 
     def due_check(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None when none is due or left.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -83,7 +82,7 @@ def _bootstrap(
         # Continued from a checkpoint (its folder's name only: the card must not show server paths).
         **({"init_from": "/".join(Path(setup.init_from).parts[-3:])} if setup.init_from else {}),
         "train_seconds": round(result.seconds, 1),
-        "train_config": dataclasses.asdict(config),
+        "train_config": config.model_dump(),
     }
     exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)
     registry.promote(exported.version.version, reason="bootstrap")

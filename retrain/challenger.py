@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from transformers import PreTrainedTokenizerBase
@@ -49,6 +48,6 @@ def train_challenger(
         "data": f"{corpus.description} + {len(rows.feedback)} feedback rows",
         "rows": rows.counts,
         "parent": champion.version,
-        "train_config": dataclasses.asdict(config),
+        "train_config": config.model_dump(),
     }
     return model, tokenizer, meta

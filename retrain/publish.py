@@ -12,7 +12,15 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from core.data import Example, InputForm, in_form
-from core.evaluation.calibration import calibration_report, fit_temperature, log_probs, with_temperature
+from core.evaluation.calibration import (
+    Temperatures,
+    calibration_report,
+    expected_calibration_error,
+    fit_temperatures,
+    log_probs,
+    with_temperature,
+)
+from core.input_forms import guess_form
 from core.registry.versions import ModelRegistry, ModelVersion
 from core.settings.policies import ExportConfig
 from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, VALIDATION_PROBS
@@ -63,7 +71,7 @@ def publish(
     int8, int8_probs = score_file(staging, INT8_FILE, validation)
     serve_file = choose_serve_file(fp32, int8, config.int8_tolerance)
     served = int8_probs if serve_file == INT8_FILE else fp32_probs
-    temperature, calibration = calibrate(staging, serve_file, validation, served)
+    temperatures, calibration = calibrate(staging, serve_file, validation, served)
     save_checkpoint(model, tokenizer, staging / CHECKPOINT_DIR)
     full_meta = meta | {
         "max_length": config.max_length,
@@ -77,10 +85,11 @@ def publish(
             "confusion_matrix": (int8 if serve_file == INT8_FILE else fp32)["confusion_matrix"],
             "key": validation_key(validation),
         },
-        "temperature": temperature,  # core.serving.classifier divides the logits by it: calibrated confidences
+        # core.serving.classifier divides the logits by the text's form's temperature: calibrated confidences.
+        **temperatures.to_meta(),
         "calibration": calibration,
     }
-    served = with_temperature(log_probs(served), temperature).astype(np.float32)  # as served from now on
+    served = calibrated_probs(temperatures, validation, served)  # as served from now on
     np.save(staging / VALIDATION_PROBS, served)  # the gate reuses these rather than scoring the set again
     version = registry.commit(staging, full_meta)
     log.info(
@@ -92,20 +101,41 @@ def publish(
 
 def calibrate(
     model_dir: Path, serve_file: str, validation: list[Example], full_probs: np.ndarray, scorer: Any = None
-) -> tuple[float, dict[str, dict[str, float]]]:
-    """The temperature fitted on the served file's uncalibrated validation probabilities in every input form
-    together (people paste headlines, descriptions and whole articles), and each form's ECE and Brier score
-    before and after it (core.evaluation.calibration). `scorer`: an OnnxClassifier at temperature 1 (default: the file)."""
-    by_form = {InputForm.FULL.value: ([e.label for e in validation], full_probs)}
+) -> tuple[Temperatures, dict[str, dict[str, float]]]:
+    """The temperatures fitted on the served file's uncalibrated validation probabilities in every input form
+    together (people paste headlines, descriptions and whole articles): one per form as serving reads a text
+    (core.input_forms), and the pooled one (core.evaluation.calibration.fit_temperatures); and each true form's
+    ECE and Brier score before and after them. `scorer`: an OnnxClassifier at temperature 1 (default: the file)."""
+    by_form = {InputForm.FULL.value: (validation, full_probs)}
     for form in (InputForm.TITLE, InputForm.BODY):
         examples = in_form(validation, form)
         if examples:
             probs = (scorer.proba_in_label_order([e.text for e in examples]) if scorer is not None
                      else score_file(model_dir, serve_file, examples)[1])
-            by_form[form.value] = ([e.label for e in examples], probs)
-    labels = np.concatenate([np.asarray(y, dtype=np.int64) for y, _ in by_form.values()])
-    temperature = fit_temperature(np.concatenate([log_probs(p) for _, p in by_form.values()]), labels)
-    return temperature, {form: calibration_report(p, np.asarray(y), temperature) for form, (y, p) in by_form.items()}
+            by_form[form.value] = (examples, probs)
+    labels = np.concatenate([_labels(examples) for examples, _ in by_form.values()])
+    read_as = [guess_form(e.text).value for examples, _ in by_form.values() for e in examples]
+    temperatures = fit_temperatures(np.concatenate([log_probs(p) for _, p in by_form.values()]), labels, read_as)
+    # The pooled temperature's ECE beside: what one temperature per form buys, on the same rows.
+    return temperatures, {
+        form: calibration_report(p, _labels(examples), row_temperatures(temperatures, examples))
+        | {"ece_pooled": expected_calibration_error(with_temperature(log_probs(p), temperatures.pooled), _labels(examples))}
+        for form, (examples, p) in by_form.items()
+    }
+
+
+def row_temperatures(temperatures: Temperatures, examples: list[Example]) -> np.ndarray:
+    """Each example's temperature, as serving would pick it from the text."""
+    return temperatures.per_row([guess_form(e.text).value for e in examples])
+
+
+def calibrated_probs(temperatures: Temperatures, examples: list[Example], probs: np.ndarray) -> np.ndarray:
+    """`probs` (uncalibrated, of `examples`) as served: each divided by its text's temperature."""
+    return with_temperature(log_probs(probs), row_temperatures(temperatures, examples)).astype(np.float32)
+
+
+def _labels(examples: list[Example]) -> np.ndarray:
+    return np.asarray([e.label for e in examples], dtype=np.int64)
 
 
 def log_exported(
@@ -119,7 +149,9 @@ def log_exported(
         tracker.log_metrics(
             {f"{name}_{precision}_accuracy": metrics["accuracy"], f"{name}_{precision}_macro_f1": metrics["macro_f1"]}
         )
-    tracker.log_metrics({"temperature": float(v.meta.get("temperature", 1.0))})
+    temperatures = Temperatures.from_meta(v.meta)
+    tracker.log_metrics({"temperature": temperatures.pooled,
+                         **{f"temperature_{form}": t for form, t in temperatures.by_form.items()}})
     for form, report in (v.meta.get("calibration") or {}).items():  # expected calibration error, Brier, per form
         tracker.log_metrics({f"{name}_{form}_{measure}": value for measure, value in report.items() if measure != "n"})
     tracker.set_tags({"newsloop_version": v.version, "serve_file": v.meta["serve_file"]})

@@ -13,7 +13,6 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import fields
 
 from core.data import load_corpus_or_seed
 from core.evaluation.decision import Rule, RuleResult
@@ -81,7 +80,7 @@ def retrain(
 def track_decision(tracker: Tracker, result: RunRecord, gate: GateConfig) -> None:
     """The decision in MLflow: the gate's settings as params, every rule's verdict and the headline numbers as
     tags (the full record is the run's gate.json artifact)."""
-    tracker.log_params({f"gate_{f.name}": getattr(gate, f.name) for f in fields(gate)} | {
+    tracker.log_params({f"gate_{name}": value for name, value in gate.model_dump().items()} | {
         "rows_traffic": result.rows.get("traffic", 0)})
     tags: dict[str, object] = {"decision": result.decision, "reasons": " | ".join(result.reasons)}
     if result.gate is not None:

@@ -55,18 +55,18 @@ class BootstrapSetup:
         forms: tuple[tuple[InputForm, int], ...] = ((InputForm.FULL, 0),),
         init_from: str = "",
     ) -> BootstrapSetup:
-        minutes = settings.bootstrap_max_minutes if max_minutes is None else max_minutes
+        minutes = settings.train.max_minutes if max_minutes is None else max_minutes
         return cls(
             forms=forms,
             init_from=init_from,
             paths=settings.paths,
-            data=settings.data_source(),
+            data=settings.data,
             train=settings.train_config(max_minutes=minutes),
             export=settings.export_config(),
             tracking=tracking_target(settings),
-            base_model=settings.base_model,
-            dropout=settings.dropout,
-            max_rows=settings.bootstrap_max_rows if max_rows is None else max_rows,
+            base_model=settings.model.base_model,
+            dropout=settings.model.dropout,
+            max_rows=settings.train.max_rows if max_rows is None else max_rows,
         )
 
 
@@ -99,14 +99,14 @@ class RetrainSetup:
         policy = settings.retrain_policy(**({} if base_rows is None else {"base_rows": base_rows}))
         return cls(
             paths=settings.paths,
-            data=settings.data_source(),
+            data=settings.data,
             train=train,
-            gate=settings.gate_config(),
+            gate=settings.gate,
             trust=settings.trust_policy(),
             policy=policy,
             export=settings.export_config(),
             tracking=tracking_target(settings),
-            base_model=settings.base_model,
-            dropout=settings.dropout,
-            database_url=settings.database_url,
+            base_model=settings.model.base_model,
+            dropout=settings.model.dropout,
+            database_url=settings.storage.database_url,
         )

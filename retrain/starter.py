@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from core.data import Example, InputForm, in_form
-from core.evaluation.calibration import log_probs, with_temperature
 from core.evaluation.metrics import evaluate_probabilities
 from core.labels import LABELS
 from core.registry.starter import MODEL_CARD, starter_meta
@@ -22,7 +21,7 @@ from core.serving.classifier import OnnxClassifier
 from core.settings.policies import ExportConfig
 from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
 from retrain.model import load_checkpoint, save_checkpoint
-from retrain.publish import calibrate, publish
+from retrain.publish import calibrate, calibrated_probs, publish
 
 
 def data_files(source: str) -> dict[str, dict[str, Any]]:
@@ -121,10 +120,11 @@ def calibrate_starter(starter_dir: Path, validation: list[Example]) -> dict[str,
     raw = OnnxClassifier(Path(starter_dir), onnx_file=INT8_FILE)
     raw.temperature = 1.0  # the fit starts from the uncalibrated softmax, whatever the meta holds now
     full = raw.proba_in_label_order([e.text for e in validation])
-    meta["temperature"], meta["calibration"] = calibrate(Path(starter_dir), INT8_FILE, validation, full, scorer=raw)
+    temperatures, meta["calibration"] = calibrate(Path(starter_dir), INT8_FILE, validation, full, scorer=raw)
+    meta |= temperatures.to_meta()
     (Path(starter_dir) / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
     # The gate reuses the cached validation probabilities: they are the served, calibrated ones now.
-    np.save(Path(starter_dir) / VALIDATION_PROBS, with_temperature(log_probs(full), meta["temperature"]).astype(np.float32))
+    np.save(Path(starter_dir) / VALIDATION_PROBS, calibrated_probs(temperatures, validation, full))
     meta["validation_by_form"] = forms_report(Path(starter_dir), validation)  # calibrated: AUROC/AUPRC may move
     int8 = _metrics(Path(starter_dir), INT8_FILE, validation)
     meta["validation_report"] = {**meta["validation_report"], "int8": int8}
@@ -215,13 +215,18 @@ def model_card(meta: dict[str, Any]) -> str:
             lines.append(f"| {form} | {m['n']} | {m['accuracy']:.4f} | {m['macro_f1']:.4f} | {recalls} |")
     calibration = meta.get("calibration") or {}
     if calibration:
-        lines += ["", f"## Calibration (temperature {meta.get('temperature', 1.0):.3f})", "",
-                  "Temperature scaling fitted on the validation rows in every input form together (`core.evaluation.calibration`); "
-                  "serving divides the logits by it. Expected calibration error (15 bins of the top probability) and "
-                  "Brier score of the served file, before and after:", "",
-                  "| input | rows | ECE before | ECE after | Brier before | Brier after |", "|---|---:|---:|---:|---:|---:|"]
+        per_form = ", ".join(f"{form} {t:.3f}" for form, t in sorted((meta.get("temperatures") or {}).items()))
+        lines += ["", f"## Calibration (temperature {meta.get('temperature', 1.0):.3f}"
+                  + (f"; by the form a text is read as: {per_form}" if per_form else "") + ")", "",
+                  "Temperature scaling fitted on the validation rows in every input form together, one temperature per "
+                  "form as serving reads a text (`core.evaluation.calibration`); serving divides the logits by the "
+                  "text's. Expected calibration error (15 bins of the top probability) and Brier score of the served "
+                  "file, by the rows' true form, before and after:", "",
+                  "| input | rows | ECE before | ECE after | ECE, pooled temperature only | Brier before | Brier after |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
         for form, c in calibration.items():
-            lines.append(f"| {form} | {c['n']} | {c['ece_before']:.4f} | {c['ece_after']:.4f} | "
+            pooled = f"{c['ece_pooled']:.4f}" if "ece_pooled" in c else "-"
+            lines.append(f"| {form} | {c['n']} | {c['ece_before']:.4f} | {c['ece_after']:.4f} | {pooled} | "
                          f"{c['brier_before']:.4f} | {c['brier_after']:.4f} |")
     lines += ["", "## Files", "", "| file | bytes |", "|---|---:|",
               *[f"| `{name}` | {size} |" for name, size in meta["file_bytes"].items()], ""]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import build_tiny_champion
-from tests.pg_cluster import Cluster, StoreFactory, find_pg_bin, throwaway_cluster
+from testkit.models import build_tiny_champion
+from testkit.pg_cluster import Cluster, StoreFactory, find_pg_bin, throwaway_cluster
 
 # Tests never reach a hub: an accidental download fails at once instead of hanging.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -87,11 +87,11 @@ def sim_home(settings: Settings, preset: Preset) -> SimHome:
     from retrain.setup import RetrainSetup
 
     setup = RetrainSetup.from_settings(settings, max_minutes=preset.retrain_minutes, base_rows=preset.base_rows)
-    return SimHome(retrain=setup, queue=settings.queue_policy())
+    return SimHome(retrain=setup, queue=settings.queue)
 
 
 def tiny_factory(seed: int) -> ModelFactory:
-    """Warm start from the champion's checkpoint, or a fresh 2-layer random model (as tests/helpers.py)."""
+    """Warm start from the champion's checkpoint, or a fresh 2-layer random model (as testkit/models.py)."""
 
     def factory(champion: ModelVersion | None) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
         from transformers import AutoTokenizer

@@ -106,9 +106,9 @@ def run_shift(
 
     data_dir = root / "data"
     settings = sim_settings(root / "home", data_dir, tiny=False)
-    plan, _ = write_starter_data(data, data_dir, settings.val_fraction)
+    plan, _ = write_starter_data(data, data_dir, settings.data.val_fraction)
     preset = Preset(0, 0.0, options.rounds, options.per_round,
-                    settings.retrain_base_rows if options.base_rows is None else options.base_rows,
+                    settings.retrain.base_rows if options.base_rows is None else options.base_rows,
                     options.retrain_minutes, False)
     home = sim_home(settings, preset)
     registry = ModelRegistry(home.paths.models_dir)
@@ -120,7 +120,7 @@ def run_shift(
     store = FeedbackStore(home.paths.feedback_db, home.limits, durable=False)
     labellers = Labellers(store, truth, 0.0, random.Random(options.seed), home.queue)
     stream = Stream(headlines)
-    evaluator = FormEvaluator(plan.test, load_corpus(str(data_dir), settings.val_fraction).validation)
+    evaluator = FormEvaluator(plan.test, load_corpus(str(data_dir), settings.data.val_fraction).validation)
     scores: dict[str, dict[str, np.ndarray]] = {}
     first = champion
     rows = [ShiftRow(0, 0, 0, champion.version, "start", evaluator.accuracy(champion))]

@@ -66,9 +66,9 @@ def available_cores() -> int:
 
 def yield_cpu(settings: Settings) -> Settings:
     """Lower this process to the retrain's priority; returns the settings with the training threads it may use."""
-    share = retrain_share(available_cores(), beside_serving=settings.retrain_beside_serving,
-                          nice=settings.retrain_nice, threads=settings.torch_threads)
+    share = retrain_share(available_cores(), beside_serving=settings.retrain.beside_serving,
+                          nice=settings.retrain.nice, threads=settings.train.threads)
     nice = lower_priority(share.nice)
     log.info("retrain at niceness %d with %s training threads%s", nice, share.threads or "all",
-             " (beside serving)" if settings.retrain_beside_serving else "")
-    return settings.model_copy(update={"torch_threads": share.threads})
+             " (beside serving)" if settings.retrain.beside_serving else "")
+    return settings.with_(torch_threads=share.threads)

@@ -14,6 +14,8 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from core.evaluation.calibration import Temperatures
+from core.input_forms import guess_form
 from core.labels import LABELS
 from core.registry.mlflow_champion import ChampionSource
 from core.registry.versions import ModelRegistry, ModelVersion, RegistryError
@@ -80,8 +82,9 @@ class OnnxClassifier:
         self.meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         self.version = version or self.meta.get("version", self.model_dir.name)
         self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
-        # Calibrated confidences (core.evaluation.calibration): every probability this object gives is softmax(logits / T).
-        self.temperature = float(self.meta.get("temperature", 1.0))
+        # Calibrated confidences (core.evaluation.calibration): every probability this object gives is
+        # softmax(logits / T), T the one of the text's input form as core.input_forms reads it.
+        self.temperatures = Temperatures.from_meta(self.meta)
         self.session = inference_session(self.model_dir / self.onnx_file, session_options(threads, spinning))
         custom = self.session.get_modelmeta().custom_metadata_map
         self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
@@ -90,6 +93,23 @@ class OnnxClassifier:
         self.tokenizer.enable_truncation(self.max_length)
         self.tokenizer.no_padding()
         self._input_names = {i.name for i in self.session.get_inputs()}
+
+    @property
+    def temperature(self) -> float:
+        """The pooled temperature (the one for a form without its own)."""
+        return self.temperatures.pooled
+
+    @temperature.setter
+    def temperature(self, value: float) -> None:
+        """One temperature for every form (1.0: the uncalibrated softmax)."""
+        self.temperatures = Temperatures(float(value))
+
+    def calibrated(self, texts: Sequence[str], logits: np.ndarray) -> np.ndarray:
+        """Calibrated probabilities of `logits`, the logits of `texts`, each divided by its form's temperature."""
+        if not self.temperatures.by_form:
+            return softmax(logits / self.temperatures.pooled)
+        rows = self.temperatures.per_row([guess_form(text).value for text in texts])
+        return softmax(logits / rows[:, None].astype(logits.dtype))
 
     def encode(self, texts: Sequence[str]) -> list:
         if len(texts) == 1:  # one text: nothing for encode_batch's thread pool to share out
@@ -131,7 +151,7 @@ class OnnxClassifier:
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Calibrated probabilities, one column per label in the model's own order (`self.labels`)."""
-        return softmax(self.logits(texts, batch_size) / self.temperature)
+        return self.calibrated(texts, self.logits(texts, batch_size))
 
     def proba_in_label_order(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Probabilities with columns in `core.labels.LABELS` order, so that column i is label index i
@@ -141,7 +161,7 @@ class OnnxClassifier:
 
     def predict(self, texts: Sequence[str], batch_size: int = 32) -> list[Prediction]:
         encodings = self.encode(texts) if texts else []
-        probs = softmax(self._logits(encodings, batch_size) / self.temperature)
+        probs = self.calibrated(texts, self._logits(encodings, batch_size))
         out = []
         for enc, row in zip(encodings, probs, strict=True):
             out.append(

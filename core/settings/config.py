@@ -1,19 +1,26 @@
-"""Typed settings read from `NEWSLOOP_*` environment variables.
+"""Typed settings: one pydantic-settings model whose sections are the policies each stage takes.
 
-Nothing happens at import: call `load_settings()` where settings are needed. Reading settings never
-creates directories; `ensure_home()` does that at the edge that writes state.
+Each setting is read from its `NEWSLOOP_*` environment variable (names never change: see core.settings.fields),
+then from the optional file named by NEWSLOOP_ENV_FILE, then falls back to its default. Nothing happens at import:
+call `load_settings()` where settings are needed. Reading settings never creates directories; `ensure_home()` does
+that at the edge that writes state.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from core.settings.hosting import HostingSettings, on_public_host
+from core.settings.fields import Section, field_spec, internal, setting
+from core.settings.hosting import HostingSection
 from core.settings.policies import (
     DROPOUT,
     SESSION_CAPACITY,
@@ -28,14 +35,13 @@ from core.settings.policies import (
 )
 from core.storage.paths import HomePaths
 
-# Shorthands for the policies' defaults, so each number is written once (in core.settings.policies).
-_T, _G, _Q, _S, _R = TrainConfig, GateConfig, QueuePolicy, StoreLimits, RetrainPolicy
-_TR, _D, _E = TrustPolicy, DataSource, ExportConfig
-
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SEED_CSV = PROJECT_ROOT / "core" / "seed_news.csv"
 # Hugging Face Spaces mounts persistent storage here when the host enables it.
 SPACES_PERSISTENT_DIR = Path("/data")
+PREFIX = "NEWSLOOP_"
+ENV_FILE = "NEWSLOOP_ENV_FILE"  # names an optional .env-style file, read below the environment
+MASK = "********"
 
 
 class ConfigError(ValueError):
@@ -53,123 +59,98 @@ def _default_durable_dir() -> Path | None:
     return None
 
 
-class Settings(HostingSettings):
-    """Every setting of NewsLoop. Environment variable = `NEWSLOOP_` + upper-case field name."""
+class StorageSection(Section):
+    """Where state lives: the local home, durable snapshots, the feedback database, MLflow and the Hub."""
 
-
-    # State and sources.
-    home: Path = Field(default_factory=_default_home, description="Local directory holding all live state.")
-    durable_dir: Path | None = Field(
-        default_factory=_default_durable_dir,
+    home: Path = setting(
+        default_factory=_default_home, default_text="<project>/newsloop_home",
+        description="Local directory holding all live state.",
+    )
+    durable_dir: Path | None = setting(
+        default_factory=_default_durable_dir, default_text="/data/newsloop where /data is writable (a Space's storage), else unset",
         description="Durable storage that receives snapshots of the state (may not lock or rename); unset = none.",
     )
-    snapshot_minutes: float = Field(10.0, gt=0.0, description="Minutes between snapshots to durable_dir.")
-    data: str = Field(_D.source, description="Hugging Face dataset id, or a folder/CSV file in AG News format.")
-    base_model: str = Field("", description="Hugging Face model id or path; empty = packaged all-MiniLM-L6-v2.")
-    use_extra_data: bool = Field(_D.use_extra, description="Also train on extra CSVs (train_*.csv) in a data folder.")
-
-    # Model and training recipe.
-    max_length: int = Field(_T.max_length, ge=16, le=512)
-    seed: int = _T.seed
-    val_fraction: float = Field(_D.val_fraction, gt=0.0, lt=0.5)
-    epochs: float = Field(_T.epochs, gt=0.0, le=20.0)
-    batch_size: int = Field(_T.batch_size, ge=1, le=1024)
-    lr_encoder: float = Field(_T.lr_encoder, gt=0.0, lt=1.0)
-    lr_head: float = Field(_T.lr_head, gt=0.0, lt=1.0)
-    warmup_ratio: float = Field(_T.warmup_ratio, ge=0.0, lt=1.0)
-    weight_decay: float = Field(_T.weight_decay, ge=0.0, lt=1.0)
-    label_smoothing: float = Field(_T.label_smoothing, ge=0.0, lt=1.0)
-    dropout: float = Field(DROPOUT, ge=0.0, lt=1.0)
-    bootstrap_max_rows: int = Field(0, ge=0, description="Cap on training rows for bootstrap; 0 = no cap.")
-    bootstrap_max_minutes: float = Field(17.0, ge=0.0, description="Training time cap; 0 = no cap.")
-    torch_threads: int = Field(0, ge=0, description="Threads for training; 0 = all cores.")
-    int8_tolerance: float = Field(_E.int8_tolerance, ge=0.0, description="Serve int8 only within this many accuracy points of fp32.")
-
-    # Serving.
-    onnx_threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads; 0 = all cores.")
-    max_input_chars: int = Field(20_000, ge=100, description="Longer input is refused with a message.")
-    reload_interval_s: float = Field(2.0, gt=0.0, description="How often the app checks for a new champion.")
-    batch_wait_ms: float = Field(3.0, ge=0.0, le=100.0, description="Wait for concurrent requests to batch; 0 = off.")
-    max_batch: int = Field(16, ge=1, le=256, description="Largest shared forward pass.")
-    max_batch_texts: int = Field(32, ge=1, le=256, description="Most texts one POST /api/v1/classify may send.")
-    host: str = Field(default_factory=lambda: os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1")  # a Space: 0.0.0.0
-    port: int = Field(default_factory=lambda: os.environ.get("GRADIO_SERVER_PORT") or 7860, ge=1, le=65535, validate_default=True)
-
-    # Feedback and hosting: see core.settings.hosting.HostingSettings for identity, admin and proxy settings.
-    classify_per_minute: int = Field(60, ge=1)
-    queue_per_minute: int = Field(120, ge=1, description="Queue requests (next, answer, skip) per client address.")
-    feedback_per_minute: int = Field(_S.writes_per_minute, ge=1, description="Answers per anonymous browser id a minute.")
-    verified_feedback_per_minute: int = Field(_S.verified_writes_per_minute, ge=1, description="Answers per signed-in account a minute.")
-    address_feedback_per_minute: int = Field(_S.address_writes_per_minute, ge=1, description="Answers per client address a minute.")
-    max_skips: int = Field(_Q.max_skips, ge=0, description="Queue skips one annotator may make.")
-    max_upload_mb: float = Field(5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload.")
-    session_capacity: int = Field(SESSION_CAPACITY, ge=10, description="Sessions whose memory is kept (least recent dropped).")
-    events_per_address: int = Field(
-        16, ge=1, le=256, description="Page events one client address may have queued or running at once."
+    snapshot_minutes: float = setting(10.0, gt=0.0, description="Minutes between snapshots to durable_dir.")
+    database_url: str = setting(
+        "", secret=True, description="postgresql:// URL of a shared feedback database; empty = SQLite in home."
     )
-    new_sessions_per_minute: int = Field(
-        30, ge=1, description="Page sessions (tabs, reloads) one client address may open a minute."
+    mlflow_tracking_uri: str = setting(
+        "", fallback=("MLFLOW_TRACKING_URI",), description="MLflow tracking URI; empty = SQLite in home."
     )
-    new_sessions_per_second: int = Field(
-        8, ge=1, description="Page sessions everyone together may open a second (each costs the server ~25 ms)."
-    )
-    session_memory_mb: float = Field(64.0, gt=0.0, description="Memory for what sessions' answers need (prediction, queue item).")
-    labels_required: int = Field(default_factory=lambda: 2 if on_public_host() else 1, ge=1, le=10)
-    max_feedback_chars: int = Field(_S.max_text_chars, ge=100)
-    min_checks: int = Field(
-        _Q.min_checks, ge=1, le=50, description="Known-answer checks each annotator answers first, and before being judged."
-    )
-    check_share: float = Field(_Q.check_share, ge=0.0, le=1.0, description="Share of later queue items that are checks.")
-    min_check_accuracy: float = Field(
-        _TR.min_check_accuracy, ge=0.0, le=1.0, description="Annotators below this accuracy on checks are not trained on."
-    )
-    suspicious_confidence: float = Field(
-        _S.suspicious_confidence, gt=0.25, le=1.0, description="An answer is suspicious when the model was this sure of another label."
-    )
-
-    # Retrain gate and schedule.
-    gate_margin: float = Field(_G.margin, ge=0.0, lt=1.0, description="Macro-F1 the challenger must gain.")
-    gate_alpha: float = Field(_G.alpha, gt=0.0, lt=1.0, description="One-sided McNemar p-value a gain must beat.")
-    gate_base_margin: float = Field(_G.base_margin, gt=0.0, lt=1.0, description="Base-validation accuracy margin.")
-    gate_recall_margin: float = Field(_G.recall_margin, gt=0.0, lt=1.0, description="Per-label recall margin.")
-    gate_noninferiority_alpha: float = Field(_G.noninferiority_alpha, gt=0.0, lt=1.0)
-    gate_target_gain: float = Field(_G.target_gain, gt=0.0, lt=1.0, description="Traffic gain to size the set for.")
-    gate_power: float = Field(_G.power, gt=0.0, lt=1.0, description="Power to detect that gain.")
-    gate_discordance: float = Field(_G.discordance, gt=0.0, lt=1.0, description="Assumed disagreement, until measured.")
-    traffic_share: float = Field(_Q.traffic_share, ge=0.0, lt=1.0, description="Share of pool and queue that is traffic.")
-    feedback_weight: float = Field(_R.feedback_weight, gt=0.0, le=100.0, description="Loss weight of a feedback row vs a base row.")
-    retrain_feedback_repeats: int = Field(_R.feedback_repeats, ge=1, le=20,
-                                          description="Times each feedback row is trained on per retrain epoch.")
-    retrain_lr_encoder: float = Field(3e-5, gt=0.0, lt=1.0, description="Encoder learning rate of a retrain.")
-    retrain_lr_head: float = Field(3e-4, gt=0.0, lt=1.0, description="Head learning rate of a retrain.")
-    # Chosen by bench/tune.py (the recipe study): the low learning rates matter, distillation did not help.
-    distill_weight: float = Field(
-        _R.distill_weight, ge=0.0, le=1.0, description="Share of the champion's own predictions in replayed base rows' targets."
-    )
-    retrain_base_rows: int = Field(_R.base_rows, ge=0, description="Base rows replayed in a retrain; 0 = all.")
-    retrain_epochs: float = Field(_T.epochs, gt=0.0, le=20.0)
-    retrain_max_minutes: float = Field(8.0, ge=0.0, description="Training time budget of a retrain; 0 = none.")
-    retrain_freeze_layers: int = Field(3, ge=0, le=48, description="Lower layers a retrain keeps fixed (why: TrainConfig).")
-    retrain_nice: int = Field(10, ge=0, le=19, description="Niceness of `retrain run`/`watch` (why: core.host.cpu_share).")
-    retrain_beside_serving: bool = Field(False, description="Train on one core fewer: the app's cores are shared.")
-    warm_start: bool = _R.warm_start
-    retrain_min_feedback: int = Field(_R.min_feedback, ge=1, description="New trusted answers before watch retrains.")
-    retrain_interval_min: float = Field(0.0, ge=0.0, description="In-app retrain schedule; 0 = off.")
-
-    mlflow_tracking_uri: str = Field("", description="Overrides MLFLOW_TRACKING_URI; empty = SQLite in home.")
-    database_url: str = Field("", description="postgresql:// URL of a shared feedback database; empty = SQLite in home.")
-    hub_dataset: str = Field("", description="Hub dataset repo id the admin view pushes feedback to; empty = no push.")
-    hub_token: SecretStr | None = Field(None, description="Hugging Face token with write access to hub_dataset.")
+    hub_dataset: str = setting("", description="Hub dataset repo id the admin view pushes feedback to; empty = no push.")
+    hub_token: SecretStr | None = setting(None, description="Hugging Face token with write access to hub_dataset.")
 
     @field_validator("home", mode="before")
     @classmethod
     def _expand_home(cls, value: object) -> object:
-        return Path(str(value)).expanduser() if value not in (None, "") else _default_home()
+        return Path(str(value)).expanduser().resolve() if value not in (None, "") else _default_home().resolve()
 
     @field_validator("durable_dir", mode="before")
     @classmethod
     def _expand_durable(cls, value: object) -> object:
-        return Path(str(value)).expanduser() if value not in (None, "") else None
+        return Path(str(value)).expanduser().resolve() if value not in (None, "") else None
+
+    @model_validator(mode="after")
+    def _apart_from_home(self) -> StorageSection:
+        durable, home = self.durable_dir, self.home
+        if durable is not None and (durable == home or home in durable.parents or durable in home.parents):
+            raise ValueError(f"durable_dir ({durable}) and home ({home}) must not contain each other")
+        return self
+
+
+class ModelSection(ExportConfig):
+    """What is fine-tuned, and how a trained model is exported for serving."""
+
+    base_model: str = setting("", description="Hugging Face model id or path; empty = packaged all-MiniLM-L6-v2.")
+    dropout: float = setting(DROPOUT, ge=0.0, lt=1.0, description="Dropout of the classifier head.")
+
+
+class TrainSection(TrainConfig):
+    """The bootstrap's training recipe (TrainConfig) and how much base data it trains on."""
+
+    max_rows: int = setting(
+        0, ge=0, env="bootstrap_max_rows", description="Cap on training rows for bootstrap; 0 = no cap."
+    )
+
+
+class RetrainSection(RetrainPolicy):
+    """A retrain: its own choices (RetrainPolicy), the recipe fields that replace the train section's for a retrain
+    (same names as in TrainConfig), and how and when it runs."""
+
+    epochs: float = setting(
+        TrainConfig.model_fields["epochs"].default, gt=0.0, le=20.0, description="Training epochs of a retrain."
+    )
+    lr_encoder: float = setting(3e-5, gt=0.0, lt=1.0, description="Encoder learning rate of a retrain.")
+    lr_head: float = setting(3e-4, gt=0.0, lt=1.0, description="Head learning rate of a retrain.")
+    max_minutes: float = setting(8.0, ge=0.0, description="Training time budget of a retrain; 0 = none.")
+    freeze_layers: int = setting(3, ge=0, le=48, description="Lower layers a retrain keeps fixed (why: TrainConfig).")
+    eval_checks: int = internal(1, ge=1)  # why: TrainConfig
+    nice: int = setting(10, ge=0, le=19, description="Niceness of `retrain run`/`watch` (why: core.host.cpu_share).")
+    beside_serving: bool = setting(False, description="Train on one core fewer: the app's cores are shared.")
+    interval_min: float = setting(0.0, ge=0.0, description="In-app retrain schedule in minutes; 0 = off.")
+
+
+class ServingSection(Section):
+    """The served model and the web server."""
+
+    onnx_threads: int = setting(0, ge=0, description="ONNX Runtime intra-op threads; 0 = all cores.")
+    max_input_chars: int = setting(20_000, ge=100, description="Longer input is refused with a message.")
+    reload_interval_s: float = setting(2.0, gt=0.0, description="How often the app checks for a new champion.")
+    batch_wait_ms: float = setting(
+        3.0, ge=0.0, le=100.0, description="Wait for concurrent requests to batch; 0 = off."
+    )
+    max_batch: int = setting(16, ge=1, le=256, description="Largest shared forward pass.")
+    max_batch_texts: int = setting(32, ge=1, le=256, description="Most texts one POST /api/v1/classify may send.")
+    host: str = setting(
+        "127.0.0.1", fallback=("GRADIO_SERVER_NAME",), description="Address the server listens on (a Space: 0.0.0.0)."
+    )
+    port: int = setting(7860, ge=1, le=65535, fallback=("GRADIO_SERVER_PORT",), description="Port the server listens on.")
+    metrics: bool = setting(
+        True, description="Serve GET /metrics (Prometheus text format: requests, errors, answers, estimated accuracy)."
+    )
+    metrics_token: SecretStr | None = setting(
+        None, description="Bearer token GET /metrics then requires; on a public host (a Space) it is refused without one.",
+    )
 
     @field_validator("host")
     @classmethod
@@ -178,20 +159,73 @@ class Settings(HostingSettings):
             raise ValueError("must not be empty")
         return value.strip()
 
-    @model_validator(mode="after")
-    def _absolute_home(self) -> Settings:
-        object.__setattr__(self, "home", self.home.resolve())
-        if self.durable_dir is not None:
-            durable = self.durable_dir.resolve()
-            if durable == self.home or self.home in durable.parents or durable in self.home.parents:
-                raise ValueError(f"durable_dir ({durable}) and home ({self.home}) must not contain each other")
-            object.__setattr__(self, "durable_dir", durable)
-        return self
 
-    # Derived paths and policies: built here, at the edge, and handed down as small typed objects.
+class LimitsSection(Section):
+    """What one client, and everyone together, may ask of the server."""
+
+    classify_per_minute: int = setting(60, ge=1, description="Classify requests per client address a minute.")
+    queue_per_minute: int = setting(
+        300, ge=1, description="Queue requests (next, answer, skip, undo) per client address a minute."
+    )
+    max_upload_mb: float = setting(
+        5.0, gt=0.0, description="Largest file upload (admin pool import); only admins may upload."
+    )
+    session_capacity: int = setting(
+        SESSION_CAPACITY, ge=10, description="Sessions whose memory is kept (least recent dropped)."
+    )
+    events_per_address: int = setting(
+        16, ge=1, le=256, description="Page events one client address may have queued or running at once."
+    )
+    new_sessions_per_minute: int = setting(
+        30, ge=1, description="Page sessions (tabs, reloads) one client address may open a minute."
+    )
+    new_sessions_per_second: int = setting(
+        8, ge=1, description="Page sessions everyone together may open a second (each costs the server ~25 ms)."
+    )
+    session_memory_mb: float = setting(
+        64.0, gt=0.0, description="Memory for what sessions' answers need (prediction, queue item)."
+    )
+
+
+def _section(cls: type[Section], description: str, prefix: str = "") -> Any:
+    return Field(default_factory=cls, description=description, json_schema_extra={"newsloop": {"prefix": prefix}})
+
+
+class Settings(BaseSettings):
+    """Every setting of NewsLoop, by section. `settings.<section>.<field>`; the environment variable of each is
+    listed by `setting_fields()` (and in docs/reference/configuration.md)."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+
+    storage: StorageSection = _section(StorageSection, "Where state lives.")
+    data: DataSource = _section(DataSource, "Base data.")
+    model: ModelSection = _section(ModelSection, "The model and its export.")
+    train: TrainSection = _section(TrainSection, "The bootstrap's training recipe.")
+    retrain: RetrainSection = _section(RetrainSection, "Retraining on feedback.", prefix="retrain_")
+    gate: GateConfig = _section(GateConfig, "The promotion gate.", prefix="gate_")
+    trust: TrustPolicy = _section(TrustPolicy, "Whose answers train.")
+    queue: QueuePolicy = _section(QueuePolicy, "The labelling queue.")
+    answers: StoreLimits = _section(StoreLimits, "What the feedback store accepts.")
+    serving: ServingSection = _section(ServingSection, "Serving.")
+    limits: LimitsSection = _section(LimitsSection, "Request limits.")
+    hosting: HostingSection = _section(HostingSection, "Identity, admins and proxies.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Keyword arguments (nested, by section) win; then the flat NEWSLOOP_* names, read by one mapping.
+        return init_settings, _FlatSource(settings_cls)
+
+    # Derived paths: built here, at the edge, and handed down as small typed objects.
     @property
     def paths(self) -> HomePaths:
-        return HomePaths(self.home)
+        return HomePaths(self.storage.home)
 
     @property
     def models_dir(self) -> Path:
@@ -203,101 +237,216 @@ class Settings(HostingSettings):
 
     @property
     def tracking_uri(self) -> str:
-        if self.mlflow_tracking_uri:
-            return self.mlflow_tracking_uri
-        return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{self.paths.mlflow_db}"
+        return self.storage.mlflow_tracking_uri or f"sqlite:///{self.paths.mlflow_db}"
 
     @property
     def mlflow_artifacts_dir(self) -> Path:
         return self.paths.mlflow_artifacts_dir
 
+    def with_(self, **overrides: Any) -> Settings:
+        """A validated copy with `overrides` by flat name (an environment variable's name without NEWSLOOP_,
+        lower-case, e.g. torch_threads=2)."""
+        return _validated(_apply_flat(self.model_dump(), overrides))
+
+    # The policies whose values come from more than one section.
     def train_config(self, **overrides: Any) -> TrainConfig:
-        """The bootstrap's training recipe; `overrides` are TrainConfig fields (dataclasses.replace checks names)."""
-        recipe = TrainConfig(
-            epochs=self.epochs, batch_size=self.batch_size, lr_encoder=self.lr_encoder, lr_head=self.lr_head,
-            warmup_ratio=self.warmup_ratio, weight_decay=self.weight_decay, label_smoothing=self.label_smoothing,
-            max_length=self.max_length, seed=self.seed, threads=self.torch_threads, max_minutes=self.bootstrap_max_minutes,
-        )
-        return dataclasses.replace(recipe, **overrides)
+        """The bootstrap's training recipe; `overrides` are TrainConfig fields (validated)."""
+        return TrainConfig.model_validate(self.train.model_dump(include=set(TrainConfig.model_fields)) | overrides)
 
     def retrain_train_config(self, **overrides: Any) -> TrainConfig:
-        """A retrain's training recipe: the bootstrap's, at the retrain's epochs, budget and learning rates."""
-        values = {
-            "epochs": self.retrain_epochs,
-            "max_minutes": self.retrain_max_minutes,
-            "lr_encoder": self.retrain_lr_encoder,
-            "lr_head": self.retrain_lr_head,
-            "freeze_layers": self.retrain_freeze_layers, "eval_checks": 1,  # why: TrainConfig
-        }
-        return self.train_config(**(values | overrides))
-
-    def gate_config(self) -> GateConfig:
-        """Every GateConfig field that has a `gate_<field>` setting takes it; the rest keep their defaults."""
-        names = (f.name for f in dataclasses.fields(GateConfig))
-        return GateConfig(**{name: getattr(self, f"gate_{name}") for name in names if f"gate_{name}" in type(self).model_fields})
-
-    def trust_policy(self) -> TrustPolicy:
-        return TrustPolicy(
-            labels_required=self.labels_required,
-            min_checks=self.min_checks,
-            min_check_accuracy=self.min_check_accuracy,
-            train_on=self.train_on,
-        )
-
-    def queue_policy(self) -> QueuePolicy:
-        return QueuePolicy(
-            labels_required=self.labels_required,
-            min_checks=self.min_checks,
-            check_share=self.check_share,
-            max_skips=self.max_skips,
-            traffic_share=self.traffic_share,
-        )
-
-    def store_limits(self) -> StoreLimits:
-        return StoreLimits(
-            max_text_chars=self.max_feedback_chars,
-            writes_per_minute=self.feedback_per_minute,
-            verified_writes_per_minute=self.verified_feedback_per_minute,
-            address_writes_per_minute=self.address_feedback_per_minute,
-            suspicious_confidence=self.suspicious_confidence,
-        )
-
-    def data_source(self) -> DataSource:
-        return DataSource(source=self.data, val_fraction=self.val_fraction, use_extra=self.use_extra_data)
-
-    def export_config(self) -> ExportConfig:
-        return ExportConfig(max_length=self.max_length, int8_tolerance=self.int8_tolerance)
+        """A retrain's training recipe: the bootstrap's, with the retrain section's recipe fields in place."""
+        recipe = self.retrain.model_dump(include=set(TrainConfig.model_fields))
+        return self.train_config(**(recipe | overrides))
 
     def retrain_policy(self, **overrides: Any) -> RetrainPolicy:
-        """`overrides` are RetrainPolicy fields (dataclasses.replace checks names)."""
-        policy = RetrainPolicy(
-            base_rows=self.retrain_base_rows, feedback_weight=self.feedback_weight, distill_weight=self.distill_weight,
-            feedback_repeats=self.retrain_feedback_repeats,
-            warm_start=self.warm_start, min_feedback=self.retrain_min_feedback,
-        )
-        return dataclasses.replace(policy, **overrides)
+        """`overrides` are RetrainPolicy fields (validated)."""
+        return RetrainPolicy.model_validate(self.retrain.model_dump(include=set(RetrainPolicy.model_fields)) | overrides)
+
+    def trust_policy(self) -> TrustPolicy:
+        """Whose answers train, with the queue's labels and checks (one setting each, used by both)."""
+        return self.trust.with_(labels_required=self.queue.labels_required, min_checks=self.queue.min_checks)
+
+    def export_config(self) -> ExportConfig:
+        return ExportConfig(max_length=self.train.max_length, int8_tolerance=self.model.int8_tolerance)
 
 
-_SECRETS = frozenset({"admin_password", "users", "secret_key", "hub_token", "database_url"})
+@dataclass(frozen=True)
+class SettingField:
+    """One setting: where it lives in Settings and which environment variables set it."""
+
+    env: str  # NEWSLOOP_...
+    section: str
+    field: str
+    info: FieldInfo
+    fallback: tuple[str, ...]  # other variables read when env is unset (and non-empty)
+    on_space: Any  # its default on a Hugging Face Space, or None
+    default_text: str | None  # the default in words, where a factory computes it
+    secret: bool
+
+    @property
+    def flat(self) -> str:
+        """The name `load_settings` takes: the variable's without NEWSLOOP_, lower-case."""
+        return self.env.removeprefix(PREFIX).lower()
+
+
+def setting_fields(settings_cls: type[BaseSettings] | None = None) -> tuple[SettingField, ...]:
+    """Every setting of `settings_cls` (default: Settings), in section order; internal fields are left out."""
+    return _setting_fields(settings_cls or Settings)
+
+
+@functools.cache
+def _setting_fields(settings_cls: type[BaseSettings]) -> tuple[SettingField, ...]:
+    found: list[SettingField] = []
+    for section, section_info in settings_cls.model_fields.items():
+        extra = section_info.json_schema_extra
+        meta = extra.get("newsloop") if isinstance(extra, dict) else None
+        prefix = str(meta.get("prefix") or "") if isinstance(meta, dict) else ""
+        section_cls = section_info.annotation
+        assert isinstance(section_cls, type) and issubclass(section_cls, Section), section
+        for name, info in section_cls.model_fields.items():
+            spec = field_spec(info)
+            if spec is None:
+                continue
+            extra_info = info.json_schema_extra
+            declared = extra_info.get("newsloop") if isinstance(extra_info, dict) else None
+            secret = "SecretStr" in str(info.annotation) or bool(isinstance(declared, dict) and declared.get("secret"))
+            found.append(SettingField(
+                env=PREFIX + (spec.env or prefix + name).upper(), section=section, field=name, info=info,
+                fallback=spec.fallback, on_space=spec.on_space, default_text=spec.default_text, secret=secret,
+            ))
+    names = [f.env for f in found]
+    assert len(names) == len(set(names)), "two settings share an environment variable"
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class RawValue:
+    """A setting's value before validation, and where it came from: "env", "file:<path>" or "default"."""
+
+    value: Any
+    source: str
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """A `.env`-style file: NAME=value lines; blank lines, `#` comments and an `export ` prefix are allowed,
+    and a value may be quoted."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        name, sep, value = text.removeprefix("export ").partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{ENV_FILE}: {path} line {number} is not NAME=value")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[name.strip().upper()] = value
+    return values
+
+
+def env_file_values(environ: Mapping[str, str]) -> tuple[Path | None, dict[str, str]]:
+    """The file NEWSLOOP_ENV_FILE names (unset or empty = none) and its values."""
+    named = _upper(environ).get(ENV_FILE, "").strip()
+    if not named:
+        return None, {}
+    path = Path(named).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{ENV_FILE}: no such file: {path}")
+    return path, read_env_file(path)
+
+
+def raw_values(environ: Mapping[str, str], settings_cls: type[BaseSettings] | None = None) -> dict[str, RawValue]:
+    """Each setting that the environment, the env file or a Space sets, by env name: the environment beats the file;
+    a variable's fallbacks (e.g. GRADIO_SERVER_PORT) count only when non-empty; a Space's default beats the plain one."""
+    env = _upper(environ)
+    path, file = env_file_values(env)
+    on_space = bool(env.get("SPACE_ID"))
+    found: dict[str, RawValue] = {}
+    for item in setting_fields(settings_cls):
+        for layer, source in ((env, "env"), (file, f"file:{path}")):
+            if item.env in layer:
+                found[item.env] = RawValue(layer[item.env], source)
+                break
+            fallback = next((name for name in item.fallback if layer.get(name)), None)
+            if fallback is not None:
+                found[item.env] = RawValue(layer[fallback], source)
+                break
+        else:
+            if on_space and item.on_space is not None:
+                found[item.env] = RawValue(item.on_space, "default")
+    return found
+
+
+def _upper(environ: Mapping[str, str]) -> dict[str, str]:
+    # Variable names are read case-insensitively, as pydantic-settings always did here.
+    return {name.upper(): value for name, value in environ.items()}
+
+
+def _nested(raw: Mapping[str, RawValue], settings_cls: type[BaseSettings] | None = None) -> dict[str, dict[str, Any]]:
+    values: dict[str, dict[str, Any]] = {}
+    for item in setting_fields(settings_cls):
+        if item.env in raw:
+            values.setdefault(item.section, {})[item.field] = raw[item.env].value
+    return values
+
+
+def _apply_flat(values: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    by_flat = {item.flat: item for item in setting_fields()}
+    unknown = sorted(set(overrides) - set(by_flat))
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+    for name, value in overrides.items():
+        item = by_flat[name]
+        values[item.section] = dict(values.get(item.section, {})) | {item.field: value}
+    return values
+
+
+class _FlatSource(PydanticBaseSettingsSource):
+    """The process environment (and env file), by the flat NEWSLOOP_* names, as nested section values."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads every setting at once
+
+    def __call__(self) -> dict[str, Any]:
+        return _nested(raw_values(os.environ, self.settings_cls), self.settings_cls)
+
+
+def read_settings(environ: Mapping[str, str], **overrides: Any) -> Settings:
+    """Settings from `environ` (and the env file it names), with `overrides` by flat name winning, raising
+    ConfigError with readable messages."""
+    return _validated(_apply_flat(_nested(raw_values(environ)), overrides))
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Read settings from the environment (overrides win, validated like the environment's strings), raising
-    ConfigError with readable messages."""
+    """Read settings from the process environment; `overrides` (flat names, e.g. epochs=2 or gate_margin=0.01)
+    win and are validated like the environment's strings. Raises ConfigError with readable messages."""
+    return read_settings(os.environ, **overrides)
+
+
+def _validated(values: dict[str, Any]) -> Settings:
     try:
-        return Settings(**overrides)
+        return Settings.model_validate(values)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "settings"
-            # A whole-settings error's input holds every value, secrets included: never echo it, nor a secret.
-            shown = "" if not err["loc"] or field in _SECRETS else f" (got {err.get('input')!r})"
-            lines.append(f"NEWSLOOP_{field.upper()}: {err['msg']}{shown}")
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
+        raise ConfigError(_explain(exc)) from None
+
+
+def _explain(exc: ValidationError) -> str:
+    by_place = {(item.section, item.field): item for item in setting_fields()}
+    lines = []
+    for err in exc.errors():
+        item = by_place.get((str(err["loc"][0]), str(err["loc"][1]))) if len(err["loc"]) >= 2 else None
+        if item is None:
+            # A whole-section error's input holds every value, secrets included: never echo it.
+            lines.append(err["msg"])
+            continue
+        shown = "" if item.secret else f" (got {err.get('input')!r})"
+        lines.append(f"{item.env}: {err['msg']}{shown}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
 
 
 def ensure_home(settings: Settings) -> Path:
     """Create the state directory tree; called by code that is about to write state."""
-    for path in (settings.home, settings.paths.models_dir):
+    for path in (settings.storage.home, settings.paths.models_dir):
         path.mkdir(parents=True, exist_ok=True)
-    return settings.home
+    return settings.storage.home

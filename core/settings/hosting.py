@@ -1,16 +1,12 @@
-"""The settings that decide who may do what on a public host: identities, admins, proxies, what trains.
-
-`core.settings.config.Settings` extends this class; it is split out only to keep each file to one concern.
-"""
+"""The hosting section of the settings: who may do what on a public host (identities, admins, proxies)."""
 
 from __future__ import annotations
 
 import os
 
-from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import SecretStr, model_validator
 
-from core.settings.policies import TRAIN_ON
+from core.settings.fields import Section, setting
 
 MIN_PUBLIC_PASSWORD = 16  # characters an admin password needs on a public host, so guessing it is hopeless
 
@@ -20,42 +16,38 @@ def on_public_host() -> bool:
     return bool(os.environ.get("SPACE_ID"))
 
 
-class HostingSettings(BaseSettings):
-    """Identity, admin and proxy settings. Environment variable = `NEWSLOOP_` + upper-case field name."""
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
 
-    model_config = SettingsConfigDict(env_prefix="NEWSLOOP_", extra="ignore", frozen=True)
 
-    admin_password: SecretStr | None = None
-    admins: str = Field("", description="Comma-separated Hugging Face usernames that are admins when signed in (Space).")
-    admin_session_minutes: float = Field(60.0, gt=0.0, le=7 * 24 * 60, description="An admin sign-in expires after this.")
-    users: SecretStr | None = Field(None, description="'name:password,...': the whole page asks to sign in (verified identities).")
-    secret_key: SecretStr | None = Field(None, description="Signs browser ids; empty = a random key kept in home.")
-    train_on: str = Field(
-        default_factory=lambda: "signed_in" if on_public_host() else "anyone",
-        description="Whose answers may train: signed_in | checked | anyone.",
+class HostingSection(Section):
+    """Identity, admin and proxy settings."""
+
+    admin_password: SecretStr | None = setting(
+        None, description="Password of the admin view; on a public host at least 16 characters. Unset = none."
     )
-    trusted_proxy_hops: int = Field(
-        default_factory=lambda: 1 if on_public_host() else 0, ge=0, le=5,
-        description="Proxies in front of the app whose X-Forwarded-For entries are believed.",
+    admins: str = setting("", description="Comma-separated Hugging Face usernames that are admins when signed in (Space).")
+    admin_session_minutes: float = setting(
+        60.0, gt=0.0, le=7 * 24 * 60, description="An admin sign-in expires after this."
     )
-    public_urls: str = Field(
+    users: SecretStr | None = setting(
+        None, description="'name:password,...': the whole page asks to sign in (verified identities)."
+    )
+    secret_key: SecretStr | None = setting(None, description="Signs browser ids; empty = a random key kept in home.")
+    trusted_proxy_hops: int = setting(
+        0, ge=0, le=5, on_space=1, description="Proxies in front of the app whose X-Forwarded-For entries are believed."
+    )
+    public_urls: str = setting(
         "", description="Comma-separated URLs people open the app at (e.g. https://news.example.org); pages of "
         "any other origin may not act on it. The host a request names and a Space's own host always count.",
     )
-    proxy_addresses: str = Field(
-        default_factory=lambda: "*" if on_public_host() else "127.0.0.1,::1",
+    proxy_addresses: str = setting(
+        "127.0.0.1,::1", on_space="*",
         description="Comma-separated IPs/networks the proxies connect from; '*' (any) only on a Space.",
     )
 
-    @field_validator("train_on")
-    @classmethod
-    def _train_on(cls, value: str) -> str:
-        if value not in TRAIN_ON:
-            raise ValueError(f"must be one of {', '.join(TRAIN_ON)}")
-        return value
-
     @model_validator(mode="after")
-    def _headers_only_from_proxies(self) -> HostingSettings:
+    def _headers_only_from_proxies(self) -> HostingSection:
         # '*' believes X-Forwarded-For from any peer: safe only where nothing but the host's proxy can
         # connect (a Space). Elsewhere a client could write the header itself and pick its own address.
         if self.trusted_proxy_hops and "*" in self.proxy_address_list and not on_public_host():
@@ -68,7 +60,7 @@ class HostingSettings(BaseSettings):
         return self
 
     @model_validator(mode="after")
-    def _strong_admin_password_in_public(self) -> HostingSettings:
+    def _strong_admin_password_in_public(self) -> HostingSection:
         # Anyone can try passwords on a public host; the sign-in throttle slows guessing but never refuses the
         # right password, so the password itself must be too long to guess.
         password = self.admin_password.get_secret_value() if self.admin_password is not None else ""
@@ -81,11 +73,11 @@ class HostingSettings(BaseSettings):
 
     @property
     def proxy_address_list(self) -> tuple[str, ...]:
-        return tuple(part.strip() for part in self.proxy_addresses.split(",") if part.strip())
+        return _split(self.proxy_addresses)
 
     @property
     def public_url_list(self) -> tuple[str, ...]:
-        return tuple(part.strip() for part in self.public_urls.split(",") if part.strip())
+        return _split(self.public_urls)
 
     @property
     def space_host(self) -> str:
@@ -94,7 +86,7 @@ class HostingSettings(BaseSettings):
 
     @property
     def admin_list(self) -> frozenset[str]:
-        return frozenset(part.strip() for part in self.admins.split(",") if part.strip())
+        return frozenset(_split(self.admins))
 
     @property
     def on_space(self) -> bool:

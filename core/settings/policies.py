@@ -1,89 +1,74 @@
 """Typed policies each stage takes, with the project's defaults: the one place those numbers live.
 
-`core.settings.config.Settings` reads the environment at the edge (app, CLIs, bench) and builds these; code below
+Each policy is a frozen, validated section of `core.settings.config.Settings`: its settings carry their default,
+bounds and description here, and the environment variable that sets them (see core.settings.fields). Code below
 the edge takes the small policy it needs, never the whole settings object.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import field_validator
+
+from core.settings.fields import Section, internal, setting
 
 # Shared by more than one policy or layer, so named once here.
 MAX_LENGTH = 192  # tokens a text is cut to: in training, in the export's metadata, and when serving a file without it
 DROPOUT = 0.3  # the classifier head's dropout (retrain.model.NewsClassifier), saved with each checkpoint
 SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (web.page.session_memory, web.server.asgi)
+LABELS_REQUIRED = 1  # agreeing labels a text needs (the queue hands it out until then; trust trains on it after)
+MIN_CHECKS = 3  # known-answer checks each annotator answers first, and before their check score counts
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """One fine-tuning run: schedule, batch, length, seed, and an optional time budget."""
+class TrainConfig(Section):
+    """One fine-tuning run: schedule, batch, length, seed, and an optional time budget (the bootstrap's recipe;
+    a retrain's overrides some of it, see core.settings.config.RetrainSection)."""
 
-    epochs: float = 1.0
-    batch_size: int = 32
-    lr_encoder: float = 8e-5
-    lr_head: float = 1e-3
-    warmup_ratio: float = 0.06
-    weight_decay: float = 0.01
-    label_smoothing: float = 0.1
-    max_length: int = MAX_LENGTH
-    seed: int = 13
-    max_minutes: float = 0.0  # 0 = no time budget
-    threads: int = 0  # 0 = all cores
-    bucket_by_length: bool = True
-    eval_every: int = 0  # steps between validation checks; 0 = about `eval_checks` per run
+    epochs: float = setting(1.0, gt=0.0, le=20.0, description="Training epochs of the bootstrap (may be fractional).")
+    batch_size: int = setting(32, ge=1, le=1024, description="Texts per training step.")
+    lr_encoder: float = setting(8e-5, gt=0.0, lt=1.0, description="Encoder learning rate of the bootstrap.")
+    lr_head: float = setting(1e-3, gt=0.0, lt=1.0, description="Classifier head learning rate of the bootstrap.")
+    warmup_ratio: float = setting(0.06, ge=0.0, lt=1.0, description="Share of steps spent warming up the learning rate.")
+    weight_decay: float = setting(0.01, ge=0.0, lt=1.0, description="AdamW weight decay.")
+    label_smoothing: float = setting(0.1, ge=0.0, lt=1.0, description="Label smoothing of the training loss.")
+    max_length: int = setting(MAX_LENGTH, ge=16, le=512, description="Tokens a text is cut to, in training and serving.")
+    seed: int = setting(13, description="Random seed of training and of the validation split.")
+    max_minutes: float = setting(17.0, ge=0.0, env="bootstrap_max_minutes", description="Training time cap; 0 = no cap.")
+    threads: int = setting(0, ge=0, env="torch_threads", description="Threads for training; 0 = all cores.")
+    bucket_by_length: bool = internal(True)
+    eval_every: int = internal(0, ge=0)  # steps between validation checks; 0 = about `eval_checks` per run
     # Validation checks in a run when eval_every is 0, the last at its end. A retrain checks once (Settings.
     # retrain_train_config): its export scores all of base validation anyway, and one 512-row check costs the CPU
     # of ~7 training steps (README "Performance", retrain speed): four were 40% of its loop.
-    eval_checks: int = 4
-    eval_rows: int = 512
+    eval_checks: int = internal(4, ge=1)
+    eval_rows: int = internal(512, ge=1)
     # The embeddings and this many lower transformer layers stay fixed; 0 = train all. A retrain keeps 3 of
     # MiniLM's 6 (NEWSLOOP_RETRAIN_FREEZE_LAYERS): a step then costs 0.67x the CPU time (14.8 vs 22.0 s for
     # 10), and on the headline shift (bench/retrain_speed.py) the challenger gained as much on headlines.
-    freeze_layers: int = 0
-
-    def __post_init__(self) -> None:
-        if self.epochs <= 0 or self.batch_size < 1 or self.max_length < 8:
-            raise ValueError("epochs must be > 0, batch_size >= 1 and max_length >= 8")
-        if self.freeze_layers < 0 or self.eval_checks < 1:
-            raise ValueError(f"need freeze_layers >= 0 and eval_checks >= 1, got {self.freeze_layers}, {self.eval_checks}")
-        if not (0 < self.lr_encoder < 1 and 0 < self.lr_head < 1):
-            raise ValueError("learning rates must lie in (0, 1)")
-        if not 0 <= self.warmup_ratio < 1 or not 0 <= self.label_smoothing < 1:
-            raise ValueError("warmup_ratio and label_smoothing must lie in [0, 1)")
+    freeze_layers: int = internal(0, ge=0)
 
 
-@dataclass(frozen=True)
-class GateConfig:
+class GateConfig(Section):
     """Thresholds a challenger must clear to replace the champion (see `retrain.gate`), and what the retrain
     preview sizes the traffic set for."""
 
-    margin: float = 0.002  # combined macro-F1 the challenger must gain (absolute, 0..1)
-    alpha: float = 0.05  # one-sided exact McNemar p (Bonferroni-adjusted) must be below this to show a gain
+    margin: float = setting(0.002, ge=0.0, lt=1.0, description="Combined macro-F1 the challenger must gain (absolute).")
+    alpha: float = setting(0.05, gt=0.0, lt=1.0, description="One-sided McNemar p-value (Bonferroni-adjusted) a gain must beat.")
     # Non-inferiority on base validation: the challenger may not be shown worse by this much or more, at
     # noninferiority_alpha, one-sided. 1 point of accuracy is ~16 of 1,600 rows; a label has ~400 rows,
     # so its recall needs a wider margin to be provable at all after a retrain's ordinary churn.
-    base_margin: float = 0.01  # accuracy (absolute)
-    recall_margin: float = 0.03  # each label's recall (absolute)
-    noninferiority_alpha: float = 0.05
-    holdout_weight: float = 0.5  # weight of users' sets in the combined score, before small-set scaling
-    min_discordant: int = 1  # fewer discordant pairs than this cannot be significant, so refuse
+    base_margin: float = setting(0.01, gt=0.0, lt=1.0, description="Base-validation accuracy margin (absolute).")
+    recall_margin: float = setting(0.03, gt=0.0, lt=1.0, description="Per-label recall margin (absolute).")
+    noninferiority_alpha: float = setting(
+        0.05, gt=0.0, lt=1.0, description="One-sided p-value that shows the challenger is not worse on base validation."
+    )
+    holdout_weight: float = internal(0.5, ge=0.0, le=1.0)  # weight of users' sets in the combined score, before small-set scaling
+    min_discordant: int = internal(1, ge=0)  # fewer discordant pairs than this cannot be significant, so refuse
     # The traffic set's size target (the preview's power calculation, `core.evaluation.paired.rows_for_power`).
-    target_gain: float = 0.02  # accuracy gain on traffic to detect (absolute)
-    power: float = 0.8  # chance of detecting it with the gate's test
-    discordance: float = 0.10  # share of traffic rows the models disagree on, until a run has measured it
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.margin < 1.0:
-            raise ValueError(f"margin must be in [0, 1), got {self.margin}")
-        for name in ("alpha", "noninferiority_alpha", "base_margin", "recall_margin", "target_gain", "power",
-                     "discordance"):
-            value = getattr(self, name)
-            if not 0.0 < value < 1.0:
-                raise ValueError(f"{name} must be in (0, 1), got {value}")
-        if not 0.0 <= self.holdout_weight <= 1.0:
-            raise ValueError(f"holdout_weight must be in [0, 1], got {self.holdout_weight}")
-        if self.min_discordant < 0:
-            raise ValueError(f"min_discordant must be >= 0, got {self.min_discordant}")
+    target_gain: float = setting(0.02, gt=0.0, lt=1.0, description="Traffic accuracy gain to size the traffic set for.")
+    power: float = setting(0.8, gt=0.0, lt=1.0, description="Chance of detecting that gain with the gate's test.")
+    discordance: float = setting(
+        0.10, gt=0.0, lt=1.0, description="Assumed share of traffic rows the models disagree on, until measured."
+    )
 
 
 # Whose answers may train a model: accounts the host signed in; identities that passed known-answer
@@ -91,106 +76,121 @@ class GateConfig:
 TRAIN_ON = ("signed_in", "checked", "anyone")
 
 
-@dataclass(frozen=True)
-class TrustPolicy:
+class TrustPolicy(Section):
     """Which feedback answers may train a model (see `feedback.trust`)."""
 
-    labels_required: int = 1  # agreeing votes a text needs
-    min_annotator_agreement: float = 0.6  # below this agreement with the others, an annotator is not trained on
-    min_answers_for_agreement: int = 5  # shared texts before agreement is judged
-    min_checks: int = 3  # known-answer checks answered before an annotator's check score counts
-    min_check_accuracy: float = 0.6  # below this accuracy on checks, an annotator is not trained on
-    train_on: str = "anyone"  # whose answers may train: "signed_in" | "checked" | "anyone" (see TRAIN_ON)
+    # The queue's settings (QueuePolicy) say how many labels and checks; Settings.trust_policy() passes them on.
+    labels_required: int = internal(LABELS_REQUIRED, ge=1)  # agreeing votes a text needs
+    min_annotator_agreement: float = internal(0.6, ge=0.0, le=1.0)  # below this agreement with the others, not trained on
+    min_answers_for_agreement: int = internal(5, ge=1)  # shared texts before agreement is judged
+    min_checks: int = internal(MIN_CHECKS, ge=1)  # known-answer checks answered before an annotator's check score counts
+    min_check_accuracy: float = setting(
+        0.6, ge=0.0, le=1.0, description="Annotators below this accuracy on checks are not trained on."
+    )
+    train_on: str = setting(
+        "anyone", on_space="signed_in", description="Whose answers may train: signed_in | checked | anyone."
+    )
 
-    def __post_init__(self) -> None:
-        if self.train_on not in TRAIN_ON:
-            raise ValueError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {self.train_on!r}")
-        if self.labels_required < 1 or self.min_checks < 1 or self.min_answers_for_agreement < 1:
-            raise ValueError("labels_required, min_checks and min_answers_for_agreement must be >= 1")
-        if not (0.0 <= self.min_annotator_agreement <= 1.0 and 0.0 <= self.min_check_accuracy <= 1.0):
-            raise ValueError("agreement and check accuracy thresholds must lie in [0, 1]")
+    @field_validator("train_on")
+    @classmethod
+    def _known_train_on(cls, value: str) -> str:
+        if value not in TRAIN_ON:
+            raise ValueError(f"must be one of {', '.join(TRAIN_ON)}")
+        return value
 
 
-@dataclass(frozen=True)
-class QueuePolicy:
+class QueuePolicy(Section):
     """What the labelling queue hands out next (see `feedback.pool`)."""
 
-    labels_required: int = 1  # agreeing labels after which an item leaves the queue
-    min_checks: int = 3  # known-answer checks each annotator answers first
-    check_share: float = 0.1  # share of later items that are checks
-    max_skips: int = 200  # skips one annotator may make; beyond it, the queue asks for an answer
-    spread: int = 16  # each annotator's next item is drawn from this many of the most uncertain ones
+    labels_required: int = setting(
+        LABELS_REQUIRED, ge=1, le=10, on_space=2, description="Agreeing labels after which a text leaves the queue."
+    )
+    min_checks: int = setting(
+        MIN_CHECKS, ge=1, le=50, description="Known-answer checks each annotator answers first, and before being judged."
+    )
+    check_share: float = setting(0.1, ge=0.0, le=1.0, description="Share of later queue items that are checks.")
+    max_skips: int = setting(200, ge=0, description="Queue skips one annotator may make; beyond it, the queue asks for an answer.")
+    spread: int = internal(16, ge=1)  # each annotator's next item is drawn from this many of the most uncertain ones
     # The traffic set: this share of pool items (by a salted hash of the text, fixed when the queue first
     # sees the item) is kept out of the uncertainty order, and this share of queue turns offers one of them,
     # uniformly at random among the newest `traffic_recent` unlabelled ones. Their labels are never trained
     # on: they are the gate's unbiased sample of what users send (see feedback.snapshot).
-    traffic_share: float = 0.2
-    traffic_recent: int = 1000
-
-    def __post_init__(self) -> None:
-        if self.labels_required < 1 or self.min_checks < 0 or self.max_skips < 0 or self.spread < 1:
-            raise ValueError("labels_required and spread must be >= 1; min_checks and max_skips >= 0")
-        if not 0.0 <= self.check_share <= 1.0:
-            raise ValueError(f"check_share must lie in [0, 1], got {self.check_share}")
-        if not 0.0 <= self.traffic_share < 1.0 or self.traffic_recent < 1:
-            raise ValueError("traffic_share must lie in [0, 1) and traffic_recent be >= 1")
+    traffic_share: float = setting(0.2, ge=0.0, lt=1.0, description="Share of pool and queue that is traffic.")
+    traffic_recent: int = internal(1000, ge=1)
 
 
-@dataclass(frozen=True)
-class StoreLimits:
+class StoreLimits(Section):
     """Bounds on what the feedback store accepts."""
 
-    max_text_chars: int = 5000  # longest text stored with an answer or a pool item
-    writes_per_minute: int = 30  # answers per anonymous annotator (a self-minted browser id) per minute
-    verified_writes_per_minute: int = 120  # per signed-in account: a fast keyboard labeller does about 60
-    address_writes_per_minute: int = 90  # answers per client address per minute (a newsroom may share one)
+    max_text_chars: int = setting(
+        5000, ge=100, env="max_feedback_chars", description="Longest text stored with an answer or a pool item."
+    )
+    writes_per_minute: int = setting(
+        30, ge=1, env="feedback_per_minute", description="Answers per anonymous browser id a minute."
+    )
+    # The queue keeps up with a hand at 0.2 s a key (bench/keypress.py): 300 leaves a fast labeller room.
+    verified_writes_per_minute: int = setting(
+        300, ge=1, env="verified_feedback_per_minute", description="Answers per signed-in account a minute."
+    )
+    # It bounds many anonymous browser ids from one address; a signed-in account has its own limit, so a newsroom
+    # of signed-in people behind one address is not capped by it.
+    address_writes_per_minute: int = setting(
+        90, ge=1, env="address_feedback_per_minute",
+        description="Anonymous answers per client address a minute (signed-in answers are not counted here).",
+    )
     # Label smoothing (0.1) keeps the model's top probability below about 0.93, so 0.8 is "very sure".
-    suspicious_confidence: float = 0.8  # an answer is suspicious when the model was this sure of another label
-
-    def __post_init__(self) -> None:
-        if min(self.max_text_chars, self.writes_per_minute, self.verified_writes_per_minute,
-               self.address_writes_per_minute) < 1:
-            raise ValueError("max_text_chars and writes_per_minute must be positive")
-        if not 0.0 < self.suspicious_confidence <= 1.0:
-            raise ValueError("suspicious_confidence must be in (0, 1]")
+    suspicious_confidence: float = setting(
+        0.8, gt=0.25, le=1.0, description="An answer is suspicious when the model was this sure of another label."
+    )
 
 
-@dataclass(frozen=True)
-class DataSource:
+class DataSource(Section):
     """Where labelled base data comes from and how validation is carved out of it."""
 
-    source: str = "ag_news"  # Hugging Face dataset id, a folder of AG-News-format CSVs, a CSV file, or "seed"
-    val_fraction: float = 0.1
-    use_extra: bool = True  # also train on extra train_*.csv files in a data folder
+    source: str = setting(
+        "ag_news", env="data", description="Hugging Face dataset id, a folder or CSV file in AG News format, or 'seed'."
+    )
+    val_fraction: float = setting(0.1, gt=0.0, lt=0.5, description="Share of base data held out for validation.")
+    use_extra: bool = setting(
+        True, env="use_extra_data", description="Also train on extra CSVs (train_*.csv) in a data folder."
+    )
 
 
-@dataclass(frozen=True)
-class ExportConfig:
+class ExportConfig(Section):
     """How a trained model becomes a served ONNX version."""
 
-    max_length: int = MAX_LENGTH
-    int8_tolerance: float = 0.5  # serve int8 only within this many accuracy points of fp32
+    max_length: int = internal(MAX_LENGTH, ge=8)  # the training recipe's (Settings.export_config passes it on)
+    int8_tolerance: float = setting(
+        0.5, ge=0.0, description="Serve int8 only within this many accuracy points of fp32."
+    )
 
 
-@dataclass(frozen=True)
-class RetrainPolicy:
+class RetrainPolicy(Section):
     """A retrain's own choices, beside its TrainConfig, GateConfig and TrustPolicy."""
 
-    # 1,000 since issue 27: 3,000 made 98% of a retrain's training tokens (base articles average 51 tokens, headline
-    # answers 11), and on the headline shift from the starter (400 answers) the recipe with 1,000 (3 layers frozen)
-    # gained more on unseen headlines (+2.3 vs +1.3 pt) at a base-validation change of +0.06 vs -0.18 pt.
-    base_rows: int = 1000  # base rows replayed beside the feedback; 0 = all
-    feedback_weight: float = 2.0  # loss weight of a feedback row vs a base row
-    # 3 since issue 27: with 1, 150-450 headline answers beside 1,000 replayed articles hardly moved headline accuracy
-    # (a whole-articles champion's first challenger gained base validation and lost 0.5 pt on unseen headlines); with
+    # 1,000: 3,000 made 98% of a retrain's training tokens (base articles average 51 tokens, headline answers 11),
+    # and on the headline shift from the starter (400 answers) the recipe with 1,000 (3 layers frozen) gained
+    # more on unseen headlines (+2.3 vs +1.3 pt) at a base-validation change of +0.06 vs -0.18 pt.
+    base_rows: int = setting(1000, ge=0, description="Base rows replayed beside the feedback in a retrain; 0 = all.")
+    feedback_weight: float = setting(
+        2.0, gt=0.0, le=100.0, env="feedback_weight", description="Loss weight of a feedback row vs a base row."
+    )
+    # 3: with 1, 150-450 headline answers beside 1,000 replayed articles hardly moved headline accuracy (a
+    # whole-articles champion's first challenger gained base validation and lost 0.5 pt on unseen headlines); with
     # 3 its challengers gained 0.7-1.6 pt there, base validation unchanged (README "Does it learn?"). Answers are
     # short (11 tokens against 51), so the extra steps cost seconds.
-    feedback_repeats: int = 3  # times each feedback row is trained on per retrain epoch
-    distill_weight: float = 0.0  # share of the champion's own predictions in replayed rows' targets
-    warm_start: bool = True  # start from the champion's weights rather than the base encoder
-    holdout_fraction: float = 0.25  # share of trusted feedback kept out of training to judge the challenger
-    min_feedback: int = 50  # new trusted answers since the last run before a scheduled retrain (feedback.readiness)
-
-    def __post_init__(self) -> None:
-        if self.feedback_repeats < 1 or self.base_rows < 0 or self.min_feedback < 1:
-            raise ValueError("feedback_repeats and min_feedback must be >= 1, base_rows >= 0")
+    feedback_repeats: int = setting(
+        3, ge=1, le=20, description="Times each feedback row is trained on per retrain epoch."
+    )
+    # Chosen by bench/tune.py (the recipe study): the low learning rates matter, distillation did not help.
+    distill_weight: float = setting(
+        0.0, ge=0.0, le=1.0, env="distill_weight",
+        description="Share of the champion's own predictions in replayed base rows' targets.",
+    )
+    warm_start: bool = setting(
+        True, env="warm_start", description="Start a retrain from the champion's weights rather than the base encoder."
+    )
+    holdout_fraction: float = internal(0.25, ge=0.0, le=1.0)  # share of trusted feedback kept out to judge the challenger
+    min_feedback: int = setting(
+        50, ge=1, description="New trusted answers since the last run before a scheduled retrain (watch)."
+    )

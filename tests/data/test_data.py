@@ -20,7 +20,7 @@ from core.data import (
 )
 from core.labels import LABELS
 from core.text import text_hash
-from tests.helpers import SHARED_AG_NEWS
+from testkit.data import SHARED_AG_NEWS
 
 
 def write(path: Path, text: str) -> Path:

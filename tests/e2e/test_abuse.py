@@ -26,12 +26,13 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.attacks import send_chunked
-from core.settings.config import PROJECT_ROOT, Settings
+from core.settings.config import PROJECT_ROOT, setting_fields
 from feedback.store import FeedbackStore
+from testkit.attackers import blind_join, list_bomb_body, send_chunked, two_forwarded_lines
+from testkit.models import MANY_PAGES
+from testkit.server import launched_app
 from tests.e2e.raw_http import Visitor
 from tests.e2e.test_attacks import sign_in, space_settings
-from tests.helpers import MANY_PAGES, launched_app
 
 MAX_REFUSAL_BYTES = 64 * 1024
 MAX_GROWTH_MB = 300
@@ -65,8 +66,9 @@ def app(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     shutil.copytree(tiny_champion_home, home)
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SPACE_ID", "newsloop/demo")
-        # The shipped bounds on new pages (tests.helpers lifts them for other tests).
-        shipped = {name: Settings.model_fields[name].default for name in MANY_PAGES}
+        # The shipped bounds on new pages (testkit.models lifts them for other tests).
+        shipped = {item.flat: item.info.default for item in setting_fields() if item.flat in MANY_PAGES}
+        assert set(shipped) == set(MANY_PAGES)
         settings = space_settings(home, classify_per_minute=1000, queue_per_minute=1000, events_per_address=8,
                                   **shipped)
         with launched_app(settings, FeedbackStore.from_settings(settings)) as (url, _):
@@ -114,7 +116,7 @@ def assert_bounded(response_status: int, body: bytes, seconds: float, times: lis
 
 @pytest.mark.parametrize("items", [1_800_000, 150_000])
 def test_a_huge_list_of_invalid_items_is_refused_before_any_costly_work(app: App, items: int) -> None:
-    body = ('{"text": [' + ",".join(["0"] * items) + "]}").encode()
+    body = list_bomb_body(items)
     assert len(body) < 3_844_096  # under the body cap: the list length decides, not the size
     before = rss_mb()
     response, seconds, times = while_attacked(app, lambda: app.classify(address(), content=body))
@@ -150,12 +152,6 @@ def test_a_body_that_is_not_utf8_gets_422_and_the_docs_list_only_newsloop(app: A
     assert set(spec["paths"]) == {"/api/v1/classify", "/healthz", "/readyz"}
 
 
-def join(url: str, client: str, fn_index: int) -> httpx.Response:
-    body = {"data": ["A flood of one story"], "fn_index": fn_index, "session_hash": uuid.uuid4().hex[:11],
-            "event_data": None, "trigger_id": None}
-    return httpx.post(f"{url}gradio_api/queue/join", json=body, headers={"x-forwarded-for": client}, timeout=30)
-
-
 def test_one_address_flooding_the_queue_leaves_others_served(app: App) -> None:
     flooder, other = Visitor(app.url, forwarded_for=address()), Visitor(app.url, forwarded_for=address())
     fn_index = flooder.events()["classify"]
@@ -164,7 +160,7 @@ def test_one_address_flooding_the_queue_leaves_others_served(app: App) -> None:
     def flood() -> None:  # joins that never read their results, as fast as 16 connections allow
         with ThreadPoolExecutor(16) as pool:
             while not stop.is_set():
-                for response in pool.map(lambda _: join(app.url, flooder.forwarded_for or "", fn_index), range(40)):
+                for response in pool.map(lambda _: blind_join(app.url, flooder.forwarded_for or "", fn_index, timeout=30), range(40)):
                     answers[response.status_code] += 1
                     # 429: its share of the queue, or of new pages, is used; 503: everyone's new pages this second.
                     assert response.status_code in (200, 429, 503) and len(response.content) < MAX_REFUSAL_BYTES
@@ -217,7 +213,7 @@ def test_the_real_admin_signs_in_at_once_during_a_distributed_guessing_run(app: 
 def test_the_proxys_forwarded_for_line_decides_even_after_the_clients_line(app: App) -> None:
     real, texts, codes = address(), ["Shares fell after the profit warning."] * 32, []
     for i in range(33):  # 32 texts a request against 1,000 a minute: the 32nd request is over the limit
-        lines = [("x-forwarded-for", f"10.9.{i}.1"), ("x-forwarded-for", real)]  # the client's line, then the proxy's
+        lines = two_forwarded_lines(f"10.9.{i}.1", real)  # the client's line, then the proxy's
         codes.append(httpx.post(f"{app.url}api/v1/classify", json={"text": texts}, headers=lines, timeout=60).status_code)
     assert codes[:31] == [200] * 31 and codes[31:] == [429, 429]
 
@@ -240,9 +236,9 @@ def page_visitor_times(app: App, done: threading.Event) -> tuple[threading.Threa
 
 
 def crowd(app: App, event: str, clients: list[str], each: int) -> tuple[Counter[int], list[str]]:
-    """`bench.attacks.crowd_joins` from a process of its own, so the crowd's threads do not slow this process's
+    """`testkit.attackers.crowd_joins` from a process of its own, so the crowd's threads do not slow this process's
     app by holding its interpreter: the statuses it got and what the refusals said."""
-    run = subprocess.run([sys.executable, "-m", "bench.attacks", app.url, event, str(each), *clients],
+    run = subprocess.run([sys.executable, "-m", "testkit.attackers", app.url, event, str(each), *clients],
                          capture_output=True, text=True, timeout=120, check=True, cwd=PROJECT_ROOT)
     answer = json.loads(run.stdout.strip().splitlines()[-1])
     return Counter(answer["statuses"]), answer["details"]

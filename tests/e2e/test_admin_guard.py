@@ -22,8 +22,8 @@ from starlette.routing import Mount
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import ChampionService
 from feedback.store import FeedbackStore
+from testkit.models import tiny_settings
 from tests.e2e.raw_http import Visitor
-from tests.helpers import tiny_settings
 from web.admin.guard import is_guarded
 
 PASSWORD = "a long admin password for the admin guard test"

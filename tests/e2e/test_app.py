@@ -14,7 +14,8 @@ from core.serving.classifier import ChampionService
 from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
 from feedback.traffic import is_traffic_turn
-from tests.helpers import launched_app, tiny_settings
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +227,7 @@ def test_rate_limit_refuses_a_client_past_its_budget(tiny_champion_home: Path) -
     settings = tiny_settings(tiny_champion_home, classify_per_minute=2)
     service = ChampionService(ModelRegistry(settings.paths.models_dir))
     actions = NewsLoopActions(
-        service, None, limits=page_limits(settings), queue=settings.queue_policy(), identities=identity_service(settings)
+        service, None, limits=page_limits(settings), queue=settings.queue, identities=identity_service(settings)
     )
     request = FakeRequest("1.0.0.1")
     answers = [actions.classify("Stocks rose.", request)[1] for _ in range(3)]

@@ -25,8 +25,9 @@ from core.labels import LABELS
 from core.settings.config import ConfigError, Settings
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 from tests.e2e.raw_http import EventError, Visitor
-from tests.helpers import launched_app, tiny_settings
 
 PASSWORD = "correct horse battery staple"
 CHECKS = {f"Known-answer check {i}: the striker scored twice in the final": "Sports" for i in range(20)}
@@ -65,7 +66,7 @@ def space(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) ->
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SPACE_ID", "newsloop/demo")
         settings = space_settings(home)
-        assert (settings.train_on, settings.trusted_proxy_hops, settings.labels_required) == ("signed_in", 1, 2)
+        assert (settings.trust.train_on, settings.hosting.trusted_proxy_hops, settings.queue.labels_required) == ("signed_in", 1, 2)
         store = FeedbackStore.from_settings(settings)
         store.add_to_pool(list(CHECKS), source="checks", labels=list(CHECKS.values()))
         store.add_to_pool(POOL, source="pool")
@@ -119,7 +120,7 @@ def test_forty_minted_identities_get_no_wrong_label_trusted(space: Served) -> No
     assert len({row["annotator"] for row in stored}) >= 40 and len(stored) >= 80  # stored, never lost
     assert not any(row["verified"] for row in stored)
     for train_on in ("signed_in", "checked"):
-        policy = dataclasses.replace(space.settings.trust_policy(), train_on=train_on)
+        policy = space.settings.trust_policy().with_(train_on=train_on)
         assert [e for e in read_trusted(space.store, policy) if set(e.annotators) & {r["annotator"] for r in stored}] == []
 
     # An honest, signed-in annotator outvoted on the same texts by minted identities is not excluded.
@@ -127,7 +128,7 @@ def test_forty_minted_identities_get_no_wrong_label_trusted(space: Served) -> No
     for text in texts:
         space.store.record(text=text, user_label="World", annotator="user:honest", kind="correct",
                            verified=True, address="addr:honest")
-    policy = dataclasses.replace(space.settings.trust_policy(), labels_required=1)
+    policy = space.settings.trust_policy().with_(labels_required=1)
     assert {e.text for e in read_trusted(space.store, policy) if "user:honest" in e.annotators} >= set(texts)
 
 
@@ -184,7 +185,7 @@ def test_an_export_downloads_once_for_the_admin_who_asked_and_leaves_no_file(spa
     assert sign_in(admin) == "Signed in."
     link = admin.call("export", "csv")[0]
     path = "/" + link.split('href="', 1)[1].split('"', 1)[0]
-    exports = space.settings.home / "exports"
+    exports = space.settings.storage.home / "exports"
     assert len(list(exports.iterdir())) == 1
     assert stranger.get(path).status_code == 404  # not the browser it was made for
     assert httpx.get(space.url.rstrip("/") + path, timeout=30).status_code == 404  # nor a bare URL
@@ -255,7 +256,7 @@ def test_new_identities_do_not_reset_the_limits(space: Served) -> None:
         _, _, shown = visitor.call("classify", story)
         answer = visitor.call("feedback", "World", shown, story)[0]
         saved += answer.startswith("Thanks, saved")
-    assert saved == space.settings.address_feedback_per_minute
+    assert saved == space.settings.answers.address_writes_per_minute
     assert "too many answers from this address" in answer
     address = real_address()
     skips = [space.visitor(address, keep_cookies=False).call("queue_skip", "")[0][2] for _ in range(31)]
@@ -283,7 +284,7 @@ def test_uploads_need_an_admin_and_a_size_limit_and_session_memory_is_bounded(sp
     first = space.visitor(real_address())
     harvest = "The first visitor's story about the harvest"
     shown = first.call("classify", harvest)[2]
-    for _ in range(space.settings.session_capacity + 2):  # more sessions than are kept
+    for _ in range(space.settings.limits.session_capacity + 2):  # more sessions than are kept
         space.visitor(real_address()).call("classify", "Another visitor's story")
     assert first.call("feedback", "World", shown, harvest)[0].startswith("Classify a text first")
 

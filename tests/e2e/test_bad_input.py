@@ -24,7 +24,8 @@ from core.settings.config import PROJECT_ROOT
 from core.settings.policies import StoreLimits
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.store import FeedbackStore
-from tests.helpers import launched_app, tiny_settings
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 
 MAX_INPUT_CHARS = 20_000
 NORMAL = "Stocks rallied after the central bank left interest rates unchanged."

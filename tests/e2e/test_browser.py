@@ -6,6 +6,7 @@ Needs Debian's `chromium` (at /usr/bin/chromium) and the `playwright` Python pac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -19,7 +20,8 @@ from core.labels import LABELS
 from core.serving.classifier import ChampionService
 from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
-from tests.helpers import launched_app, tiny_settings
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 
 pytestmark = pytest.mark.browser
 
@@ -51,6 +53,23 @@ if not CHROMIUM.is_file() and os.environ.get("CI"):
     raise RuntimeError(f"CI must run the browser tests, but there is no Chromium at {CHROMIUM}")
 if not CHROMIUM.is_file():
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+
+@contextlib.contextmanager
+def desktop_page(url: str):  # type: ignore[no-untyped-def]
+    """A fresh headless Chromium on `url`, desktop-sized, every step bounded; the page's uncaught script errors
+    collect in `page.errors`, for the test to assert there are none."""
+    with playwright_sync.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(STEP_TIMEOUT_MS)
+            page.errors = []
+            page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+            page.goto(url, wait_until="domcontentloaded")
+            yield page
+        finally:
+            browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,12 @@ from pydantic import SecretStr
 from core.evaluation.decision import GateResult, PairedTest, Rule, RuleResult, SetScores
 from core.registry.stages import RowCounts, RunRecord, state_payload
 from core.registry.versions import ModelRegistry
-from core.settings.policies import StoreLimits, TrustPolicy
+from core.settings.policies import TrustPolicy
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
+from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
 from tests.e2e.test_browser_flows import AXE, SIZES, open_page, shot, tab
-from tests.helpers import launched_app, tiny_settings
 from web.page.classify_view import EXAMPLES
 
 pytestmark = pytest.mark.browser
@@ -59,11 +59,9 @@ def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -
     home = tmp_path_factory.mktemp("admin_home") / "home"
     shutil.copytree(tiny_champion_home, home)
     refused_run(home)
-    settings = tiny_settings(home, classify_per_minute=10_000, queue_per_minute=10_000,
-                             admin_password=SecretStr(PASSWORD))
-    store = FeedbackStore(tmp_path_factory.mktemp("admin_db") / "feedback.db",
-                          StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
-    store.add_to_pool([f"Queue story {i}: talks on trade and a chip plant" for i in range(10)], source="test")
+    settings = open_limits_settings(home, admin_password=SecretStr(PASSWORD))
+    store = open_limits_store(tmp_path_factory.mktemp("admin_db") / "feedback.db",
+                              [f"Queue story {i}: talks on trade and a chip plant" for i in range(10)])
     for i in range(20):  # the rows the bulk review filters for
         store.record(text=f"Harbour strike talks, day {i}: unions meet ministers", user_label="Sports",
                      annotator="user:dana", kind="correct", probabilities=SURE_OF_WORLD, verified=True)

@@ -23,11 +23,12 @@ from core.registry.stages import Outcome, RunRecord, read_history, read_last_run
 from core.settings.config import Settings
 from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
+from testkit.races import finish, retrain_elsewhere
+from testkit.server import launched_app
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
 from tests.e2e.test_browser_flows import open_page, shot, tab
 from tests.e2e.test_retrain_run import add_feedback, run_retrain, settings_for
-from tests.helpers import finish, launched_app, retrain_elsewhere
 
 pytestmark = pytest.mark.browser
 

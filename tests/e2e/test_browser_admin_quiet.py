@@ -1,7 +1,7 @@
 """An admin view without false alarms, in headless Chromium: signed in and idle for 60 s (six ticks of the watch
 for retrains started elsewhere), then through a retrain the gate refuses and one it promotes, both started
 from the page's own buttons, with no error toast, no error badge on any component and no traceback in the app's
-log. Real retrains of the tiny model (tests.stack.TINY_ENV: the recipe under which it learns the seed set)."""
+log. Real retrains of the tiny model (testkit.stack.TINY_ENV: the recipe under which it learns the seed set)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 from pydantic import SecretStr
 
 from feedback.store import FeedbackStore
+from testkit.server import launched_app
+from testkit.stack import TINY_ENV
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
 from tests.e2e.test_browser_flows import open_page, tab
 from tests.e2e.test_retrain_run import add_feedback, settings_for
-from tests.helpers import launched_app
-from tests.stack import TINY_ENV
 
 pytestmark = pytest.mark.browser
 IDLE_S = 60

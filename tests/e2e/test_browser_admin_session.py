@@ -14,10 +14,11 @@ from pydantic import SecretStr
 
 from core.settings.config import Settings
 from feedback.store import FeedbackStore
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 from tests.e2e.raw_http import Visitor
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync
 from tests.e2e.test_browser_flows import PASSWORD, open_page, sign_in, tab
-from tests.helpers import launched_app, tiny_settings
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +63,7 @@ def test_sign_in_and_out_give_the_browser_a_fresh_id_and_exports_download_once(c
     with page.expect_download() as download:
         link.click()
     assert "user_label" in Path(download.value.path()).read_text().splitlines()[0]
-    exports = settings.home / "exports"
+    exports = settings.storage.home / "exports"
     assert list(exports.iterdir()) == []  # the file went with the download
     again = context.request.get(url.rstrip("/") + "/" + href)
     assert again.status == 404  # once

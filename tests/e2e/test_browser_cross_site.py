@@ -19,10 +19,11 @@ from pydantic import SecretStr
 
 from core.host.net import free_port
 from feedback.store import FeedbackStore
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 from tests.e2e.test_attacks import PASSWORD
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync
 from tests.e2e.test_browser_flows import open_page, tab
-from tests.helpers import launched_app, tiny_settings
 
 pytestmark = pytest.mark.browser
 

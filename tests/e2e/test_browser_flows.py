@@ -16,10 +16,9 @@ import pytest
 from pydantic import SecretStr
 
 from core.settings.config import PROJECT_ROOT
-from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
+from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
-from tests.helpers import launched_app, tiny_settings
 
 pytestmark = pytest.mark.browser
 
@@ -36,12 +35,10 @@ ARTICLE = ("The striker signed a new three-year contract with the club on Monday
 
 @pytest.fixture(scope="module")
 def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FeedbackStore]]:
-    settings = tiny_settings(tiny_champion_home, classify_per_minute=10_000, queue_per_minute=10_000,
-                             admin_password=SecretStr(PASSWORD), max_skips=50)
-    store = FeedbackStore(tmp_path_factory.mktemp("flows_db") / "feedback.db",
-                          StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
-    store.add_to_pool([f"Queue story {i}: talks on trade, a cup final, bank rates and a chip plant" for i in range(60)],
-                      source="test")
+    settings = open_limits_settings(tiny_champion_home, admin_password=SecretStr(PASSWORD), max_skips=50)
+    store = open_limits_store(tmp_path_factory.mktemp("flows_db") / "feedback.db",
+                              [f"Queue story {i}: talks on trade, a cup final, bank rates and a chip plant"
+                               for i in range(60)])
     with launched_app(settings, store) as (url, _):
         yield url, store
 

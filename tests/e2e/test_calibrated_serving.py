@@ -19,8 +19,9 @@ from core.serving.classifier import OnnxClassifier, softmax
 from core.settings.policies import StoreLimits
 from feedback.pool import margin_uncertainty
 from feedback.store import FeedbackStore
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 from tests.e2e.raw_http import Visitor
-from tests.helpers import launched_app, tiny_settings
 
 TEMPERATURE = 0.05  # sharpens the tiny model's near-uniform logits, so calibrated and raw differ plainly
 TEXT = "The striker signed a new three-year contract with the club on Monday."
@@ -60,7 +61,7 @@ def test_the_api_the_stored_prediction_and_the_queue_order_read_calibrated_proba
         stored = next(row for row in store.answers() if row["text"] == TEXT)["probabilities"]
         assert [stored[name] for name in LABELS] == pytest.approx(calibrated[0].tolist(), abs=1e-4)
         confidence = max(stored.values())
-        if confidence >= settings.suspicious_confidence:  # the suspicious rule quotes the calibrated confidence
+        if confidence >= settings.answers.suspicious_confidence:  # the suspicious rule quotes the calibrated confidence
             assert f"{confidence:.0%}" in next(r for r in store.answers() if r["text"] == TEXT)["suspicious_reason"]
 
         visitor.call("queue_next")  # the queue rescores its pool with the champion before serving

@@ -19,8 +19,9 @@ from core.labels import LABELS
 from core.settings.policies import QueuePolicy
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 from tests.e2e.raw_http import Visitor
-from tests.helpers import launched_app, tiny_settings
 
 CHECKS = [f"Known-answer check {i}: the minister, the match and the market" for i in range(12)]
 POOL = [f"Pool article {i} on tariffs, transfers and transistors" for i in range(40)]

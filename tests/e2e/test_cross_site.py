@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from feedback.store import FeedbackStore
+from testkit.server import launched_app
 from tests.e2e.raw_http import JoinRefused, Visitor
 from tests.e2e.test_attacks import Served, real_address, sign_in, space_settings
-from tests.helpers import launched_app
 
 EVIL = "https://evil.example"
 SPACE_HOST = "newsloop-demo.hf.space"

@@ -24,8 +24,9 @@ from core.labels import LABELS
 from core.storage.durable import snapshots
 from core.storage.snapshot_schedule import SnapshotSchedule
 from feedback.store import FeedbackStore
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 from tests.e2e.raw_http import EventError, Visitor
-from tests.helpers import launched_app, tiny_settings
 from tests.unit.test_sqlite_guard import held_locks
 
 PASSWORD = "lock loss"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import build_tiny_champion
+from testkit.models import build_tiny_champion
 
 
 @pytest.mark.parametrize("named_store", [False, True], ids=["default-store", "store-named-by-the-host"])

@@ -29,9 +29,9 @@ from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
-from tests.helpers import at_once
-from tests.pg_cluster import Cluster
-from tests.stack import process_env, served_version, start_mlflow, start_replica, wait_until
+from testkit.pg_cluster import Cluster
+from testkit.races import at_once
+from testkit.stack import process_env, served_version, start_mlflow, start_replica, wait_until
 
 pytestmark = pytest.mark.replicas
 CLIENTS = 16
@@ -137,7 +137,7 @@ def classify(url: str, text: str) -> dict:
 def test_replicas_share_feedback_survive_a_kill_and_follow_the_champion(stack: Stack) -> None:
     from mlflow.tracking import MlflowClient
 
-    from tests.helpers import build_tiny_champion
+    from testkit.models import build_tiny_champion
 
     # Two replicas start at once on the empty tracking server: one registers the shipped starter as @champion
     # under the retrain lock, and both serve it, with no bootstrap.

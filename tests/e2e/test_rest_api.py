@@ -23,7 +23,8 @@ from core.labels import LABELS
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import ChampionService
 from core.serving.limits import RateLimiter
-from tests.helpers import launched_app, tiny_settings
+from testkit.models import tiny_settings
+from testkit.server import launched_app
 from web.page.actions import PageLimits
 from web.server.api import build_api
 

@@ -24,7 +24,7 @@ from retrain.run import RunResult, retrain
 from retrain.setup import RetrainSetup
 from retrain.state import RetrainBusy, retrain_lock
 from retrain.targets import replay_targets
-from tests.helpers import tiny_settings
+from testkit.models import tiny_settings
 
 # A recipe under which the 2-layer test model learns the seed set in seconds, so a challenger is
 # clearly better than the barely trained tiny champion.
@@ -79,7 +79,7 @@ def test_corrective_feedback_promotes_a_better_challenger(tiny_home_copy: Path) 
     result = run_retrain(settings)
     assert result.decision == "promoted", result.reasons
     assert result.champion_before == "v0001" and result.champion_after == "v0002"
-    assert result.gate.delta >= settings.gate_margin and result.gate.p_value < settings.gate_alpha
+    assert result.gate.delta >= settings.gate.margin and result.gate.p_value < settings.gate.alpha
     assert read_last_run(settings.paths).gate == result.gate  # the state file holds every rule's numbers
     assert result.rows["feedback_train"] + result.rows["feedback_holdout"] == 40
     registry = ModelRegistry(settings.models_dir)
@@ -237,10 +237,10 @@ def test_running_app_serves_the_promoted_model_then_the_rolled_back_one(tiny_hom
     from gradio_client import Client
 
     from core.serving.classifier import ChampionService
-    from tests.helpers import launched_app
+    from testkit.server import launched_app
 
     settings = settings_for(tiny_home_copy, reload_interval_s=0.5)
-    service = ChampionService(ModelRegistry(settings.models_dir), check_interval_s=settings.reload_interval_s)
+    service = ChampionService(ModelRegistry(settings.models_dir), check_interval_s=settings.serving.reload_interval_s)
     service.refresh()
     service.start_watching()
     with launched_app(settings, None, service) as (url, _):
@@ -279,7 +279,7 @@ def test_gate_reuses_validation_scores_cached_at_export_only_for_the_same_set(ti
     from retrain.evaluate import served_probs
 
     settings = settings_for(tiny_home_copy)
-    validation = load_corpus_or_seed(settings.data, settings.val_fraction, settings.use_extra_data).validation
+    validation = load_corpus_or_seed(settings.data.source, settings.data.val_fraction, settings.data.use_extra).validation
     champion = ModelRegistry(settings.models_dir).champion()
     fresh = OnnxClassifier(champion.path).proba_in_label_order([e.text for e in validation])
     assert np.allclose(served_probs(champion, validation), fresh, atol=1e-6)

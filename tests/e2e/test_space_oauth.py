@@ -1,6 +1,6 @@
 """Hugging Face sign-in on a launched app configured as a Space (`python app.py` with the variables a Space with
 `hf_oauth: true` sets): Gradio's own OAuth routes, session middleware and secret, reached over HTTP with a
-validly signed session cookie (tests/oauth.py), no network. Checked in the app's own database."""
+validly signed session cookie (testkit/oauth.py), no network. Checked in the app's own database."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from core.host.net import free_port
 from core.labels import LABELS
 from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
+from testkit.models import MANY_PAGES_ENV
+from testkit.oauth import SESSION_COOKIE, signed_session_cookie, space_oauth_env
 from tests.e2e.raw_http import Visitor
-from tests.helpers import MANY_PAGES_ENV
-from tests.oauth import SESSION_COOKIE, signed_session_cookie, space_oauth_env
 
 ADMIN = "boss"
 STALE = "This result is no longer on screen: classify the text again."

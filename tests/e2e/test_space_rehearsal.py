@@ -30,8 +30,8 @@ import pytest
 from core.host.net import free_port
 from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
+from testkit.oauth import CLIENT_SECRET, SESSION_COOKIE, signed_session_cookie, space_oauth_env
 from tests.e2e.raw_http import Visitor
-from tests.oauth import CLIENT_SECRET, SESSION_COOKIE, signed_session_cookie, space_oauth_env
 
 pytestmark = pytest.mark.space
 SPACE_ID = "newsloop/rehearsal"

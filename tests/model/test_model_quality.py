@@ -15,7 +15,7 @@ from core.data import load_corpus
 from core.labels import LABELS
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import OnnxClassifier
-from tests.helpers import SHARED_AG_NEWS
+from testkit.data import SHARED_AG_NEWS
 from web.page.tabs import EXAMPLES
 
 pytestmark = pytest.mark.quality

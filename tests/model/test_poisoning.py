@@ -26,7 +26,7 @@ from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from retrain.run import retrain
 from retrain.setup import RetrainSetup
-from tests.helpers import SHARED_AG_NEWS
+from testkit.data import SHARED_AG_NEWS
 
 pytestmark = pytest.mark.quality
 HOME = os.environ.get("NEWSLOOP_QUALITY_HOME", "")
@@ -69,7 +69,7 @@ def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
     sports = [e.text for e in corpus.train if e.label == LABELS.index("Sports")][:300]
     store = FeedbackStore(
         settings.feedback_db,
-        StoreLimits(writes_per_minute=10_000, suspicious_confidence=settings.suspicious_confidence),
+        StoreLimits(writes_per_minute=10_000, suspicious_confidence=settings.answers.suspicious_confidence),
     )
     champion = OnnxClassifier(ModelRegistry(settings.models_dir).champion().path)
     record_with_predictions(store, champion, sports, ["Business"] * 300, [f"mob-{i % 3}" for i in range(300)])
@@ -84,7 +84,7 @@ def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
     assert (before - validation_accuracy(home)) * 100 <= 0.5
     if result.decision == "promoted":  # then a loss of the margin in Sports recall was ruled out
         sports = result.gate.rule(Rule.LABEL_RECALL, "Sports")
-        assert sports.passed and sports.bound > -settings.gate_recall_margin
+        assert sports.passed and sports.bound > -settings.gate.recall_margin
     else:
         assert result.decision == "refused"
         assert ModelRegistry(settings.models_dir).champion().version == before_version
@@ -110,7 +110,7 @@ def test_honest_corrections_on_a_topic_the_champion_never_saw_get_through(home: 
     articles = plan.stream[:300]
     store = FeedbackStore(
         settings.feedback_db,
-        StoreLimits(writes_per_minute=10_000, suspicious_confidence=settings.suspicious_confidence),
+        StoreLimits(writes_per_minute=10_000, suspicious_confidence=settings.answers.suspicious_confidence),
     )
     record_with_predictions(store, champion, [e.text for e in articles], [LABELS[e.label] for e in articles],
                             [f"honest-{i % 5}" for i in range(len(articles))])

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 from starlette.requests import Request
 
 from core.settings.config import ConfigError
-from tests.helpers import tiny_settings
+from testkit.models import tiny_settings
 from web.admin.exports import ExportDownloads
 from web.admin.sessions import SignInTickets
 from web.server.fair_share import FairShare
@@ -99,10 +99,10 @@ def test_a_weak_admin_password_is_refused_on_a_public_host_without_echoing_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     weak = SecretStr("hunter2-hunter2")  # 15 characters
-    assert tiny_settings(tmp_path, admin_password=weak).admin_password == weak  # a private machine: allowed
+    assert tiny_settings(tmp_path, admin_password=weak).hosting.admin_password == weak  # a private machine: allowed
     monkeypatch.setenv("SPACE_ID", "newsloop/demo")
     with pytest.raises(ConfigError, match="NEWSLOOP_ADMIN_PASSWORD has 15 characters.*at least 16") as refused:
         tiny_settings(tmp_path, admin_password=weak)
     assert "hunter2" not in str(refused.value)
-    assert tiny_settings(tmp_path, admin_password=SecretStr("hunter2-hunter2!")).admin_password is not None
-    assert tiny_settings(tmp_path, admins="ada").admin_enabled  # Hugging Face admins need no password
+    assert tiny_settings(tmp_path, admin_password=SecretStr("hunter2-hunter2!")).hosting.admin_password is not None
+    assert tiny_settings(tmp_path, admins="ada").hosting.admin_enabled  # Hugging Face admins need no password

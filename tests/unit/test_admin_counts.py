@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.settings.policies import StoreLimits
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
 
 DAY = 86_400.0
 START = datetime(2026, 3, 1, 12, tzinfo=UTC).timestamp()

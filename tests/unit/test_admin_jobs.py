@@ -26,7 +26,7 @@ from core.registry.stages import (
 from core.settings.config import PROJECT_ROOT
 from core.storage.paths import HomePaths
 from retrain.state import record_run, write_progress
-from tests.helpers import finish, retrain_elsewhere
+from testkit.races import finish, retrain_elsewhere
 from web.admin.dashboard import AdminDashboard, DashboardParts
 from web.admin.jobs import DEFAULT_RETRAIN_S, RetrainJobs
 from web.admin.report import duration_words, progress_html

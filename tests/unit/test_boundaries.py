@@ -5,17 +5,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from core.settings.config import PROJECT_ROOT
 
-FORBIDDEN = {
-    "core": {"torch", "gradio", "feedback", "retrain", "transformers"},
-    "feedback": {"torch", "gradio", "retrain", "transformers", "onnxruntime"},
-    "retrain": {"gradio"},
-    # The page starts retrains as child processes (`python -m retrain`), so torch never loads in the server.
-    "web": {"torch", "retrain", "transformers"},
-}
+# The package contracts are import-linter's ([tool.importlinter] in pyproject.toml, `lint-imports` in .ci/run);
+# it cannot take the app module as a root, so its own rule is here: the page starts retrains as child processes
+# (`python -m retrain`), so torch never loads in the server.
+APP_FORBIDDEN = {"torch", "retrain", "transformers", "bench", "testkit", "tests"}
 PRODUCT = ["core", "feedback", "retrain", "web", "app.py"]
 
 
@@ -29,28 +24,25 @@ def imported_roots(path: Path) -> set[str]:
     return roots
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_package_does_not_import_across_its_boundary(package: str) -> None:
-    offenders = {
-        str(path.relative_to(PROJECT_ROOT)): sorted(imported_roots(path) & FORBIDDEN[package])
-        for path in (PROJECT_ROOT / package).rglob("*.py")
-    }
-    assert {k: v for k, v in offenders.items() if v} == {}
-
-
 def _product_files(name: str) -> list[Path]:
     path = PROJECT_ROOT / name
     return [path] if path.is_file() else sorted(path.rglob("*.py"))
 
 
-def test_app_imports_neither_retrain_nor_torch() -> None:
-    assert imported_roots(PROJECT_ROOT / "app.py") & FORBIDDEN["web"] == set()
+def test_app_imports_neither_retrain_nor_torch_nor_test_code() -> None:
+    assert imported_roots(PROJECT_ROOT / "app.py") & APP_FORBIDDEN == set()
 
 
-@pytest.mark.parametrize("name", PRODUCT)
-def test_product_never_imports_bench(name: str) -> None:
-    offenders = [str(path.relative_to(PROJECT_ROOT)) for path in _product_files(name) if "bench" in imported_roots(path)]
-    assert offenders == []
+def test_bench_never_imports_tests_and_builds_its_command_lines_one_way() -> None:
+    """What tests and benchmarks share lives in testkit; every benchmark's parser comes from bench.options."""
+    importing_tests, own_parsers = [], []
+    for path in sorted((PROJECT_ROOT / "bench").rglob("*.py")):
+        name = str(path.relative_to(PROJECT_ROOT))
+        if "tests" in imported_roots(path):
+            importing_tests.append(name)
+        if path.name != "options.py" and "ArgumentParser(" in path.read_text(encoding="utf-8"):
+            own_parsers.append(name)
+    assert importing_tests == [] and own_parsers == []
 
 
 def _module_name(path: Path) -> str:

@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 
 from core.evaluation.calibration import (
+    Temperatures,
     brier_score,
     calibration_report,
     expected_calibration_error,
     fit_temperature,
+    fit_temperatures,
     reliability,
     with_temperature,
 )
@@ -54,3 +56,31 @@ def test_the_measures_on_hand_made_rows() -> None:
     report = calibration_report(probs, labels, 1.0)
     assert report["ece_before"] == pytest.approx(report["ece_after"]) and report["n"] == 4
     assert fit_temperature(np.zeros((0, 4)), np.zeros(0, dtype=int)) == 1.0
+
+
+def test_each_form_gets_its_own_temperature_where_it_has_enough_rows() -> None:
+    # Headlines' logits are twice too sharp (true T = 2), articles' are calibrated (T = 1), and a rare form has
+    # too few rows to fit: it takes the pooled temperature.
+    headline_logits, headline_labels = calibrated_sample(4_000, seed=1)
+    article_logits, article_labels = calibrated_sample(4_000, seed=2)
+    rare_logits, rare_labels = calibrated_sample(50, seed=3)
+    logits = np.concatenate([headline_logits * 2.0, article_logits, rare_logits])
+    labels = np.concatenate([headline_labels, article_labels, rare_labels])
+    forms = ["title"] * 4_000 + ["full"] * 4_000 + ["body"] * 50
+
+    found = fit_temperatures(logits, labels, forms, min_rows=200)
+
+    assert set(found.by_form) == {"title", "full"}
+    assert found.of("title") == pytest.approx(2.0, rel=0.1)
+    assert found.of("full") == pytest.approx(1.0, rel=0.1)
+    assert found.of("body") == found.pooled and 1.0 < found.pooled < 2.0
+    rows = found.per_row(forms)
+    calibrated = with_temperature(logits, rows)
+    assert np.allclose(calibrated[:4_000], with_temperature(logits[:4_000], found.of("title")))
+    # One temperature per form calibrates every form; the pooled one leaves headlines over-confident.
+    pooled = with_temperature(logits, found.pooled)
+    assert expected_calibration_error(calibrated[:4_000], labels[:4_000]) < 0.02
+    assert expected_calibration_error(pooled[:4_000], labels[:4_000]) > expected_calibration_error(
+        calibrated[:4_000], labels[:4_000]) + 0.01
+    assert Temperatures.from_meta(found.to_meta()) == found
+    assert Temperatures.from_meta({"temperature": 0.9}) == Temperatures(0.9)  # a version from before

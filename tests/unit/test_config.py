@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from core.settings.config import ConfigError, Settings, load_settings
+from core.settings.config import ConfigError, Settings, load_settings, setting_fields
 
 
 def test_settings_read_prefixed_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -12,10 +12,10 @@ def test_settings_read_prefixed_environment(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("NEWSLOOP_DATA", "/some/folder")
     monkeypatch.setenv("NEWSLOOP_MAX_LENGTH", "128")
     settings = load_settings()
-    assert settings.home == (tmp_path / "state").resolve()
-    assert settings.data == "/some/folder"
-    assert settings.max_length == 128
-    assert settings.feedback_db == settings.home / "feedback.db"
+    assert settings.storage.home == (tmp_path / "state").resolve()
+    assert settings.data.source == "/some/folder"
+    assert settings.train.max_length == 128
+    assert settings.feedback_db == settings.storage.home / "feedback.db"
 
 
 def test_loading_settings_creates_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -37,13 +37,13 @@ def test_out_of_range_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_defaults_work_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(f"NEWSLOOP_{name.upper()}", raising=False)  # CI sets NEWSLOOP_DATA
+    for item in setting_fields():
+        monkeypatch.delenv(item.env, raising=False)  # CI sets NEWSLOOP_DATA
     settings = Settings()
-    assert settings.data == "ag_news"
-    assert settings.base_model == ""  # the packaged all-MiniLM-L6-v2
-    assert settings.max_length == 192
-    assert not settings.admin_enabled
+    assert settings.data.source == "ag_news"
+    assert settings.model.base_model == ""  # the packaged all-MiniLM-L6-v2
+    assert settings.train.max_length == 192
+    assert not settings.hosting.admin_enabled
 
 
 def test_mlflow_uri_defaults_to_sqlite_in_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

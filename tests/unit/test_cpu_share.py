@@ -45,7 +45,7 @@ def test_a_retrain_process_lowers_its_own_priority_and_never_raises_it() -> None
 
 def test_yield_cpu_applies_the_settings_share() -> None:
     code = ("import os; from core.settings.config import load_settings; from core.host.cpu_share import yield_cpu; "
-            "s = yield_cpu(load_settings()); print(os.getpriority(os.PRIO_PROCESS, 0), s.torch_threads)")
+            "s = yield_cpu(load_settings()); print(os.getpriority(os.PRIO_PROCESS, 0), s.train.threads)")
     beside = run_python(code, NEWSLOOP_RETRAIN_BESIDE_SERVING="true", NEWSLOOP_RETRAIN_NICE="12",
                         NEWSLOOP_TORCH_THREADS="0")
     assert beside.split() == ["12", str(max(1, len(os.sched_getaffinity(0)) - 1))]

@@ -14,7 +14,7 @@ from feedback.errors import FeedbackError, PoolImportError
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 from feedback.trust import check_due, check_scores
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
 
 CHECKS = {
     "Federer wins the final in straight sets": "Sports",
@@ -55,7 +55,7 @@ def test_check_due_is_a_draw_with_a_higher_share_until_the_minimum_is_answered()
 def test_checks_sit_at_positions_of_each_annotators_own(store: FeedbackStore) -> None:
     positions = {}
     for annotator in [f"anon:{i}" for i in range(12)]:
-        served = label_queue(store, annotator, 12, lie=False, min_checks=3, check_share=0.1, labels_required=50)
+        served = label_queue(store, annotator, 12, lie=False, min_checks=3, check_share=0.1, labels_required=10)
         assert len(set(served)) == len(served)  # nothing served twice, checks included
         positions[annotator] = tuple(i for i, text in enumerate(served) if text in CHECKS)
     # A fresh identity is not handed checks first, and identities do not share one pattern to compare.

@@ -17,8 +17,8 @@ from feedback.people import disagreements, people
 from feedback.store import FeedbackStore
 from feedback.trust import MAINTAINER, annotator_agreement, check_scores, excluded_annotators
 from feedback.validate import WITHDRAWN
-from tests.helpers import TickingClock
-from tests.pg_cluster import StoreFactory
+from testkit.fakes import TickingClock
+from testkit.pg_cluster import StoreFactory
 
 DAY = 86_400.0
 LABELS = ("World", "Sports", "Business", "Sci/Tech")

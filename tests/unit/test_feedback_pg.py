@@ -9,8 +9,8 @@ from feedback.db import redacted
 from feedback.errors import FeedbackError
 from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
-from tests.helpers import at_once
-from tests.pg_cluster import Cluster
+from testkit.pg_cluster import Cluster
+from testkit.races import at_once
 
 
 def test_replicas_opening_a_new_database_at_once_migrate_it_once(pg_cluster: Cluster) -> None:

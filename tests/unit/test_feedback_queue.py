@@ -20,7 +20,7 @@ from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.pool import margin_uncertainty
 from feedback.store import FeedbackStore
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
 
 REPO_ROOT = Path(feedback.__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from feedback.errors import FeedbackError, RateLimited
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
-from tests.helpers import at_once
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
+from testkit.races import at_once
 
 TEXT = "The chipmaker's shares fell after it delayed its new factory"
 SURE_OF_SPORTS = {"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0.01}

@@ -20,8 +20,8 @@ from feedback.review import HELD, ReviewFilter, review_message
 from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
 from feedback.trust import MAINTAINER
-from tests.helpers import TickingClock
-from tests.pg_cluster import StoreFactory
+from testkit.fakes import TickingClock
+from testkit.pg_cluster import StoreFactory
 
 SURE_OF_WORLD = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
 SURE_OF_SPORTS = {"World": 0.01, "Sports": 0.96, "Business": 0.02, "Sci/Tech": 0.01}

@@ -16,8 +16,8 @@ from feedback.schema import CURRENT_VERSION
 from feedback.shared_state import SharedMap
 from feedback.store import FeedbackStore
 from feedback.tables import metadata
+from testkit.pg_cluster import StoreFactory
 from tests.legacy_feedback_schema import STEPS, legacy_database
-from tests.pg_cluster import StoreFactory
 
 NOW = "2026-01-02T03:04:05.000006+00:00"
 

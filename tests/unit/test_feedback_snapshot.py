@@ -9,7 +9,7 @@ from core.labels import LABELS, label_index
 from core.settings.policies import StoreLimits, TrustPolicy
 from feedback.snapshot import FeedbackSplit, backup_database, trusted_split
 from feedback.store import FeedbackStore
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
 
 
 def filled_store(path: Path | str, texts: int) -> FeedbackStore:

@@ -17,8 +17,8 @@ from core.text import text_hash
 from feedback.errors import FeedbackError, RateLimited
 from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
-from tests.helpers import at_once
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
+from testkit.races import at_once
 
 SURE_OF_SPORTS = {"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0.01}
 UNSURE = [0.3, 0.4, 0.2, 0.1]

@@ -10,7 +10,7 @@ import pytest
 from core.settings.policies import TrustPolicy
 from feedback.snapshot import read_trusted
 from feedback.trust import aggregate, annotator_agreement, contradiction_reason, select_trusted
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
 
 _ids = itertools.count(1)
 

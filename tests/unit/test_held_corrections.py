@@ -8,7 +8,7 @@ import pytest
 
 from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
 
 OPEN = QueuePolicy(labels_required=10, check_share=0.0)  # nothing settles: only holding hides an item
 

@@ -7,7 +7,7 @@ import pytest
 from starlette.requests import Request as StarletteRequest
 
 from core.serving.limits import FailureThrottle, RateLimiter
-from tests.oauth import SESSION_COOKIE, signed_session_cookie
+from testkit.oauth import SESSION_COOKIE, signed_session_cookie
 from web.admin.actions import AdminSessions
 from web.page.session_memory import BoundedMap, LastPrediction
 from web.server.identity import COOKIE, IdentityService, ProxyPolicy, hf_session_user

@@ -12,7 +12,7 @@ from core.registry.versions import ModelRegistry
 from core.storage.paths import CHECKPOINT_DIR, META_FILE
 from retrain.setup import tracking_target
 from retrain.tracking import Tracker, TrackingTarget, sync_aliases
-from tests.helpers import tiny_settings
+from testkit.models import tiny_settings
 
 
 @pytest.mark.parametrize(

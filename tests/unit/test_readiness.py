@@ -18,7 +18,7 @@ from feedback.credible import credible_waiting
 from feedback.readiness import count_new_trusted, readiness
 from feedback.review import ReviewFilter
 from feedback.store import FeedbackStore
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
 from web.admin import report
 from web.admin.jobs import Expected
 

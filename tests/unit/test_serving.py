@@ -126,3 +126,35 @@ def test_service_keeps_serving_when_the_new_champion_is_broken(tiny_home_copy: P
     assert service.refresh() is False
     assert service.version == "v0001"
     assert "failed to load v0002" in (service.last_error or "")
+
+
+def test_each_text_is_calibrated_with_the_temperature_of_the_form_it_reads_as(
+    tiny_champion_home: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from core.input_forms import guess_form
+    from core.serving.classifier import softmax
+
+    model_dir = tmp_path / "model"
+    champion = ModelRegistry(tiny_champion_home / "models").champion()
+    assert champion is not None
+    shutil.copytree(champion.path, model_dir)
+    meta = json.loads((model_dir / "meta.json").read_text()) | {"temperature": 1.0, "temperatures": {"title": 0.05}}
+    (model_dir / "meta.json").write_text(json.dumps(meta))
+    headline = "Stocks rally as oil prices slide"
+    article = ("Oil Slides as Stocks Rally LONDON (Reuters) - Shares rose on Monday as the price of oil fell for a third day, "
+               "and traders said the central bank would hold rates steady. Markets in Asia followed.")
+    assert (guess_form(headline).value, guess_form(article).value) == ("title", "full")
+    clf = OnnxClassifier(model_dir)
+    logits = clf.logits([headline, article])
+
+    probs = clf.predict_proba([headline, article])
+
+    assert np.allclose(probs[0], softmax(logits[:1] / 0.05)[0], atol=1e-5)
+    assert np.allclose(probs[1], softmax(logits[1:])[0], atol=1e-5)
+    assert np.abs(probs[0] - softmax(logits[:1])[0]).max() > 0.01  # the headline's differs from the raw softmax
+    shown = clf.predict([headline, article])
+    assert [shown[0].probabilities[name] for name in clf.labels] == pytest.approx(probs[0].tolist(), abs=1e-5)
+    clf.temperature = 1.0  # one temperature for every form again: the raw softmax
+    assert np.allclose(clf.predict_proba([headline]), softmax(clf.logits([headline])), atol=1e-5)

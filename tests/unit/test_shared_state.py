@@ -17,8 +17,8 @@ from feedback.shared_state import (
     shared_failure_throttle,
 )
 from retrain.state import RetrainBusy, retrain_lock
-from tests.helpers import at_once
-from tests.pg_cluster import Cluster, StoreFactory
+from testkit.pg_cluster import Cluster, StoreFactory
+from testkit.races import at_once
 
 
 class Clock:
@@ -117,7 +117,7 @@ def test_sign_in_failures_counted_in_the_database_throttle_every_replica(make_st
 def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: StoreFactory, tmp_path: Path) -> None:
     from app import identity_service, page_limits, shared_web_state
     from core.registry.versions import ModelRegistry
-    from tests.helpers import tiny_settings
+    from testkit.models import tiny_settings
     from web.admin.actions import AdminActions
     from web.admin.jobs import RetrainJobs
     from web.page.actions import NewsLoopActions
@@ -130,7 +130,7 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
     def replica() -> tuple[NewsLoopActions, AdminActions]:
         identities = identity_service(settings)
         page_state, admin_state = shared_web_state(settings, store)
-        actions = NewsLoopActions(None, store, limits=page_limits(settings), queue=settings.queue_policy(), identities=identities,
+        actions = NewsLoopActions(None, store, limits=page_limits(settings), queue=settings.queue, identities=identities,
                                   **page_state)
         admin = AdminActions(store, password=None, registry=ModelRegistry(tmp_path / "models"),
                              jobs=RetrainJobs(settings.paths), identities=identities, **admin_state)

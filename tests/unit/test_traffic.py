@@ -13,7 +13,7 @@ from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from feedback import traffic
 from feedback.snapshot import trusted_split
 from feedback.store import FeedbackStore
-from tests.pg_cluster import StoreFactory
+from testkit.pg_cluster import StoreFactory
 
 POLICY = QueuePolicy(spread=4)  # the default traffic share: one item in five
 

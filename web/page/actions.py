@@ -19,7 +19,7 @@ from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, storable, topic_of
-from web.page.labelling import LabellingQueue
+from web.page.labelling import BufferedQueue, LabellingQueue
 from web.page.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
 from web.server.identity import Identity, IdentityService
 
@@ -97,6 +97,7 @@ class NewsLoopActions:
         self._rescore_lock = threading.Lock()
         self.labelling = LabellingQueue(classifier, store, policy=queue, identities=identities, limit=self.queue_limit,
                                         items=self.queue_items, before_next=self._rescore_if_needed)
+        self.buffered = BufferedQueue(self.labelling)  # the page's queue tab: items held ahead, answers sent behind
 
     # Classify.
     def classify(

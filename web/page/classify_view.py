@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,6 @@ from core.labels import LABELS
 from web.admin.guidelines_view import guidelines_panel
 from web.page.actions import NewsLoopActions
 from web.page.answer_rules import RIGHT
-from web.page.labelling import QueueView
 
 EXAMPLES = [
     "Ceasefire talks resume as envoys arrive in the capital. Diplomats from three neighbouring countries "
@@ -27,7 +27,6 @@ EXAMPLES = [
 ]
 CHOICES = [RIGHT, *LABELS]
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
-ViewFn = Callable[..., QueueView]
 
 
 def _button_text(choice: str) -> str:
@@ -118,64 +117,50 @@ def article_html(text: str | None) -> str:
             f'<p>{html.escape(text).replace(chr(10), "<br>")}</p></article>')
 
 
-def queue_screen(view: QueueView) -> list[Any]:
-    """A queue view as the tab's outputs (article, its id, progress, message); what did not change is skipped.
-    The article and its id always arrive together, so what a key acts on is what is rendered."""
-    return [
-        article_html(view.text) if view.shown is not None else gr.skip(),
-        view.shown if view.shown is not None else gr.skip(),
-        view.progress if view.progress is not None else gr.skip(),
-        view.message,
-    ]
-
-
 def build_queue(actions: NewsLoopActions) -> gr.Tab:
-    """The Label queue tab: the article loads when the tab opens; keys 1-4, S and U work without a mouse."""
+    """The Label queue tab: the article loads when the tab opens; keys 1-4, S and U work without a mouse.
+
+    web/page/queue.js owns the article, the progress and the acknowledgement: it holds the next few items
+    (`web.page.labelling.BufferedQueue`), shows the next one at once on a press and sends the answers behind, in
+    order, through the hidden sync event (`build_queue_sync`). The buttons have no server event of their own."""
     with gr.Tab("Label queue", id="queue") as tab:
         gr.HTML('<p class="kbd-hint">Articles the model is least sure about come first. Keys: <kbd>1</kbd>-'
                 '<kbd>4</kbd> choose a topic, <kbd>S</kbd> skips, <kbd>U</kbd> undoes your last queue answer.</p>')
-        queue_ack = gr.Markdown(elem_id="queue-ack", container=True, elem_classes=["live"])
-        queue_progress = gr.Markdown(elem_id="queue-progress")
-        # The server's id of the article on screen: answers and skips send it back (web.page.labelling).
-        queue_shown = gr.Textbox(visible=False, elem_id="queue-shown")
-        article = gr.HTML(article_html(""), elem_id="queue-article")
+        gr.HTML('<p class="q-msg"></p><p class="q-sign" role="alert"></p><p class="q-state"></p>',
+                elem_id="queue-ack", elem_classes=["live"])
+        gr.HTML("", elem_id="queue-progress")
+        gr.HTML(article_html(""), elem_id="queue-article")
         with gr.Row(elem_id="queue-buttons"):
-            queue_btns = [gr.Button(f"{i + 1} · {name}", elem_id=f"q-{i}") for i, name in enumerate(LABELS)]
+            for i, name in enumerate(LABELS):
+                gr.Button(f"{i + 1} · {name}", elem_id=f"q-{i}")
         with gr.Row():
-            skip_btn = gr.Button("S · Skip", size="sm", elem_id="q-skip")
-            undo_btn = gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")
+            gr.Button("S · Skip", size="sm", elem_id="q-skip")
+            gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")
         guidelines_panel(actions.store, "queue-guidelines")
-    labelling = actions.labelling
-    outputs = [article, queue_shown, queue_progress, queue_ack]
-    tab.select(_on_screen(labelling.next), outputs=outputs, **PRIVATE)
-    controls = [*queue_btns, skip_btn, undo_btn]
-    # A press disables every queue button in the browser until the server's answer (the next article with its
-    # id) is on screen: presses meanwhile (a held or double-tapped key) are dropped, never queued.
-    hold, release = (_in_browser([gr.update(interactive=live)] * len(controls)) for live in (False, True))
-    handlers = [(btn, _for_shown(labelling.answer, name), [queue_shown]) for name, btn in zip(LABELS, queue_btns, strict=True)]
-    handlers += [(skip_btn, _for_shown(labelling.skip), [queue_shown]), (undo_btn, _on_screen(labelling.undo), [])]
-    for btn, handler, inputs in handlers:
-        btn.click(None, js=hold, outputs=controls, **PRIVATE)
-        btn.click(handler, inputs=inputs, outputs=outputs, **PRIVATE).then(None, js=release, outputs=controls, **PRIVATE)
+    tab.select(None, js="() => { window.newsloopQueue && window.newsloopQueue.open(); return []; }", **PRIVATE)
     return tab
 
 
-def _on_screen(fn: ViewFn) -> Callable[..., list[Any]]:
-    """A queue handler that needs nothing from the page (next, undo), rendered by `queue_screen`."""
+def build_queue_sync(actions: NewsLoopActions) -> None:
+    """The queue tab's one server event (outside `gr.Tabs`, so it is there whichever tab is open): queue.js clicks
+    the hidden #q-sync button; the event's `js` hands it the ops to send (queue.js's outbox), the server's answer
+    goes back to queue.js. No progress display: Gradio's queue timer never shows in the acknowledgement."""
+    sent, back = gr.Textbox(visible=False), gr.Textbox(visible=False)
+    button = gr.Button("sync", visible="hidden", elem_id="q-sync")
+    buffered = actions.buffered
 
-    def handler(request: gr.Request, profile: gr.OAuthProfile | None) -> list[Any]:
-        return queue_screen(fn(request, profile))
+    def sync(payload: str, request: gr.Request, profile: gr.OAuthProfile | None) -> str:
+        try:
+            return json.dumps(buffered.sync(payload, request, profile))
+        except Exception:  # never an error toast: queue.js keeps what it sent and tries again
+            logging.getLogger(__name__).exception("queue sync failed")
+            return json.dumps({"results": [], "items": [], "error": "The server failed: trying again.",
+                               "retry_s": 2.0, "progress": "", "empty": False})
 
-    return handler
-
-
-def _for_shown(fn: ViewFn, *args: str) -> Callable[..., list[Any]]:
-    """A queue handler for the article on screen (answer, skip): the page sends that article's id."""
-
-    def handler(shown: str, request: gr.Request, profile: gr.OAuthProfile | None) -> list[Any]:
-        return queue_screen(fn(*args, shown, request, profile))
-
-    return handler
+    button.click(sync, inputs=sent, outputs=back, js="() => [window.newsloopQueue.outgoing()]",
+                 show_progress="hidden", queue=True, **PRIVATE).then(
+        None, inputs=back, js="(r) => { window.newsloopQueue.incoming(r); return []; }", show_progress="hidden",
+        **PRIVATE)
 
 
 def build_api_events(actions: NewsLoopActions) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -9,13 +12,19 @@ from typing import Any
 from core.labels import LABELS
 from core.serving.limits import Limiter
 from core.settings.policies import QueuePolicy
-from feedback.errors import FeedbackError
+from feedback.errors import FeedbackError, RateLimited
 from feedback.store import FeedbackStore
 from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, topic_of
 from web.page.session_memory import SessionMap
 from web.server.identity import Identity, IdentityService
 
 QUEUE_STALE = "that article is no longer on screen. Here is the one to label."
+# The page's buffer (web/page/queue.js): how many items one tab may hold, unanswered, and what one sync may carry.
+BUFFER = 5
+MAX_OPS = 8
+LEASE_S = 300.0  # an item held by one tab is handed to others only once nothing else is left, or after this long
+_DONE_KEPT = 32  # answered ids a tab's state remembers, so a resent answer is "saved" again, never stored twice
+_LOCKS = 64
 
 
 @dataclass(frozen=True)
@@ -145,3 +154,181 @@ class LabellingQueue:
             return QueueView(None, None, "Nothing to undo in the queue.", None)
         message = f"Undone: **{undone['user_label']}** for {snippet(undone['text'])}. Label it again."
         return self._show(who, {"id": undone["item_id"], "text": undone["text"]}, message)
+
+
+class BufferedQueue:
+    """The page's buffered queue (web/page/queue.js): one `sync` carries the tab's answers, skips and undos, in
+    the order they were made, and tops its buffer up to `BUFFER` items. Each item is put in the tab's state under
+    a server-issued id; an answer naming any other id is refused, so the rules of `LabellingQueue` hold
+    unchanged: every op counts against the queue's rate limit (a refill costs one only when it comes alone)."""
+
+    def __init__(self, queue: LabellingQueue, clock: Callable[[], float] = time.monotonic) -> None:
+        self.queue = queue
+        self.clock = clock
+        self._leases: dict[int, tuple[str, float]] = {}  # item id -> (the tab holding it, until when)
+        self._lease_lock = threading.Lock()
+        self._locks = [threading.Lock() for _ in range(_LOCKS)]
+
+    # Leases: an item one tab holds goes to other tabs only when nothing else is left for them.
+    def _leased_by_others(self, key: str) -> set[int]:
+        now = self.clock()
+        with self._lease_lock:
+            for item_id in [i for i, (_, until) in self._leases.items() if until <= now]:
+                del self._leases[item_id]
+            return {item_id for item_id, (holder, _) in self._leases.items() if holder != key}
+
+    def _lease(self, key: str, item_id: int) -> None:
+        with self._lease_lock:
+            self._leases[item_id] = (key, self.clock() + LEASE_S)
+
+    def _release(self, key: str, item_id: int) -> None:
+        with self._lease_lock:
+            if self._leases.get(item_id, ("", 0.0))[0] == key:
+                del self._leases[item_id]
+
+    def sync(self, payload: object, request: Any = None, profile: Any = None) -> dict[str, Any]:
+        """`payload` (JSON): {"ops": [{"op": "answer", "shown", "label"} | {"op": "skip", "shown"} | {"op": "undo"}],
+        "have": [ids the tab still holds, unanswered, ops not yet sent included], "want": items it wants held}.
+        Returns {"results": [one per op: shown, status, message (+ item for an undo)], "items": [{shown, text}],
+        "progress", "retry_s", "error", "empty"}. Status: saved, skipped, undone, refused, stale, retry, nothing."""
+        q = self.queue
+        who = q.identities.identify(request, profile)
+        ops, have, want = _read_payload(payload)
+        out: dict[str, Any] = {"results": [], "items": [], "progress": "", "retry_s": 0.0, "error": "", "empty": False}
+        if q.store is None or not who.session:
+            refusal = q._queue_refusal(who)
+            out["error"] = refusal.message if refusal else "The labelling queue is not available."
+            return out
+        key = f"{who.session}#buffer"
+        with self._locks[hash(key) % _LOCKS]:
+            state = q.items.get(key) or {}
+            done: list[list[str]] = [d for d in state.get("done", []) if isinstance(d, list) and len(d) == 2]
+            held: list[dict[str, Any]] = [h for h in state.get("held", []) if isinstance(h, dict)]
+            keep = have | {op.get("shown") for op in ops}
+            for item in held:
+                if item["shown"] not in keep:
+                    self._release(key, int(item["id"]))
+            held = [item for item in held if item["shown"] in keep]
+            charged = False
+            for n, op in enumerate(ops):
+                wait = q.limit.check(who.address)
+                charged = True
+                if wait:
+                    out["retry_s"] = round(wait, 1)
+                    out["results"] += [{"shown": o.get("shown", ""), "status": "retry",
+                                        "message": f"Too many requests: trying again in {wait:.0f} s."} for o in ops[n:]]
+                    break
+                result = self._apply(who, key, op, held, done)
+                out["results"].append(result)
+                if result["status"] == "retry":  # the store's own answer limit: this op and the rest wait
+                    out["retry_s"] = result["retry_s"]
+                    out["results"] += [{"shown": o.get("shown", ""), "status": "retry", "message": result["message"]}
+                                       for o in ops[n + 1:]]
+                    break
+            before = {item["shown"] for item in held}
+            room = min(want, BUFFER) - len(held)
+            if room > 0 and not out["retry_s"]:
+                wait = 0.0 if charged else q.limit.check(who.address)
+                if wait:
+                    out["retry_s"] = round(wait, 1)
+                else:
+                    out["empty"] = not self._refill(who, key, held, room)
+            q.items.put(key, {"held": held, "done": done[-_DONE_KEPT:]})
+        out["items"] = [{"shown": item["shown"], "text": item["text"]} for item in held if item["shown"] not in before]
+        done_n = q.store.progress(who.annotator)
+        left = q.store.queue_left(who.annotator, q.policy)
+        out["progress"] = (f"You have labelled **{done_n}**, **{max(left, 1)}** left." if left or held
+                           else f"Nothing left to label. You have labelled **{done_n}** article(s). Thank you!")
+        return out
+
+    def _refill(self, who: Identity, key: str, held: list[dict[str, Any]], room: int) -> bool:
+        """Add up to `room` items to `held`; False when none was left to add."""
+        q = self.queue
+        assert q.store is not None
+        q.before_next()
+        for _ in range(room):
+            mine = {int(item["id"]) for item in held}
+            others = self._leased_by_others(key)
+            item = q.store.next_item(who.annotator, q.policy, exclude=mine | others, ahead=len(held))
+            if item is None and others:  # nothing else left: share an item another tab holds
+                item = q.store.next_item(who.annotator, q.policy, exclude=mine, ahead=len(held))
+            if item is None:
+                return False
+            held.append({"id": int(item["id"]), "text": item["text"], "shown": new_shown_id()})
+            self._lease(key, int(item["id"]))
+        return True
+
+    def _apply(
+        self, who: Identity, key: str, op: dict[str, Any], held: list[dict[str, Any]], done: list[list[str]]
+    ) -> dict[str, Any]:
+        q = self.queue
+        assert q.store is not None
+        shown = op.get("shown", "")
+        if op["op"] == "undo":
+            undone = q.store.undo_last(who.annotator, ("queue",))
+            if undone is None or undone.get("item_id") is None:
+                return {"shown": "", "status": "nothing", "message": "Nothing to undo in the queue."}
+            item = {"id": int(undone["item_id"]), "text": undone["text"], "shown": new_shown_id()}
+            held.insert(0, item)
+            self._lease(key, item["id"])
+            return {"shown": "", "status": "undone", "item": {"shown": item["shown"], "text": item["text"]},
+                    "message": f"Undone: **{undone['user_label']}** for {snippet(undone['text'])}. Label it again."}
+        found = next((item for item in held if names_shown(shown, item["shown"])), None)
+        if found is None:
+            earlier = next((d for d in done if names_shown(shown, d[0])), None)
+            if earlier is not None:  # a resent op (its first answer was lost on the way back)
+                status = "skipped" if earlier[1] == "" else "saved"
+                return {"shown": shown, "status": status, "message": f"Already saved: **{earlier[1]}**."
+                        if earlier[1] else "Skipped."}
+            return {"shown": shown, "status": "stale", "message": "Not saved: this page no longer holds that article."}
+        if op["op"] == "skip":
+            try:
+                q.store.skip(who.annotator, found["id"], q.policy.max_skips)
+            except FeedbackError as exc:
+                return {"shown": shown, "status": "refused", "message": f"Not skipped: {exc}."}
+            held.remove(found)
+            self._release(key, found["id"])
+            done.append([found["shown"], ""])
+            return {"shown": shown, "status": "skipped", "message": f"Skipped {snippet(found['text'])}."}
+        topic = topic_of(op.get("label"))
+        if topic is None or topic == RIGHT:
+            return {"shown": shown, "status": "refused",
+                    "message": f"Not saved: the topic must be one of {', '.join(LABELS)}."}
+        prediction = q.classifier.predict([found["text"]])[0]
+        try:
+            q.store.record(
+                text=found["text"], user_label=topic, annotator=who.annotator, kind="queue", item_id=found["id"],
+                predicted_label=prediction.label, probabilities=prediction.probabilities,
+                model_version=prediction.model_version, verified=who.verified, address=who.address,
+            )
+        except RateLimited as exc:
+            return {"shown": shown, "status": "retry", "retry_s": round(max(exc.retry_after_s, 1.0), 1),
+                    "message": f"Not saved yet: {exc}."}
+        except FeedbackError as exc:
+            return {"shown": shown, "status": "refused", "message": f"Not saved: {exc}"}
+        held.remove(found)
+        self._release(key, found["id"])
+        done.append([found["shown"], topic])
+        return {"shown": shown, "status": "saved", "message": f"Saved as **{topic}**: {snippet(found['text'])}."}
+
+
+def _read_payload(payload: object) -> tuple[list[dict[str, Any]], set[str], int]:
+    """(ops, ids held, items wanted) from a sync's JSON, anything malformed dropped; at most MAX_OPS ops."""
+    try:
+        data = json.loads(payload) if isinstance(payload, str) and len(payload) < 64_000 else {}
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    ops: list[dict[str, Any]] = []
+    for op in data.get("ops", [])[:MAX_OPS] if isinstance(data.get("ops"), list) else []:
+        if not isinstance(op, dict) or op.get("op") not in ("answer", "skip", "undo"):
+            continue
+        shown = op.get("shown", "")
+        label = op.get("label", "")
+        ops.append({"op": op["op"], "shown": shown if isinstance(shown, str) else "",
+                    "label": label if isinstance(label, str) else ""})
+    have = data.get("have", [])
+    ids = {h for h in have[: BUFFER + MAX_OPS * 2] if isinstance(h, str)} if isinstance(have, list) else set()
+    want = data.get("want", 0)
+    return ops, ids, min(max(want, 0), BUFFER) if isinstance(want, int) and not isinstance(want, bool) else 0

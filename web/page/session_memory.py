@@ -93,5 +93,8 @@ def text_digest(text: str) -> str:
 
 
 def queue_item_bytes(item: dict[str, Any]) -> int:
-    """Roughly what a remembered queue item ({"id", "text", "shown"}) costs in memory."""
+    """Roughly what a remembered queue item ({"id", "text", "shown"}) costs in memory, or a tab's buffer
+    ({"held": [items], "done": [[id, label]]}, web.page.labelling.BufferedQueue)."""
+    if "held" in item:
+        return sum(queue_item_bytes(held) for held in item["held"]) + 96 * len(item.get("done", [])) + 512
     return sys.getsizeof(item.get("text", "")) + 512

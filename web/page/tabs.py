@@ -7,7 +7,7 @@ import gradio as gr
 from web.admin.actions import AdminActions
 from web.admin.view import build_admin
 from web.page.actions import NewsLoopActions
-from web.page.classify_view import EXAMPLES, build_api_events, build_classify, build_queue
+from web.page.classify_view import EXAMPLES, build_api_events, build_classify, build_queue, build_queue_sync
 
 __all__ = ["EXAMPLES", "build_page"]
 
@@ -25,6 +25,7 @@ def build_page(actions: NewsLoopActions, admin: AdminActions | None = None, *, h
             if admin is not None:
                 build_admin(admin, demo)
         build_api_events(actions)
+        build_queue_sync(actions)
         model_note = gr.Markdown(actions.model_note(), elem_id="model-note")
         demo.load(lambda: actions.model_note(), outputs=model_note, api_visibility="private")
     return demo

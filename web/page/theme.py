@@ -44,6 +44,11 @@ footer, footer a, footer button { color: var(--neutral-700) !important; }
 #queue-article article { font-size: 1.1em; line-height: 1.5; padding: 12px; border: 1px solid var(--neutral-300);
     border-radius: 8px; }
 #queue-article article:focus { outline: 3px solid var(--primary-700); }
+#queue-ack p { margin: 0 0 4px 0; }
+#queue-ack .q-sign:not(:empty) { color: #b91c1c; font-weight: 700; border-left: 4px solid #b91c1c; padding-left: 8px; }
+#queue-ack .q-sign.flash { animation: q-flash 0.6s ease-out; }
+@keyframes q-flash { from { background: #fee2e2; } to { background: transparent; } }
+#queue-ack .q-state { color: var(--neutral-700); }
 .kbd-hint kbd { border: 1px solid var(--neutral-400); border-radius: 4px; padding: 0 4px; font-family: monospace; }
 .tile-row { display: flex; flex-wrap: wrap; gap: 12px; }
 .tile { flex: 1 1 140px; border: 1px solid var(--neutral-300); border-radius: 8px; padding: 10px 12px; }
@@ -72,7 +77,7 @@ footer, footer a, footer button { color: var(--neutral-700) !important; }
 """
 
 
-SCRIPTS = ("page/forms.js", "page/keys.js", "page/layout.js", "admin/review_keys.js")  # under web/: anti-forgery header, keys, phone layout, review keys
+SCRIPTS = ("page/forms.js", "page/keys.js", "page/queue.js", "page/layout.js", "admin/review_keys.js")  # under web/: anti-forgery header, counter, label queue, phone layout, review keys
 
 
 def head_html() -> str:

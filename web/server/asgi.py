@@ -7,7 +7,6 @@ uvicorn runs with `proxy_headers=False`: it never rewrites the client address fr
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, MutableMapping, Sequence
@@ -27,6 +26,14 @@ from core.settings.policies import SESSION_CAPACITY
 from web.page.theme import CSS, THEME, head_html
 from web.server.api_body import replay
 from web.server.fair_share import FairShare, NewSessions
+from web.server.gradio_internals import (
+    bound_event_analytics,
+    bound_session_state,
+    clean_cache_every,
+    handler_ids,
+    mark_launched,
+    queue_holds,
+)
 from web.server.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
 from web.server.origin_guard import OriginGuard, OriginPolicy
 
@@ -189,19 +196,6 @@ def _event_id(body: bytes) -> str | None:
     return event_id if isinstance(event_id, str) else None
 
 
-def _queue_holds(demo: gr.Blocks) -> Callable[[str], bool]:
-    """Whether Gradio's queue still holds an event (queued or running). Gradio documents no way to ask;
-    its queue keeps each event in `event_ids_to_events` until the event finishes, is cancelled or its
-    client leaves. Should a Gradio release drop that map, only joins being answered are counted (the
-    fair-share test then fails), never every event for good."""
-
-    def holds(event_id: str) -> bool:
-        events = getattr(getattr(demo, "_queue", None), "event_ids_to_events", None)
-        return events is not None and event_id in events
-
-    return holds
-
-
 async def _refuse(send: Any, status: int, detail: str, retry_after: int | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -227,23 +221,21 @@ def build_server(
     # NEWSLOOP_SESSION_CAPACITY allows NewsLoop's own memory (at least 100 recent tabs keep theirs). A tab whose
     # state was dropped is served with Gradio's defaults again: what a handler changed in its components
     # (visibility, choices) and the one gr.State of the admin's people view start over.
-    demo.state_session_capacity = min(max(options.session_capacity, 100), _GRADIO_SESSIONS)
-    _bound_event_analytics(demo)
-    demo.delete_cache = (options.cache_cleanup_s, options.cache_cleanup_s)
+    bound_session_state(demo, min(max(options.session_capacity, 100), _GRADIO_SESSIONS))
+    bound_event_analytics(demo)  # NewsLoop shows no monitoring page: Gradio's event records, bounded
+    clean_cache_every(demo, options.cache_cleanup_s)
     app = gr.mount_gradio_app(
         api, demo, path="", auth=options.auth, blocked_paths=list(options.blocked_paths),
         max_file_size=options.max_upload_bytes, ssr_mode=False, footer_links=["api"],
         theme=THEME, css=CSS, head=head_html(), app_kwargs={"openapi_url": None},
     )
-    # Gradio checks the file paths an event's inputs name (uploads only, never blocked_paths) only in an app
-    # it launched itself. Mounted, it would hash and copy any file a visitor names: the live database (which
-    # drops this process's SQLite locks, see core.storage.sqlite_guard), the identity key, or /dev/zero, forever.
-    demo.has_launched = True
+    # Mounted, Gradio would hash and copy any file an event's inputs name (the live database, the identity key,
+    # /dev/zero): it checks them only in an app it launched itself (see gradio_internals.mark_launched).
+    mark_launched(demo)
     # Starlette runs the last-added middleware first: a foreign origin is refused before anything else looks;
     # browser ids must exist before the guard looks.
-    fair_share = FairShare(options.events_per_address, _queue_holds(demo))
-    early = {fn_id: check for fn_id, block in demo.fns.items()
-             for handler, check in options.early_refusals if block.fn == handler}
+    fair_share = FairShare(options.events_per_address, queue_holds(demo))
+    early = handler_ids(demo, options.early_refusals)
     # Gradio answers any origin's CORS request with credentials unless the app configures CORS itself (its
     # CustomCORSMiddleware defers to a Starlette CORSMiddleware on the parent app): name only the app's own.
     app.add_middleware(CORSMiddleware, allow_origins=options.origins.cors_origins, allow_credentials=True,
@@ -254,19 +246,6 @@ def build_server(
     app.add_middleware(BrowserIdMiddleware, identities=identities)
     app.add_middleware(OriginGuard, policy=options.origins)
     return app
-
-
-def _bound_event_analytics(demo: gr.Blocks, keep: int = 1_000) -> None:
-    """Gradio keeps a record of every event for its monitoring page (10,000 by default) and after each event
-    summarises them all in a pandas DataFrame, a cost that grows with the records kept, so a flood of events
-    slows every later one, and memory grows until then. NewsLoop shows no monitoring page: keep `keep`
-    records and summarise once per `keep` events. Gradio reads these from GRADIO_ANALYTICS_MAX_EVENTS and
-    GRADIO_ANALYTICS_CACHE_FREQUENCY when the queue is built (before this runs); a setting given there wins."""
-    queue = getattr(demo, "_queue", None)
-    for env, attribute in (("GRADIO_ANALYTICS_MAX_EVENTS", "ANALYTICS_MAX_EVENTS"),
-                           ("GRADIO_ANALYTICS_CACHE_FREQUENCY", "ANAYLTICS_CACHE_FREQUENCY")):  # sic, Gradio's name
-        if queue is not None and hasattr(queue, attribute) and env not in os.environ:
-            setattr(queue, attribute, keep)
 
 
 def uvicorn_config(app: FastAPI, host: str, port: int) -> uvicorn.Config:

@@ -12,17 +12,17 @@ import contextlib
 import hashlib
 import hmac
 import ipaddress
-import json
 import os
 import secrets
 import time
-from base64 import b64decode
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
 from starlette.requests import HTTPConnection
+
+from web.server.gradio_internals import OAUTH_SESSION_COOKIE, oauth_session_info
 
 COOKIE = "newsloop_id"
 # The anti-forgery token: a keyed hash of the browser id, in a cookie the page's own script can read (not
@@ -181,31 +181,21 @@ def signed_in_user(request: Any, profile: Any = None) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-_HF_SESSION_COOKIE = "session"  # Starlette SessionMiddleware's cookie, as gradio.oauth.attach_oauth installs it
-_HF_SESSION_MAX_AGE_S = 14 * 24 * 3600  # SessionMiddleware's default max_age, which gradio keeps
-
-
 def hf_session_user(request: HTTPConnection) -> str | None:
     """The Hugging Face account in Gradio's signed session cookie, for a plain Starlette request.
 
     Only the upload guard (`web.server.asgi.RequestGuard`) needs this: it runs outside Gradio, before Gradio's
     SessionMiddleware (installed on the mounted page) has decoded the cookie, and Gradio cannot inject a
-    `gr.OAuthProfile` there. So the cookie is read the way that middleware and gradio.oauth write it: base64
-    JSON signed by itsdangerous' TimestampSigner with sha256(OAUTH_CLIENT_SECRET + "-v4"), the profile under
-    "oauth_info" -> "userinfo", unexpired. Every page handler gets the injected profile instead.
+    `gr.OAuthProfile` there. So the cookie is read the way that middleware and gradio.oauth write it
+    (`web.server.gradio_internals.oauth_session_info`), the profile under "oauth_info" -> "userinfo",
+    unexpired. Every page handler gets the injected profile instead.
     """
     secret = os.environ.get("OAUTH_CLIENT_SECRET")
-    cookie = request.cookies.get(_HF_SESSION_COOKIE)
+    cookie = request.cookies.get(OAUTH_SESSION_COOKIE)
     if not secret or not cookie or len(cookie) > 16_384:
         return None
-    import itsdangerous  # Starlette's session dependency; only a Space with Hugging Face sign-in gets here
-
-    signer = itsdangerous.TimestampSigner(hashlib.sha256(f"{secret}-v4".encode()).hexdigest())
-    try:
-        info = json.loads(b64decode(signer.unsign(cookie.encode(), max_age=_HF_SESSION_MAX_AGE_S))).get("oauth_info")
-    except (itsdangerous.BadSignature, ValueError, AttributeError):
-        return None
-    if not isinstance(info, dict) or not isinstance(info.get("userinfo"), dict):
+    info = oauth_session_info(cookie, secret)
+    if info is None:
         return None
     expires = info.get("expires_at")
     if isinstance(expires, int | float) and expires < time.time():

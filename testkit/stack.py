@@ -1,4 +1,4 @@
-"""Real processes for the replica test and bench: an MLflow server on PostgreSQL, app replicas, the retrain CLI."""
+"""Real processes for tests and benches: an MLflow server on PostgreSQL, app replicas, the retrain CLI."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 from core.host.net import free_port
 from core.settings.config import PROJECT_ROOT
-from tests.helpers import MANY_PAGES_ENV
+from testkit.models import MANY_PAGES_ENV
 
-# The tiny test model's settings (tests.helpers.tiny_settings) and a retrain recipe under which it learns the
+# The tiny test model's settings (testkit.models.tiny_settings) and a retrain recipe under which it learns the
 # seed set in seconds (as in tests/e2e/test_retrain_run.py), so a challenger clearly passes the gate.
 TINY_ENV = {
     "NEWSLOOP_DATA": "seed", "NEWSLOOP_MAX_LENGTH": "64", "NEWSLOOP_BOOTSTRAP_MAX_MINUTES": "0",

@@ -1,0 +1,168 @@
+"""The feedback store's command options, parsed with click: one definition that both `newsloop` and its alias
+`python -m feedback` use. The work is in feedback.commands."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from core import command_line
+from core.settings.config import ConfigError, Settings, load_settings
+from feedback import commands
+from feedback.errors import FeedbackError
+from feedback.review import HELD, MAX_SHOWN, ReviewFilter
+from feedback.store import FeedbackStore
+from feedback.validate import EXPORT_FORMATS, STATUSES
+
+EXIT_OK = 0
+EXIT_UNREADABLE = 1  # a file that cannot be read or written
+EXIT_REFUSED = 2  # bad input, a bad setting, or a database that is not one
+ANY = "any"
+
+
+@contextlib.contextmanager
+def _exit_statuses() -> Iterator[None]:
+    """Logging for a feedback command, and its errors as one line and an exit status (never a traceback)."""
+    logging.basicConfig(level=logging.DEBUG if command_line.verbose() else logging.WARNING,
+                        format="%(levelname)s %(message)s")
+    try:
+        yield
+    except (FeedbackError, ConfigError, sqlite3.DatabaseError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        click.get_current_context().exit(EXIT_REFUSED)
+    except OSError as exc:
+        detail = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+        print(f"error: {detail}", file=sys.stderr)
+        click.get_current_context().exit(EXIT_UNREADABLE)
+
+
+def _with_store(work: Callable[..., None]) -> Callable[..., None]:
+    """A click callback around `work(settings, store, **options)` on the configured feedback database (its
+    folder made if missing)."""
+
+    @functools.wraps(work)
+    def callback(**options: Any) -> None:
+        with _exit_statuses():
+            settings = load_settings()
+            settings.paths.feedback_db.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+                work(settings, store, **options)
+
+    return callback
+
+
+@click.command("import", help="Add texts from a CSV or JSONL file (UTF-8) to the labelling pool. CSV: a header with a "
+               "'text' column, or 'title' and 'description'. JSONL: one object per line with 'text', or 'title' and "
+               "'description'. Any 'label' is ignored unless --checks. If any row is bad, nothing is imported and "
+               "the bad lines are listed.")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--source", default=None, help="name recorded with the items (default: the file name)")
+@click.option("--checks", is_flag=True,
+              help="the rows are known-answer checks: each needs a 'label' (topic name or AG News number 1-4); the "
+              "queue mixes them in and annotators who fail them are not trained on")
+@_with_store
+def import_(settings: Settings, store: FeedbackStore, file: Path, source: str | None, checks: bool) -> None:
+    commands.import_pool(store, file, source=source, checks=checks)
+
+
+@click.command(help="Write every answer as CSV or JSONL, undone and rejected ones included, oldest first.")
+@click.option("--format", "fmt", required=True, type=click.Choice(EXPORT_FORMATS), help="the file format")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="output file (default: standard output)")
+@_with_store
+def export(settings: Settings, store: FeedbackStore, fmt: str, out: Path | None) -> None:
+    commands.export(store, fmt=fmt, out=out)
+
+
+@click.command(help="Print answer and pool counts as JSON.")
+@_with_store
+def stats(settings: Settings, store: FeedbackStore) -> None:
+    commands.stats(store)
+
+
+@click.command(help="Print the tables of a SQLite feedback FILE (e.g. NEWSLOOP_HOME/feedback.db or a retrain's "
+               "backups/ copy) as JSON: tables, row counts, columns and schema version, read only: the file is "
+               "neither created nor migrated, so an old backup shows as it is.")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+def tables(file: Path) -> None:
+    with _exit_statuses():
+        commands.tables(file)
+
+
+@click.group(help="Review answers as the admin view's review panel does: list them by filter, accept or reject "
+             "many at once, settle a text people disagree on. Prints JSON.")
+def review() -> None:
+    """`newsloop review`."""
+
+
+def _any(value: str | None) -> str | None:
+    return None if value in (None, "", ANY) else value
+
+
+@review.command("list", help="List the answers the filters match (signed-in or checked people's first, newest "
+                "first) and how many match in all.")
+@click.option("--status", type=click.Choice([*STATUSES, HELD, ANY]), default="suspicious", show_default=True,
+              help=f"the answers' review status; '{HELD}': corrections held out of the queue until one is accepted")
+@click.option("--reason", default=None, help="why suspicious: a SQL LIKE pattern, e.g. 'model was % sure of World'")
+@click.option("--label", default=None, help="the label the annotator gave")
+@click.option("--annotator", default=None, help="the annotator's id, e.g. user:ann")
+@click.option("--text", default="", help="a case-insensitive part of the text")
+@click.option("--limit", type=click.IntRange(1, MAX_SHOWN), default=200, show_default=True, help="answers listed")
+@_with_store
+def review_list(settings: Settings, store: FeedbackStore, status: str, reason: str | None, label: str | None,
+                annotator: str | None, text: str, limit: int) -> None:
+    where = ReviewFilter(status=_any(status), reason=_any(reason), label=_any(label), annotator=_any(annotator),
+                         text=text, limit=limit)
+    commands.review_list(store, where, settings.trust_policy())
+
+
+def _set_status(status: str) -> click.Command:
+    verb = {"accepted": "Accept", "rejected": "Reject"}[status]
+    outcome = {"accepted": "they may train", "rejected": "they never will"}[status]
+
+    @click.command(verb.lower(), help=f"{verb} the answers with these IDS at once ({outcome}), in one transaction; "
+                   "says which changed, which had that status already, which were taken back and which do not exist.")
+    @click.argument("ids", nargs=-1, type=int, required=True)
+    @_with_store
+    def command(settings: Settings, store: FeedbackStore, ids: Sequence[int]) -> None:
+        commands.review_set(store, ids, status)
+
+    return command
+
+
+review.add_command(_set_status("accepted"))
+review.add_command(_set_status("rejected"))
+
+
+@review.command("resolve", help="Settle the text with this TEXT_HASH (64 hex characters) with a reviewed LABEL: "
+                "its answers giving LABEL are accepted, the others rejected, and the maintainer's own answer "
+                "records the label.")
+@click.argument("text_hash")
+@click.argument("label")
+@_with_store
+def review_resolve(settings: Settings, store: FeedbackStore, text_hash: str, label: str) -> None:
+    commands.review_resolve(store, text_hash, label)
+
+
+COMMANDS: dict[str, click.Command] = {
+    "import": import_, "export": export, "stats": stats, "tables": tables, "review": review,
+}
+
+
+@click.group(commands=COMMANDS, help="Manage the NewsLoop feedback database (NEWSLOOP_HOME/feedback.db); "
+             "the alias of `newsloop`'s feedback commands.")
+def alias() -> None:
+    """`python -m feedback`."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m feedback ARGS`: the exit status."""
+    return command_line.run(alias, argv, "python -m feedback")

@@ -1,0 +1,83 @@
+"""The feedback store's commands (`newsloop import`, `export`, `stats`, `tables`, `review`): each does its work
+and prints its result; feedback.cli parses their options, opens the store and turns errors into exit statuses."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from core.settings.policies import TrustPolicy
+from feedback.errors import FeedbackError
+from feedback.review import ReviewFilter, review_message
+from feedback.store import FeedbackStore
+
+
+def _print_json(payload: object) -> None:
+    print(json.dumps(payload, indent=2, default=str))
+
+
+def import_pool(store: FeedbackStore, file: Path, *, source: str | None = None, checks: bool = False) -> None:
+    """Add the texts of a CSV or JSONL file to the labelling pool (all or nothing), as known-answer checks
+    with `checks`."""
+    report = store.import_pool(file, source=source, checks=checks)
+    what = "known-answer checks" if checks else "items"
+    print(f"imported {report.added} new {what} from {file} ({report.duplicates} duplicates skipped)")
+
+
+def export(store: FeedbackStore, *, fmt: str, out: Path | None = None) -> None:
+    """Every answer, oldest first, as CSV or JSONL: to standard output, or to `out` (saying how many)."""
+    if out is None:
+        store.write_export(sys.stdout, fmt)
+    else:
+        count = store.export(out, fmt)
+        print(f"exported {count} answers to {out}", file=sys.stderr)
+
+
+def stats(store: FeedbackStore) -> None:
+    """Answer and pool counts."""
+    print(json.dumps(store.stats(), indent=2))
+
+
+def describe_tables(path: Path) -> dict[str, Any]:
+    """What a SQLite feedback file holds, read only (sqlite-utils: tables, counts, columns)."""
+    if not path.is_file():
+        raise FeedbackError(f"{path} is not a file")
+    db = sqlite_utils.Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+    try:
+        return {
+            "schema_version": db.execute("PRAGMA user_version").fetchone()[0],
+            "tables": {table.name: {"rows": table.count, "columns": [column.name for column in table.columns]}
+                       for table in db.tables},
+        }
+    finally:
+        db.close()
+
+
+def tables(file: Path) -> None:
+    """The tables of a SQLite feedback file (the database, or a retrain's backup), neither created nor migrated."""
+    print(json.dumps(describe_tables(file), indent=2))
+
+
+def review_list(store: FeedbackStore, where: ReviewFilter, trust: TrustPolicy) -> None:
+    """The answers `where` matches, as the admin view's review panel lists them (signed-in or checked people's
+    first, newest first), and how many match in all."""
+    found, total = store.reviews.find(where, trust)
+    _print_json({"total": total, "listed": len(found), "answers": found})
+
+
+def review_set(store: FeedbackStore, ids: Sequence[int], status: str) -> None:
+    """Accept (they may train) or reject (they never will) the named answers at once; says what changed, by id."""
+    report = store.set_statuses(ids, status)
+    _print_json(asdict(report) | {"message": review_message(report)})
+
+
+def review_resolve(store: FeedbackStore, text_hash: str, label: str) -> None:
+    """Settle a text people disagree on with a reviewed label (its answers accepted or rejected to match)."""
+    _print_json(asdict(store.reviews.resolve(text_hash, label)))

@@ -1,0 +1,143 @@
+"""The model commands' options, parsed with click: one definition that both `newsloop` and its alias
+`python -m retrain` use (`newsloop retrain` is the alias's `run`). The work is in retrain.commands."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from core import command_line
+from core.data import DataSourceError
+from core.settings.config import ConfigError, Settings, load_settings
+from retrain import commands
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _with_settings(work: Callable[..., int]) -> Callable[..., None]:
+    """A click callback around `work(settings, **options)`: logging set up, settings loaded, a bad setting or
+    unreadable data said in one line (exit 1), and the process's exit status the one `work` returns."""
+
+    @functools.wraps(work)
+    def callback(**options: Any) -> None:
+        logging.basicConfig(level=logging.DEBUG if command_line.verbose() else logging.INFO, format=LOG_FORMAT)
+        try:
+            code = work(load_settings(), **options)
+        except (ConfigError, DataSourceError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            code = commands.EXIT_FAILED
+        click.get_current_context().exit(code)
+
+    return callback
+
+
+class _Forms(click.ParamType):
+    """`--forms full,title:8000`: the input forms, or the reason they are not (a usage error)."""
+
+    name = "forms"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        try:
+            return commands.parse_forms(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+@click.command(help="Train the first champion from NEWSLOOP_DATA (or the seed set); prints JSON.")
+@click.option("--max-rows", type=int, default=None, help="cap on training rows (default NEWSLOOP_BOOTSTRAP_MAX_ROWS)")
+@click.option("--max-minutes", type=float, default=None,
+              help="training time budget (default NEWSLOOP_BOOTSTRAP_MAX_MINUTES)")
+@click.option("--forms", type=_Forms(), default="full", show_default=True,
+              help="input forms trained on, each with an optional row cap: e.g. full:8000,title,body:6000")
+@click.option("--init-from", default="",
+              help="continue training from this checkpoint folder (e.g. models/starter/checkpoint)")
+@_with_settings
+def bootstrap(settings: Settings, **options: Any) -> int:
+    return commands.bootstrap(settings, **options)
+
+
+@click.command(help="Retrain a challenger on base data + trusted feedback; promote it if it passes the gate. "
+               "Prints JSON. Exit status: 0 promoted, 3 the gate kept the champion, 4 another retrain is running, "
+               "1 failed.")
+@click.option("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_RETRAIN_MAX_MINUTES)")
+@click.option("--base-rows", type=int, default=None, help="base rows replayed (default NEWSLOOP_RETRAIN_BASE_ROWS)")
+@_with_settings
+def run(settings: Settings, **options: Any) -> int:
+    return commands.retrain(settings, **options)
+
+
+@click.command(help="Restore the previous champion; prints JSON.")
+@click.option("--reason", default="manual rollback", show_default=True, help="recorded with the rollback")
+@click.option("--expect", default=None, help="roll back only if this version is still the champion")
+@_with_settings
+def rollback(settings: Settings, **options: Any) -> int:
+    return commands.rollback(settings, **options)
+
+
+@click.command(help="Retrain whenever enough new trusted feedback has arrived.")
+@click.option("--interval", type=float, default=None, help="seconds between checks (default 60)")
+@click.option("--min-new", type=int, default=None,
+              help="new trusted answers since the last run needed (default NEWSLOOP_RETRAIN_MIN_FEEDBACK)")
+@click.option("--once", is_flag=True, help="check once and exit")
+@_with_settings
+def watch(settings: Settings, **options: Any) -> int:
+    return commands.watch(settings, **options)
+
+
+@click.command(help="Score the serving champion on an AG-News-format CSV; prints JSON.")
+@click.option("--csv", required=True, help="an AG-News-format CSV file")
+@click.option("--onnx-file", default=None, help="model.onnx or model.int8.onnx (default: the one served)")
+@_with_settings
+def evaluate(settings: Settings, **options: Any) -> int:
+    return commands.evaluate(settings, **options)
+
+
+@click.command(help="Print the model registry and the feedback a retrain would see, as JSON.")
+@_with_settings
+def status(settings: Settings) -> int:
+    return commands.status(settings)
+
+
+@click.command(help="TF-IDF + linear SVM on the same rows, for comparison; prints JSON.")
+@click.option("--csv", default=None, help="also score on this AG-News-format CSV")
+@_with_settings
+def baseline(settings: Settings, **options: Any) -> int:
+    return commands.baseline(settings, **options)
+
+
+@click.command(help="Pack the champion (or --version) as the starter model shipped with the project; prints JSON.")
+@click.option("--version", default=None, help="model version to pack (default: the champion)")
+@click.option("--out", default=None, help="output folder (default: models/starter in the project)")
+@click.option("--command", default="", help="the command that trained it, recorded in the model card")
+@click.option("--reexport", is_flag=True,
+              help="instead, export the starter's own checkpoint again with the current export recipe, in place")
+@click.option("--calibrate", is_flag=True,
+              help="instead, fit the starter's temperature on validation (every input form) and record it, in place")
+@_with_settings
+def starter(settings: Settings, **options: Any) -> int:
+    return commands.starter(settings, **options)
+
+
+# The alias's names; `newsloop` names `run` "retrain".
+COMMANDS: dict[str, click.Command] = {
+    "bootstrap": bootstrap, "run": run, "rollback": rollback, "watch": watch, "evaluate": evaluate,
+    "status": status, "baseline": baseline, "starter": starter,
+}
+
+
+@click.group(commands=COMMANDS, help="Train, evaluate and manage NewsLoop models (alias of `newsloop`'s model commands).")
+@command_line.VERBOSE
+def alias(verbose: bool) -> None:
+    """`python -m retrain`."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m retrain ARGS`: the exit status."""
+    return command_line.run(alias, argv, "python -m retrain")

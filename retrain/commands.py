@@ -1,0 +1,246 @@
+"""The model commands (`newsloop bootstrap`, `retrain`, `rollback`, ...): each does its work on loaded settings,
+prints its result as JSON and returns the process's exit status. retrain.cli parses their options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.data import InputForm
+from core.settings.config import Settings
+
+EXIT_OK = 0  # also: a retrain promoted its challenger
+EXIT_FAILED = 1
+EXIT_REFUSED = 3  # a retrain ran and the gate kept the champion
+EXIT_BUSY = 4  # another retrain holds the lock
+
+
+def _print(payload: object) -> None:
+    print(json.dumps(payload, indent=2, sort_keys=True, default=str))
+
+
+def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
+    """`full,title:8000,body:6000`: the input forms to train on, each with an optional row cap.
+
+    Raises ValueError naming the known forms (the command line shows it as a bad option value)."""
+    forms = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, _, cap = part.partition(":")
+        try:
+            forms.append((InputForm(name), int(cap or 0)))
+        except ValueError:
+            raise ValueError(
+                f"bad form {part!r}: expected one of {', '.join(f.value for f in InputForm)}, optionally :rows"
+            ) from None
+    if not forms:
+        raise ValueError("name at least one input form")
+    return tuple(forms)
+
+
+def bootstrap(settings: Settings, **choices: Any) -> int:
+    """Train the first champion from the configured data (or the seed set); `choices` are those of
+    BootstrapSetup.from_settings (max_rows, max_minutes, forms, init_from), which checks them."""
+    from retrain.bootstrap import bootstrap as train_first
+    from retrain.setup import BootstrapSetup
+
+    setup = BootstrapSetup.from_settings(settings, **choices)
+    result = train_first(setup)
+    v = result.exported.version
+    _print(
+        {
+            "champion": v.version,
+            "data": result.corpus.description,
+            "rows": v.meta["rows"],
+            "validation": v.meta["validation"],
+            "serve_file": v.meta["serve_file"],
+            "train_seconds": round(result.train.seconds, 1),
+            "wall_seconds": round(result.seconds, 1),
+        }
+    )
+    return EXIT_OK
+
+
+def retrain(settings: Settings, *, max_minutes: float | None = None, base_rows: int | None = None) -> int:
+    """Retrain a challenger and promote it if it passes the gate: EXIT_OK promoted, EXIT_REFUSED kept the
+    champion, EXIT_BUSY another retrain holds the lock."""
+    from core.host.cpu_share import yield_cpu
+
+    settings = yield_cpu(settings)  # before torch starts a thread: threads inherit the priority
+    from retrain.run import retrain as run_retrain
+    from retrain.setup import RetrainSetup
+    from retrain.state import RetrainBusy
+
+    setup = RetrainSetup.from_settings(settings, max_minutes=max_minutes, base_rows=base_rows)
+    try:
+        result = run_retrain(setup)
+    except RetrainBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    _print(result.as_dict())
+    return {"promoted": EXIT_OK, "refused": EXIT_REFUSED}.get(result.decision, EXIT_FAILED)
+
+
+def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str | None = None) -> int:
+    """Restore the previous champion (only if `expect`, when given, is still the champion)."""
+    from core.registry.mlflow_champion import is_tracking_server, mirror_versions
+    from core.registry.versions import ANY, ModelRegistry, RegistryError
+    from retrain.tracking import sync_aliases
+
+    registry = ModelRegistry(settings.models_dir)
+    try:
+        if is_tracking_server(settings.tracking_uri):  # replicas follow @champion: start from the server's record
+            mirror_versions(settings.tracking_uri, registry)
+        expected = ANY if expect is None else expect
+        restored = registry.rollback(reason=reason, expected_champion=expected)
+    except RegistryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        sync_aliases(settings.tracking_uri, registry)
+    except Exception as exc:
+        print(f"warning: MLflow aliases not updated: {exc}", file=sys.stderr)
+    _print({"champion": restored.version, "status": registry.status()["previous"]})
+    return EXIT_OK
+
+
+def watch(settings: Settings, *, interval: float | None = None, min_new: int | None = None, once: bool = False) -> int:
+    """Retrain whenever enough new trusted answers have arrived since the last run (forever, or one check)."""
+    import contextlib
+    import logging
+    import time
+
+    from core.host.cpu_share import yield_cpu
+
+    settings = yield_cpu(settings)  # before torch starts a thread: threads inherit the priority
+    from core.registry.stages import read_last_run
+    from feedback.readiness import count_new_trusted
+    from feedback.store import FeedbackStore
+    from retrain.run import retrain as run_retrain
+    from retrain.setup import RetrainSetup
+    from retrain.state import RetrainBusy
+
+    setup = RetrainSetup.from_settings(settings)
+    every = interval or 60.0
+    needed = min_new or setup.policy.min_feedback
+    log = logging.getLogger("retrain.watch")
+    log.info("watching: a retrain runs when %d new trusted answers have arrived since the last run "
+             "(checked every %.0f s)", needed, every)
+    while True:
+        new = 0
+        if setup.database_url or setup.paths.feedback_db.is_file():
+            with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+                new = count_new_trusted(store, setup.trust, read_last_run(setup.paths))
+        if new >= needed:
+            log.info("%d new trusted answers since the last run: retraining", new)
+            try:
+                result = run_retrain(setup)
+                log.info("retrain %s: %s", result.decision, "; ".join(result.reasons) or "ok")
+            except RetrainBusy:
+                log.info("a retrain is already running")
+            except Exception:
+                log.exception("retrain failed")
+        else:
+            log.info("%d new trusted answers since the last run; waiting for %d", new, needed)
+        if once:
+            return EXIT_OK
+        time.sleep(every)
+
+
+def evaluate(settings: Settings, *, csv: str, onnx_file: str | None = None) -> int:
+    """Score the serving champion (or, on a fresh clone, the shipped starter) on an AG-News-format CSV."""
+    from core.data import read_csv
+    from core.evaluation.metrics import evaluate_probabilities
+    from core.registry.starter import install_starter
+    from core.registry.versions import ModelRegistry
+    from core.serving.classifier import OnnxClassifier
+
+    registry = ModelRegistry(settings.paths.models_dir)
+    champion = registry.champion() or install_starter(registry)  # a fresh clone scores the shipped starter
+    if champion is None:
+        print("no champion and no starter for these labels: run `python -m retrain bootstrap` first", file=sys.stderr)
+        return EXIT_FAILED
+    examples = read_csv(Path(csv))
+    classifier = OnnxClassifier(champion.path, onnx_file=onnx_file, threads=settings.serving.onnx_threads)
+    probs = classifier.proba_in_label_order([e.text for e in examples])
+    report = evaluate_probabilities([e.label for e in examples], probs)
+    _print(report | {"model_version": champion.version, "onnx_file": classifier.onnx_file, "csv": csv})
+    return EXIT_OK
+
+
+def status(settings: Settings) -> int:
+    """The model registry and the feedback a retrain would see."""
+    import contextlib
+    from dataclasses import asdict
+
+    from core.registry.stages import read_last_run
+    from core.registry.versions import ModelRegistry
+    from feedback.readiness import readiness
+    from feedback.store import FeedbackStore
+
+    report = ModelRegistry(settings.models_dir).status()
+    if settings.storage.database_url or settings.paths.feedback_db.is_file():
+        with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+            ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate,
+                              read_last_run(settings.paths))
+        # The feedback a retrain would see, and how many more traffic labels the gate needs for the target gain.
+        report["feedback"] = asdict(ready) | {"enough": ready.enough, "traffic_more": ready.traffic.more}
+    _print(report)
+    return EXIT_OK
+
+
+def baseline(settings: Settings, *, csv: str | None = None) -> int:
+    """TF-IDF + linear SVM on the bootstrap's rows, for comparison (also scored on `csv` when given)."""
+    from retrain.baseline import tfidf_svm_baseline
+    from retrain.setup import BootstrapSetup
+
+    setup = BootstrapSetup.from_settings(settings)
+    _print(tfidf_svm_baseline(setup.data, setup.max_rows, setup.train.seed, Path(csv) if csv else None))
+    return EXIT_OK
+
+
+def starter(
+    settings: Settings,
+    *,
+    version: str | None = None,
+    out: str | None = None,
+    command: str = "",
+    reexport: bool = False,
+    calibrate: bool = False,
+) -> int:
+    """Pack the champion (or `version`) as the shipped starter; or, in place, export the starter again
+    (`reexport`) or fit its temperature (`calibrate`)."""
+    from core.data import load_corpus
+    from core.registry.starter import STARTER_DIR
+    from core.registry.versions import ModelRegistry
+    from retrain.starter import calibrate_starter, data_files, package_starter, reexport_starter
+
+    data = settings.data
+    folder = Path(out) if out else STARTER_DIR
+    if calibrate:
+        corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
+        meta = calibrate_starter(folder, corpus.validation)
+        _print({"temperature": meta["temperature"], "calibration": meta["calibration"]})
+        return EXIT_OK
+    if reexport:
+        corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
+        meta = reexport_starter(
+            folder, corpus.validation, settings.export_config(),
+            description=corpus.description, data=data_files(data.source),
+        )
+        _print({"source_version": meta["source_version"], "validation": meta["validation"],
+                "file_bytes": meta["file_bytes"]})
+        return EXIT_OK
+    registry = ModelRegistry(settings.paths.models_dir)
+    chosen = registry.get(version) if version else registry.champion()
+    if chosen is None:
+        print("error: no champion to pack; train one with `python -m retrain bootstrap`", file=sys.stderr)
+        return EXIT_FAILED
+    corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
+    meta = package_starter(
+        chosen, folder, corpus.validation,
+        description=corpus.description, data=data_files(data.source), command=command,
+    )
+    _print({"source_version": chosen.version, "validation": meta["validation"], "file_bytes": meta["file_bytes"]})
+    return EXIT_OK

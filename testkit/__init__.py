@@ -1,0 +1,1 @@
+"""What tests and benchmarks share: throwaway PostgreSQL, app processes, a tiny model, attackers, fakes."""

@@ -1,0 +1,165 @@
+"""Hostile clients on a NewsLoop app, shared by the abuse tests and bench/soak.py: oversized and chunked bodies,
+blind queue joins and crowds of them, forged X-Forwarded-For lines, each from addresses of the attacker's choosing
+(X-Forwarded-For, as the host's proxy writes it).
+
+Run only against an app on loopback that you launched: these send hundreds of megabytes and floods of joins.
+
+    python -m testkit.attackers URL EVENT EACH CLIENT...    # `crowd_joins` from a process of its own
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One answer the attacker got."""
+
+    attack: str
+    status: int  # 0: no HTTP answer (connection closed before one)
+    seconds: float
+    nbytes: int
+    refused: bool | None = None  # None: by the status (a 4xx); the page refuses some things in a 200's message
+    detail: str = ""  # what a refusal said (crowd_joins)
+
+    @property
+    def was_refused(self) -> bool:
+        return 400 <= self.status < 500 if self.refused is None else self.refused
+
+
+def addresses(first_two: str) -> Iterator[str]:
+    """Fresh client addresses in `first_two`.0.0/16 (e.g. "203.0"), as the host's proxy would report them."""
+    for i in itertools.count():
+        yield f"{first_two}.{i // 250 % 250}.{i % 250 + 1}"
+
+
+def events(url: str) -> dict[str, int]:
+    """The page's events by name (private ones included): fn_index for joins."""
+    config = httpx.get(f"{url}config", timeout=30).json()
+    return {dep["api_name"]: dep["id"] for dep in config["dependencies"] if dep.get("api_name")}
+
+
+def list_bomb_body(items: int) -> bytes:
+    """`{"text": [0, 0, ...]}`: `items` invalid items in one JSON body."""
+    return ('{"text": [' + ",".join(["0"] * items) + "]}").encode()
+
+
+def two_forwarded_lines(client_line: str, proxy_line: str) -> list[tuple[str, str]]:
+    """Two X-Forwarded-For lines: what the client wrote itself, then the proxy's (the client's real address)."""
+    return [("x-forwarded-for", client_line), ("x-forwarded-for", proxy_line)]
+
+
+def blind_join(url: str, client: str, fn_index: int, data: list[Any] | None = None, *, timeout: float = 60.0,
+               http: httpx.Client | None = None) -> httpx.Response:
+    """Join the page's queue for event `fn_index` from `client`, as a fresh tab (a new session hash), and never
+    read the result; through `http` (a pooled client, its own timeout) when given."""
+    body = {"data": ["A flood of one story"] if data is None else data, "fn_index": fn_index,
+            "session_hash": uuid.uuid4().hex[:11], "event_data": None, "trigger_id": None}
+    headers = {"x-forwarded-for": client}
+    if http is not None:
+        return http.post(f"{url}gradio_api/queue/join", json=body, headers=headers)
+    return httpx.post(f"{url}gradio_api/queue/join", json=body, headers=headers, timeout=timeout)
+
+
+def call_event(http: httpx.Client, fn_index: int, data: list[Any], headers: dict[str, str]) -> tuple[int, Any]:
+    """Join the queue and read the event's result as a script would: (join status, output data or None)."""
+    session = uuid.uuid4().hex[:11]
+    body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None}
+    joined = http.post("gradio_api/queue/join", json=body, headers=headers)
+    if joined.status_code != 200:
+        return joined.status_code, None
+    with http.stream("GET", "gradio_api/queue/data", params={"session_hash": session}, headers=headers) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed":
+                    return 200, (message.get("output") or {}).get("data")
+    return 200, None
+
+
+def send_chunked(url: str, path: str, total: int, forwarded_for: str, timeout_s: float = 60.0) -> tuple[int, bytes, int]:
+    """POST `total` bytes with chunked transfer encoding (no Content-Length) over a raw socket, stopping as
+    soon as the server answers or closes; returns (status, 0 when none came; body; bytes sent)."""
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=timeout_s)
+    head = (f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+            f"Transfer-Encoding: chunked\r\nX-Forwarded-For: {forwarded_for}\r\n\r\n")
+    chunk = b"%x\r\n%s\r\n" % (1 << 20, b"[" * (1 << 20))
+    sent, answer, closed, pending = 0, b"", False, b""
+    try:
+        sock.sendall(head.encode())
+        sock.setblocking(False)
+        while sent < total and not answer and not closed:
+            with contextlib.suppress(BlockingIOError):
+                data = sock.recv(65536)
+                answer, closed = answer + data, not data
+            pending = pending or chunk
+            try:
+                written = sock.send(pending)
+                sent, pending = sent + written, pending[written:]
+            except BlockingIOError:
+                time.sleep(0.001)
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+        sock.settimeout(10)
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            data = sock.recv(65536)
+            if not data:
+                break
+            answer += data
+    except (ConnectionResetError, TimeoutError, OSError):
+        pass
+    finally:
+        sock.close()
+    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+    head_end = answer.find(b"\r\n\r\n")
+    return status, answer[head_end + 4:] if head_end >= 0 else b"", sent
+
+
+def crowd_joins(url: str, event: str, clients: list[str], each: int, data: list[Any]) -> list[Hit]:
+    """Every client joins `event` `each` times at once and never reads a result (a blind join): what the
+    queue admits, and how fast it answers."""
+    fn_index = events(url)[event]
+    workers = min(128, len(clients) * each)
+    # One client, its connections pooled: a fresh client per request spends the machine's CPU on TLS setup.
+    http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=workers, max_keepalive_connections=workers))
+
+    def join(client: str) -> Hit:
+        started = time.perf_counter()
+        try:
+            response = blind_join(url, client, fn_index, data, http=http)
+        except httpx.HTTPError:
+            return Hit(f"{event} crowd", 0, time.perf_counter() - started, 0)
+        detail = "" if response.status_code == 200 else str(response.json().get("detail", ""))[:80]
+        return Hit(f"{event} crowd", response.status_code, time.perf_counter() - started, len(response.content),
+                   detail=detail)
+
+    with http, ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(join, clients * each))
+
+
+def main() -> None:
+    """`python -m testkit.attackers URL EVENT EACH CLIENT...`: `crowd_joins` from a process of its own (so the
+    attacker's threads do not share the app's interpreter); prints one JSON line of the answers' statuses."""
+    import sys
+
+    url, event, each, *clients = sys.argv[1:]
+    hits = crowd_joins(url, event, clients, int(each), ["A crowd of one story"])
+    print(json.dumps({"statuses": [h.status for h in hits], "details": sorted({h.detail for h in hits})}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""A tiny model for tests and benches: its settings (new-page bounds lifted for loopback) and a trained champion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.settings.config import Settings, load_settings
+
+# Every browser a test simulates comes from one loopback address, many a second: the new-page bounds (meant
+# for a crowd of strangers) are lifted, except where a test sets them (tests/e2e/test_abuse.py: the defaults).
+MANY_PAGES = {"new_sessions_per_minute": 1_000_000, "new_sessions_per_second": 1_000_000}
+MANY_PAGES_ENV = {f"NEWSLOOP_{name.upper()}": str(value) for name, value in MANY_PAGES.items()}  # an app process's
+
+
+def tiny_settings(home: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"home": home, "data": "seed", "max_length": 64, "bootstrap_max_minutes": 0.0,
+                                 **MANY_PAGES}
+    return load_settings(**(values | overrides))
+
+
+def build_tiny_champion(home: Path, seed: int = 0, track: bool = False, **overrides: object) -> Settings:
+    """Train a 2-layer random BERT on the seed set for a few steps and make it champion (seconds)."""
+    from transformers import AutoTokenizer
+
+    from retrain.bootstrap import bootstrap
+    from retrain.model import resolve_base_model, tiny_model
+    from retrain.setup import BootstrapSetup
+
+    settings = tiny_settings(home, **overrides)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
+    bootstrap(BootstrapSetup.from_settings(settings), model_and_tokenizer=(tiny_model(seed=seed), tokenizer), track=track)
+    return settings
