@@ -1,1 +1,1 @@
-"""Benchmarks for the Speed issue: `python bench/serving.py`, `python bench/training.py`."""
+"""Benchmarks: each script prints figures measured in one run, with the command that reproduces them."""

@@ -41,7 +41,7 @@ from bench.common import CpuWatch, contention_note
 
 TARGET_MINUTES = 4.0
 TARGET_P50_RATIO = 2.0
-# The recipe before issue 27 (README "Performance"), for --compare: settings, and the training loop's own.
+# The previous retrain recipe (docs/results/performance.md), for --compare: settings, and the training loop's own.
 PREVIOUS_RECIPE: dict[str, object] = {"retrain_base_rows": 3000, "retrain_freeze_layers": 0, "distill_weight": 0.0}
 PREVIOUS_LOOP: dict[str, object] = {"eval_checks": 4}
 

@@ -53,7 +53,7 @@ ONNX_INT8 = "onnx-int8"
 REFERENCE = "reference"  # --reference: another ONNX file, measured in the same rounds
 WARMUP_TEXTS = 10
 RSS_TEXTS = 100
-TARGET_INT8_P50_MS = 3.5  # issue 16: model + tokenizer, single text
+TARGET_INT8_P50_MS = 3.5  # the serving target: model + tokenizer, single text
 
 # Runs in a fresh interpreter so the memory figure is that of a serving process, not of this one.
 _RSS_CHILD = r"""

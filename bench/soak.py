@@ -1,4 +1,4 @@
-"""Soak: honest clients classify and answer through the page and REST while issue 23's attacks run in rotation
+"""Soak: honest clients classify and answer through the page and REST while the attacks of bench/attacks.py run in rotation
 from other addresses, on a launched app configured as a Space, after a quiet run of the same honest clients.
 
     .venv/bin/python bench/soak.py --minutes 2      # 2 minutes under attack (after 60 s quiet)

@@ -163,45 +163,77 @@ class GateResult:
         )
 
 
-def _pt(x: float | None) -> str:
-    return "?" if x is None else f"{x * 100:.2f} pt"
+SET_WORDS = {
+    EvalSetName.BASE: "the base validation data",
+    EvalSetName.HOLDOUT: "the held-out feedback",
+    EvalSetName.TRAFFIC: "the traffic set (articles drawn at random from the pool)",
+    EvalSetName.POOLED: "all evaluation articles together",
+}
 
 
-def _ratio(x: float | None) -> str:
-    return "?" if x is None else f"{x:.4f}"
+def pct(x: float | None) -> str:
+    """A share (0..1) as a percentage with two decimals."""
+    return "?" if x is None else f"{x * 100:.2f}%"
+
+
+def points(x: float | None) -> str:
+    """A difference of shares (0..1) in percentage points, signed."""
+    return "?" if x is None else f"{x * 100:+.2f} points"
+
+
+def p_text(p: float | None) -> str:
+    return "?" if p is None else f"{p:.2g}"
+
+
+def _set(subject: str) -> str:
+    try:
+        return SET_WORDS[EvalSetName(subject)]
+    except ValueError:
+        return subject
 
 
 def describe(r: RuleResult) -> str:
-    """One rule's verdict in plain English, from its fields alone."""
-    pairs = f"challenger alone right on {r.challenger_only}, champion alone right on {r.champion_only}"
+    """One rule's verdict in a maintainer's words, from its fields alone: the one phrasing of each rule, which the
+    command line, MLflow and the admin view all show (empty for a passed rule with nothing to say)."""
+    alone = f"the new model alone was right on {r.challenger_only:,}, the current one alone on {r.champion_only:,}"
     if r.rule == Rule.CHAMPION:
-        return "no champion to compare against: run `python -m retrain bootstrap` first"
+        return "There was no model in service to compare against: train one first (`newsloop bootstrap`)." if not r.passed else ""
     if r.rule == Rule.FEEDBACK:
+        if r.passed:
+            return ""
         if r.left_out:
-            return (f"no trusted feedback to train on: all {r.left_out} trusted answers are on base-validation texts, "
-                    "which training leaves out")
-        return "no trusted feedback to train on"
+            return (f"Nothing to learn from: all {r.left_out:,} trusted answers are on articles of the base "
+                    "validation set, which training never uses (the gate judges on them).")
+        return "There is no trusted feedback to learn from yet."
     if r.rule == Rule.MARGIN:
-        return (f"macro-F1 gain {_ratio(r.difference)} is {'at least' if r.passed else 'below'} the required margin "
-                f"{_ratio(r.threshold)} (champion {_ratio(r.champion)}, challenger {_ratio(r.challenger)})")
+        verdict = "It scored" if r.passed else "The new model was not clearly better: it scored"
+        return (f"{verdict} {pct(r.challenger)} against {pct(r.champion)} (macro-F1, base data blended with users' "
+                f"articles); it needed a gain of {points(r.threshold)}.")
     if r.rule == Rule.DISCORDANT:
-        return (f"{r.challenger_only + r.champion_only} discordant examples ({pairs}); the significance test needs "
-                f"at least {r.threshold:.0f}")
+        return (f"The two models disagreed on only {r.challenger_only + r.champion_only:,} articles; at least "
+                f"{r.threshold or 0:.0f} are needed to judge.")
     if r.rule == Rule.GAIN:
-        tests = "; ".join(f"{t.subject}: {t.challenger_only} vs {t.champion_only} on {t.n} rows, p = {t.p_value:.4g}"
-                          for t in r.tests)
-        verdict = "is below" if r.passed else "is not below"
-        return f"one-sided McNemar p-value {r.p_value:.4g} {verdict} alpha {r.threshold:g} (Bonferroni over: {tests})"
+        best = min(r.tests, key=lambda t: t.p_value, default=None)
+        where = (f" On {_set(best.subject)} ({best.n:,} articles) the new model alone was right on "
+                 f"{best.challenger_only:,}, the current one alone on {best.champion_only:,}.") if best else ""
+        if r.passed:
+            return f"It is significantly better (p = {p_text(r.p_value)}, below {r.threshold:g}).{where}"
+        return (f"The gain could be chance (p = {p_text(r.p_value)}; it must be below {r.threshold:g}, "
+                f"one-sided, adjusted for {len(r.tests)} tests).{where}")
     if r.rule == Rule.NOT_WORSE:
-        verdict = "significantly worse" if not r.passed else "not significantly worse"
-        return f"challenger is {verdict} on {r.subject} ({pairs} of {r.n}; one-sided McNemar p = {r.p_value:.4g})"
+        if r.passed:
+            return ""
+        return (f"The new model is clearly worse on {_set(r.subject)}: accuracy {pct(r.champion)} → "
+                f"{pct(r.challenger)}; {alone} of {r.n:,} articles (p = {p_text(r.p_value)}).")
     if r.rule in (Rule.BASE_ACCURACY, Rule.LABEL_RECALL):
-        what = "accuracy" if r.rule == Rule.BASE_ACCURACY else f"{r.subject} recall"
-        verdict = "within" if r.passed else "not shown within"
-        return (f"{what} on base_validation went from {_ratio(r.champion)} to {_ratio(r.challenger)} "
-                f"({_pt(r.difference)}); a drop of {_pt(r.threshold)} or more is {'ruled out' if r.passed else 'not ruled out'}: "
-                f"{(r.confidence or 0):.0%} lower bound {_pt(r.bound)}, p = {(r.p_value or 1.0):.4g} on {r.n} rows "
-                f"({verdict} the non-inferiority margin)")
+        what = "Accuracy on the base validation data" if r.rule == Rule.BASE_ACCURACY else (
+            f"How many {r.subject} articles it finds (recall, base validation)")
+        verdict = "is ruled out" if r.passed else "cannot be ruled out"
+        return (f"{what}: {pct(r.champion)} → {pct(r.challenger)} ({points(r.difference)}, {r.n:,} articles). "
+                f"A loss of {points(r.threshold).lstrip('+')} or more {verdict} (lower bound {points(r.bound)} at "
+                f"{pct(r.confidence)} confidence).")
     if r.rule == Rule.CHAMPION_UNCHANGED:
-        return f"the champion is now {r.note or 'none'}, not {r.subject}: another promotion or rollback happened meanwhile"
-    return f"{r.rule.value}: {'passed' if r.passed else 'failed'}"
+        if r.passed:
+            return ""
+        return f"Another model ({r.note or 'none'}) was put in service while it ran, so this one was not promoted."
+    return f"{r.rule.value}: {'passed' if r.passed else 'failed'}."

@@ -1,4 +1,4 @@
-"""Short versions of issue 23's attacks: one stranger must not stall, fill or lock the app for everyone else.
+"""Short versions of the soak's attacks: one stranger must not stall, fill or lock the app for everyone else.
 
 Each attack runs against a launched app configured as a Space (SPACE_ID set: one trusted proxy hop, so each
 client's address is the last X-Forwarded-For entry, as in tests/e2e/test_attacks.py). For each: the attacker

@@ -112,7 +112,7 @@ def test_forty_minted_identities_get_no_wrong_label_trusted(space: Served) -> No
             assert attacker.call("feedback", wrong_label, shown, text)[0].startswith("Thanks, saved")
             attacker.close()
     # Their corrections may not train; each corrected text became a pool item held for a maintainer's review
-    # (issue 22: strangers do not write into everyone's queue).
+    # (strangers do not write into everyone's queue).
     with sqlite3.connect(space.store.path) as db:
         candidates = {row[0] for row in db.execute("SELECT text FROM pool WHERE source = 'correction' AND held_by IS NOT NULL")}
     assert {f"Unclear story {t}: talks on chips, tariffs and the cup" for t in range(5)} <= candidates
@@ -162,7 +162,7 @@ def test_a_sign_in_without_a_browser_id_opens_nothing_for_anyone(space: Served) 
     assert refused(admin, "overview")
 
 
-# 2b. Admin session fixation and reusable export links (issue 22) -----------------------------------------
+# 2b. Admin session fixation and reusable export links -----------------------------------------
 def test_a_planted_browser_id_never_becomes_an_admin_session(space: Served) -> None:
     attacker = space.visitor(real_address())
     attacker.events()  # the attacker's own browser id...

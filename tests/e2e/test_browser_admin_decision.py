@@ -59,7 +59,7 @@ def sign_in(page) -> None:  # type: ignore[no-untyped-def]
     _wait_for_text(page, "#retrain-decision", "promoted", "Promoted", "retrain")
 
 
-# What the record says, in the forms the page prints (web.admin.decision_words: pct, points, p_text) ----------------
+# What the record says, in the forms the page prints (core.evaluation.decision: pct, points, p_text) ----------------
 
 def pct(x: float) -> str:
     return f"{x * 100:.2f}"

@@ -4,7 +4,7 @@ annotator still trained on, and strangers' corrections kept out of everyone's qu
 The app runs as on a Space (one trusted proxy hop: each visitor's address is the last X-Forwarded-For entry)
 with NEWSLOOP_TRAIN_ON=checked and one agreeing label required. Every queue item is a check until the checks
 run out (NEWSLOOP_CHECK_SHARE=1), so each annotator meets all twelve and nothing depends on luck. The tiny
-model is right on nine of them: copying its label scores 75%, which passed checks before issue 22.
+model is right on nine of them: copying its label scores 75%, which passed checks before telling checks counted.
 """
 
 from __future__ import annotations

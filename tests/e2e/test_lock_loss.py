@@ -1,11 +1,11 @@
-"""The app keeps its SQLite locks while another process reads, checkpoints and closes the database (issue 22).
+"""The app keeps its SQLite locks while another process reads, checkpoints and closes the database.
 
 A launched app (this process) serves every kind of request, hostile ones included, while a second process
 opens the database, reads it, runs `PRAGMA wal_checkpoint(TRUNCATE)` and closes it, over and over, as
 `python -m feedback stats` or a backup would. Were the app to drop its POSIX locks (any descriptor of the
 file opened and closed outside SQLite does that: a hash, a copy, a file route), that process would take
 itself for the last user and delete the -wal and -shm files from under the app: "disk I/O error", lost
-answers. Before issue 22 a visitor could cause it by naming the database as an upload's path.
+answers. Before the upload guard a visitor could cause it by naming the database as an upload's path.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def test_run_without_feedback_is_refused_and_changes_nothing(tiny_home_copy: Pat
     before = (tiny_home_copy / "models" / "registry.json").read_text()
     result = run_retrain(settings)
     assert result.decision == "refused"
-    assert result.reasons == ["no trusted feedback to train on"]
+    assert result.reasons == ["There is no trusted feedback to learn from yet."]
     assert (tiny_home_copy / "models" / "registry.json").read_text() == before
     assert read_last_run(settings.paths).decision == "refused"
 

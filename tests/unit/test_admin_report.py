@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.evaluation.decision import GateResult, Rule, RuleResult
+from core.evaluation.decision import GateResult, Rule, RuleResult, p_text, pct, points
 from core.evaluation.paired import traffic_sample_size
 from core.registry.stages import Outcome, Progress, RowCounts, RunRecord, Stage, read_last_run, state_payload
 from core.registry.versions import write_json_atomic
@@ -20,7 +20,7 @@ from core.settings.policies import GateConfig
 from core.storage.paths import HomePaths
 from retrain.gate import EvalSet, decide
 from web.admin import report
-from web.admin.decision_words import decision_text, p_text, pct, points, traffic_sentence
+from web.admin.decision_words import decision_text, traffic_sentence
 from web.admin.jobs import JobStatus, RetrainJobs
 from web.admin.report import served_accuracy
 

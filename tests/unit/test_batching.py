@@ -46,7 +46,7 @@ def test_a_failing_model_call_reaches_every_waiting_caller() -> None:
 
 
 def test_a_lone_caller_does_not_wait_for_company_that_is_not_coming() -> None:
-    # A single client would otherwise pay the whole wait on every request (issue 16: REST p50).
+    # A single client would otherwise pay the whole wait on every request (REST p50).
     batcher = MicroBatcher(lambda texts: list(texts), max_batch=8, max_wait_s=30.0)
     start = time.monotonic()
     assert [batcher.predict_one(f"t{i}") for i in range(3)] == ["t0", "t1", "t2"]

@@ -1,6 +1,6 @@
 """Trust an attacker with a handful of addresses cannot buy, under TRAIN_ON=checked, against a real store.
 
-The attacker of issue 22: four identities on four addresses answer every queue item (known-answer checks
+The checked-trust attacker: four identities on four addresses answer every queue item (known-answer checks
 included) with the model's own label, which passes checks wherever the model is right, then one-click the
 least likely label on texts the model is unsure of, each text from two addresses.
 """
@@ -92,7 +92,7 @@ def test_copying_the_model_on_checks_then_one_clicking_wrong_labels_trains_nothi
 ) -> None:
     sybils = attack(store)
     scores = check_scores(store.answers(), store.gold_labels())
-    # By accuracy alone they would pass (the rule before issue 22): 9 of 12 checks right.
+    # By accuracy alone they would pass (the rule before telling checks): 9 of 12 checks right.
     assert all(scores[who].answered == 12 and scores[who].accuracy == 0.75 for who in sybils)
     assert all(scores[who].telling == 3 and scores[who].telling_right == 0 for who in sybils)
 
