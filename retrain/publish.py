@@ -118,20 +118,15 @@ def calibrate(
     temperatures = fit_temperatures(np.concatenate([log_probs(p) for _, p in by_form.values()]), labels, read_as)
     # The pooled temperature's ECE beside: what one temperature per form buys, on the same rows.
     return temperatures, {
-        form: calibration_report(p, _labels(examples), row_temperatures(temperatures, examples))
+        form: calibration_report(p, _labels(examples), temperatures.per_text([e.text for e in examples]))
         | {"ece_pooled": expected_calibration_error(with_temperature(log_probs(p), temperatures.pooled), _labels(examples))}
         for form, (examples, p) in by_form.items()
     }
 
 
-def row_temperatures(temperatures: Temperatures, examples: list[Example]) -> np.ndarray:
-    """Each example's temperature, as serving would pick it from the text."""
-    return temperatures.per_row([guess_form(e.text).value for e in examples])
-
-
 def calibrated_probs(temperatures: Temperatures, examples: list[Example], probs: np.ndarray) -> np.ndarray:
     """`probs` (uncalibrated, of `examples`) as served: each divided by its text's temperature."""
-    return with_temperature(log_probs(probs), row_temperatures(temperatures, examples)).astype(np.float32)
+    return with_temperature(log_probs(probs), temperatures.per_text([e.text for e in examples])).astype(np.float32)
 
 
 def _labels(examples: list[Example]) -> np.ndarray:

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from core.input_forms import guess_form
+
 ECE_BINS = 15
 MIN_FORM_ROWS = 200  # validation texts read as a form before that form gets its own temperature
 _T_RANGE = (0.05, 20.0)
@@ -40,6 +42,13 @@ class Temperatures:
     def per_row(self, forms: Sequence[str]) -> np.ndarray:
         """Each row's temperature, for rows read as `forms`."""
         return np.asarray([self.of(form) for form in forms], dtype=np.float64)
+
+    def per_text(self, texts: Sequence[str]) -> np.ndarray:
+        """Each text's temperature, its form read as serving reads it (core.input_forms); without temperatures
+        by form, no text's form is read."""
+        if not self.by_form:
+            return np.full(len(texts), self.pooled, dtype=np.float64)
+        return self.per_row([guess_form(text).value for text in texts])
 
     def to_meta(self) -> dict[str, Any]:
         return {"temperature": self.pooled, "temperatures": dict(self.by_form)}

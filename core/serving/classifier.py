@@ -38,6 +38,7 @@ class Prediction:
     probabilities: dict[str, float]
     truncated: bool  # the text was longer than the model reads; only its first part was classified
     model_version: str
+    form: str = ""  # the input form the text reads as (core.input_forms), an InputForm value
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -104,12 +105,9 @@ class OnnxClassifier:
         """One temperature for every form (1.0: the uncalibrated softmax)."""
         self.temperatures = Temperatures(float(value))
 
-    def calibrated(self, texts: Sequence[str], logits: np.ndarray) -> np.ndarray:
-        """Calibrated probabilities of `logits`, the logits of `texts`, each divided by its form's temperature."""
-        if not self.temperatures.by_form:
-            return softmax(logits / self.temperatures.pooled)
-        rows = self.temperatures.per_row([guess_form(text).value for text in texts])
-        return softmax(logits / rows[:, None].astype(logits.dtype))
+    def calibrated(self, logits: np.ndarray, temperatures: np.ndarray) -> np.ndarray:
+        """Calibrated probabilities: each row of `logits` divided by its text's temperature."""
+        return softmax(logits / temperatures[:, None].astype(logits.dtype))
 
     def encode(self, texts: Sequence[str]) -> list:
         if len(texts) == 1:  # one text: nothing for encode_batch's thread pool to share out
@@ -151,7 +149,7 @@ class OnnxClassifier:
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Calibrated probabilities, one column per label in the model's own order (`self.labels`)."""
-        return self.calibrated(texts, self.logits(texts, batch_size))
+        return self.calibrated(self.logits(texts, batch_size), self.temperatures.per_text(texts))
 
     def proba_in_label_order(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Probabilities with columns in `core.labels.LABELS` order, so that column i is label index i
@@ -161,15 +159,18 @@ class OnnxClassifier:
 
     def predict(self, texts: Sequence[str], batch_size: int = 32) -> list[Prediction]:
         encodings = self.encode(texts) if texts else []
-        probs = self.calibrated(texts, self._logits(encodings, batch_size))
+        # Each text's form is read once: for its temperature, and for whoever watches traffic by form.
+        forms = [guess_form(text).value for text in texts]
+        probs = self.calibrated(self._logits(encodings, batch_size), self.temperatures.per_row(forms))
         out = []
-        for enc, row in zip(encodings, probs, strict=True):
+        for enc, row, form in zip(encodings, probs, forms, strict=True):
             out.append(
                 Prediction(
                     label=self.labels[int(row.argmax())],
                     probabilities={label: float(p) for label, p in zip(self.labels, row, strict=True)},
                     truncated=bool(enc.overflowing),
                     model_version=self.version,
+                    form=form,
                 )
             )
         return out

@@ -38,7 +38,6 @@ from starlette.routing import Route
 
 from core.data import InputForm
 from core.evaluation.estimate import Estimate, Tally
-from core.input_forms import guess_form
 from core.labels import LABELS
 from core.registry.stages import Outcome, read_history, read_last_run, running_run
 from core.storage.paths import HomePaths
@@ -80,9 +79,10 @@ class FormEstimates:
         self._pending: dict[str, list[list[float]]] = {}
         self._pending_rows = 0
 
-    def observe(self, texts: Sequence[str], predictions: Sequence[Any], champion: str | None) -> None:
-        rows = [(FORM_NAMES[guess_form(text)], _in_label_order(prediction.probabilities))
-                for text, prediction in zip(texts, predictions, strict=False)
+    def observe(self, predictions: Sequence[Any], champion: str | None) -> None:
+        """Served predictions, each with the form its text reads as (core.serving.classifier.Prediction.form)."""
+        rows = [(FORM_NAMES[InputForm(prediction.form)], _in_label_order(prediction.probabilities))
+                for prediction in predictions
                 # a prediction of the model being replaced is not the champion's traffic
                 if champion is not None and prediction.model_version == champion]
         if not rows:
@@ -203,7 +203,7 @@ class MeteredClassifier:
             if isinstance(exc, NoChampionError):
                 self.metrics.classify_errors.labels(self.source, "no_model").inc()
             raise
-        self.metrics.estimates.observe(texts, predictions, self.inner.version)
+        self.metrics.estimates.observe(predictions, self.inner.version)
         return predictions
 
     def proba_in_label_order(self, texts: Sequence[str]) -> np.ndarray:
