@@ -26,6 +26,7 @@ from core.registry.versions import ModelRegistry
 from core.settings.config import ConfigError, Settings, ensure_home, load_settings
 from core.storage.locks import LockBusy, file_lock
 from core.storage.snapshot_schedule import SnapshotSchedule, restore_if_fresh
+from feedback.served import save_tallies
 from feedback.shared_state import (
     Busy,
     SharedAdminSessions,
@@ -44,7 +45,7 @@ from web.page.tabs import build_page
 from web.server.api import build_api
 from web.server.asgi import ServerOptions, build_server, serve
 from web.server.identity import IdentityService, ProxyPolicy
-from web.server.metrics import Metrics, MetricsMiddleware, metrics_router
+from web.server.metrics import Metrics, MetricsMiddleware, ServedTallies, metrics_router
 from web.server.origin_guard import OriginPolicy
 
 log = logging.getLogger("newsloop.app")
@@ -116,9 +117,10 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
     page_state, admin_state = shared_web_state(settings, store)
     metrics = serving_metrics(settings, classifier, store)
     actions = NewsLoopActions(
-        metrics.metered(classifier, "page") if metrics else classifier,
-        metrics.counting_answers(store) if metrics else store,
-        limits=page_limits(settings), queue=settings.queue, identities=identities, **page_state
+        metrics.metered(classifier, "page"),
+        metrics.counting_answers(store),
+        limits=page_limits(settings), queue=settings.queue, identities=identities, refused=metrics.page_refusal,
+        **page_state
     )
     admin = None
     if settings.hosting.admin_enabled:
@@ -136,12 +138,14 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             hub_dataset=settings.storage.hub_dataset,
             hub_token=settings.storage.hub_token,
             export_dir=settings.storage.home / "exports",  # under home: never served by Gradio (blocked_paths)
+            monitor=settings.monitor,
+            flush_served=metrics.estimates.flush,
             **admin_state,
         )
     demo = build_page(actions, admin, hf_sign_in=settings.hosting.hf_sign_in)
     # api_open=False: every event goes through the queue (its concurrency and size limits); no direct POST.
     demo.queue(api_open=False, default_concurrency_limit=8, max_size=256)
-    routers = [*api_routers(metrics.metered(classifier, "api") if metrics else classifier, actions, identities,
+    routers = [*api_routers(metrics.metered(classifier, "api"), actions, identities,
                             settings.serving.max_batch_texts),
                *([admin_router(admin)] if admin else []), *metrics_routers(metrics, settings)]
     options = ServerOptions(
@@ -155,29 +159,31 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         new_sessions_per_second=settings.limits.new_sessions_per_second,
         routers=routers,
         origins=OriginPolicy.from_urls(settings.hosting.public_url_list, settings.hosting.space_host),
-        early_refusals=[(actions.classify, metrics.counting_refusals(actions.classify_refusal) if metrics
-                         else actions.classify_refusal),
+        early_refusals=[(actions.classify, metrics.counting_refusals(actions.classify_refusal)),
                         *([(admin.login, admin.sign_in_refusal)] if admin else [])],
     )
     server = build_server(demo, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
-    if metrics is not None:  # outermost: what the guards inside refuse is counted too
+    # What this server tallied since its last write is written as it stops (a restart, a Space's redeploy).
+    server.router.on_shutdown.append(metrics.estimates.flush)
+    if settings.serving.metrics:  # outermost: what the guards inside refuse is counted too
         routes = [*server.routes, *(route for router in routers for route in router.routes)]  # templates, unprefixed
         server.add_middleware(MetricsMiddleware, metrics=metrics, routes=routes)
     return server
 
 
-def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> Metrics | None:
-    """This app's metrics (web.server.metrics), in a registry of its own; None when NEWSLOOP_METRICS is off."""
-    if not settings.serving.metrics:
-        return None
+def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> Metrics:
+    """This app's metrics (web.server.metrics), in a registry of its own, with the served tallies written to the
+    store (feedback.served). Built whether or not NEWSLOOP_METRICS serves them: the admin view, `status` and
+    `watch` read the tallies."""
     required = settings.queue.labels_required
     pool_left = (lambda: store.pool_left(required)) if store is not None else None
-    return Metrics(lambda: classifier.version, pool_left, settings.paths)
+    save = (lambda writer, tallies: save_tallies(store.database, writer, tallies)) if store is not None else None
+    return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save))
 
 
-def metrics_routers(metrics: Metrics | None, settings: Settings) -> list[APIRouter]:
+def metrics_routers(metrics: Metrics, settings: Settings) -> list[APIRouter]:
     """GET /metrics when metrics are on: behind NEWSLOOP_METRICS_TOKEN when one is set, refused on a Space without."""
-    if metrics is None:
+    if not settings.serving.metrics:
         return []
     token = settings.serving.metrics_token.get_secret_value() if settings.serving.metrics_token else None
     return [metrics_router(metrics, token or None, public=settings.hosting.on_space)]

@@ -13,13 +13,14 @@ Run from the repository root::
     python bench/loop.py                         # full: bigger champion, 4 rounds, both orders (< 60 min)
     python bench/loop.py --tiny                  # seconds: 2-layer random model on the seed set (mechanics)
     python bench/loop.py --quick --malicious 0.2    # trolls give 20% of answers; known-answer checks on
-    python bench/loop.py --from-starter          # the headline shift from the shipped starter (see below)
-    python bench/loop.py --write-starter-data DIR   # the data folder the shipped starter was trained on
+    python bench/loop.py --from-starter          # the headline shift from the scenario's own starter (see below)
+    python bench/loop.py --write-starter-data DIR   # the data folder the scenario's starter is trained on
 
-`--from-starter` is a second scenario (bench/sim/shift.py): the shipped starter was trained without a few
-thousand held-out train.csv rows (bench/sim/headlines.py); labellers answer the real queue on their
-headlines, real retrains gate the challengers, and each champion is scored on a disjoint unseen part read
-as headlines and as whole articles.
+`--from-starter` is a second scenario (bench/sim/shift.py): a starter trained without a few thousand held-out
+train.csv rows (bench/sim/headlines.py), packed once in ../scenario-starter (the shipped starter trains on every
+row, so it is refused here; the command that builds the scenario's is printed when it is missing); labellers
+answer the real queue on their headlines, real retrains gate the challengers, and each champion is scored on a
+disjoint unseen part read as headlines and as whole articles.
 
 Data: `--data` (default NEWSLOOP_DATA, else ../shared/data/ag_news), a local AG-News-format folder or CSV.
 The last printed line is a one-line SUMMARY. The simulation's parts live in `bench/sim/`; this file is its
@@ -53,7 +54,7 @@ from bench.sim.plot import write_outputs
 from bench.sim.report import compare, outcome, print_plan, print_results, summary_line
 from bench.sim.rounds import LoopOptions, run_order
 from bench.sim.rows import ORDERS, RoundRow
-from core.registry.starter import STARTER_DIR
+from bench.sim.shift import SCENARIO_STARTER
 from core.settings.config import PROJECT_ROOT
 
 
@@ -66,8 +67,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                       help="the headline shift from the shipped starter: labels on held-out headlines, real retrains")
     mode.add_argument("--write-starter-data", type=Path, metavar="DIR",
                       help="only write the shipped starter's data folder (without the held-out rows) to DIR, and exit")
-    parser.add_argument("--starter", type=Path, default=STARTER_DIR, metavar="DIR",
-                        help="with --from-starter: start from this packed starter folder (default: models/starter)")
+    parser.add_argument("--starter", type=Path, default=SCENARIO_STARTER, metavar="DIR",
+                        help="with --from-starter: the scenario's own starter, trained without its held-out rows "
+                             "(default: ../scenario-starter; the command to build it is printed when it is missing)")
     parser.add_argument("--data", default=None,
                         help="AG-News folder or CSV (default NEWSLOOP_DATA, else ../shared/data/ag_news; --tiny: seed)")
     parser.add_argument("--home", type=Path, default=None,

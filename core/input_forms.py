@@ -19,6 +19,8 @@ import re
 
 from core.data import InputForm
 
+# How a form is named where people and dashboards read it (the admin view, `status`, /metrics labels).
+FORM_NAMES = {InputForm.TITLE.value: "headline", InputForm.BODY.value: "description", InputForm.FULL.value: "full"}
 HEADLINE_WORDS = 14
 OPENING_WORDS = 5
 TITLE_CASE_SHARE = 0.75

@@ -126,8 +126,21 @@ def _v8(op: Operations) -> None:
     op.execute(p.update().where(sa.exists().where(a.c.text_hash == p.c.text_hash)).values(traffic=0))
 
 
+def _v9(op: Operations) -> None:
+    """What was served (`feedback.served`): each server's tally of the champion's calibrated probabilities per UTC
+    day, input form and model version, one row per writing process (summed when read), no text kept."""
+    op.create_table(
+        "served_tallies", _text("day", required=True), _text("form", required=True),
+        _text("model_version", required=True), _text("writer", required=True),
+        sa.Column("n", sa.Integer, nullable=False), sa.Column("confidence_sum", FLOAT8, nullable=False),
+        sa.Column("variance_sum", FLOAT8, nullable=False), _text("confusion", required=True),
+        _text("confidence_counts", required=True), _text("updated_at", required=True),
+        sa.PrimaryKeyConstraint("day", "form", "model_version", "writer"),
+    )
+
+
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
-MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8}
+MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).

@@ -76,5 +76,19 @@ guidelines = sa.Table(
     sa.Column("saved_by", sa.Text),
 )
 
+served_tallies = sa.Table(
+    "served_tallies", metadata,
+    sa.Column("day", sa.Text, primary_key=True),
+    sa.Column("form", sa.Text, primary_key=True),
+    sa.Column("model_version", sa.Text, primary_key=True),
+    sa.Column("writer", sa.Text, primary_key=True),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("confidence_sum", FLOAT8, nullable=False),
+    sa.Column("variance_sum", FLOAT8, nullable=False),
+    sa.Column("confusion", sa.Text, nullable=False),
+    sa.Column("confidence_counts", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
+)
+
 # What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items).
-COPIED = (answers, pool, skips)
+COPIED = (answers, pool, skips, served_tallies)

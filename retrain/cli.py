@@ -81,7 +81,8 @@ def rollback(settings: Settings, **options: Any) -> int:
     return commands.rollback(settings, **options)
 
 
-@click.command(help="Retrain whenever enough new trusted feedback has arrived.")
+@click.command(help="Retrain whenever enough new trusted feedback has arrived (or, with "
+               "NEWSLOOP_MONITOR_RETRAIN_ON_ALERT, any while the traffic alert is up).")
 @click.option("--interval", type=float, default=None, help="seconds between checks (default 60)")
 @click.option("--min-new", type=int, default=None,
               help="new trusted answers since the last run needed (default NEWSLOOP_RETRAIN_MIN_FEEDBACK)")
@@ -99,7 +100,8 @@ def evaluate(settings: Settings, **options: Any) -> int:
     return commands.evaluate(settings, **options)
 
 
-@click.command(help="Print the model registry and the feedback a retrain would see, as JSON.")
+@click.command(help="Print the model registry, the feedback a retrain would see and the champion on its served "
+               "traffic, as JSON; exits 5 when the traffic alert is up.")
 @_with_settings
 def status(settings: Settings) -> int:
     return commands.status(settings)

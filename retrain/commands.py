@@ -15,6 +15,7 @@ EXIT_OK = 0  # also: a retrain promoted its challenger
 EXIT_FAILED = 1
 EXIT_REFUSED = 3  # a retrain ran and the gate kept the champion
 EXIT_BUSY = 4  # another retrain holds the lock
+EXIT_ALERT = 5  # `status`: the champion's estimated accuracy on its traffic raised the alert (core.evaluation.monitor)
 
 
 def _print(payload: object) -> None:
@@ -106,17 +107,15 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
 
 
 def watch(settings: Settings, *, interval: float | None = None, min_new: int | None = None, once: bool = False) -> int:
-    """Retrain whenever enough new trusted answers have arrived since the last run (forever, or one check)."""
-    import contextlib
+    """Retrain whenever enough new trusted answers have arrived since the last run, or (with
+    NEWSLOOP_MONITOR_RETRAIN_ON_ALERT) while the traffic alert is up and any new trusted answer has; forever, or one
+    check."""
     import logging
     import time
 
     from core.host.cpu_share import yield_cpu
 
     settings = yield_cpu(settings)  # before torch starts a thread: threads inherit the priority
-    from core.registry.stages import read_last_run
-    from feedback.readiness import count_new_trusted
-    from feedback.store import FeedbackStore
     from retrain.run import retrain as run_retrain
     from retrain.setup import RetrainSetup
     from retrain.state import RetrainBusy
@@ -128,12 +127,9 @@ def watch(settings: Settings, *, interval: float | None = None, min_new: int | N
     log.info("watching: a retrain runs when %d new trusted answers have arrived since the last run "
              "(checked every %.0f s)", needed, every)
     while True:
-        new = 0
-        if setup.database_url or setup.paths.feedback_db.is_file():
-            with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
-                new = count_new_trusted(store, setup.trust, read_last_run(setup.paths))
-        if new >= needed:
-            log.info("%d new trusted answers since the last run: retraining", new)
+        new, reason = retrain_reason(settings, needed)
+        if reason is not None:
+            log.info("retraining: %s", reason)
             try:
                 result = run_retrain(setup)
                 log.info("retrain %s: %s", result.decision, "; ".join(result.reasons) or "ok")
@@ -146,6 +142,28 @@ def watch(settings: Settings, *, interval: float | None = None, min_new: int | N
         if once:
             return EXIT_OK
         time.sleep(every)
+
+
+def retrain_reason(settings: Settings, needed: int) -> tuple[int, str | None]:
+    """New trusted answers since the last run, and why `watch` should retrain now (None: it should wait).
+
+    On the traffic alert (with NEWSLOOP_MONITOR_RETRAIN_ON_ALERT) one new trusted answer is enough: with none, the
+    challenger would learn nothing the last run had not, and the gate would refuse it again at every check."""
+    import contextlib
+
+    from core.registry.stages import read_last_run
+    from feedback.readiness import count_new_trusted
+    from feedback.store import FeedbackStore
+
+    new = 0
+    if settings.storage.database_url or settings.paths.feedback_db.is_file():
+        with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+            new = count_new_trusted(store, settings.trust_policy(), read_last_run(settings.paths))
+    if new >= needed:
+        return new, f"{new} new trusted answers since the last run"
+    if settings.monitor.retrain_on_alert and new >= 1 and (alerts := traffic_alerts(settings)):
+        return new, "the traffic alert is up (NEWSLOOP_MONITOR_RETRAIN_ON_ALERT): " + " ".join(alerts)
+    return new, None
 
 
 def evaluate(settings: Settings, *, csv: str, onnx_file: str | None = None) -> int:
@@ -170,24 +188,52 @@ def evaluate(settings: Settings, *, csv: str, onnx_file: str | None = None) -> i
 
 
 def status(settings: Settings) -> int:
-    """The model registry and the feedback a retrain would see."""
+    """The model registry, the feedback a retrain would see, and the champion on its served traffic; exits
+    EXIT_ALERT when that raised the alert."""
     import contextlib
     from dataclasses import asdict
 
+    from core.evaluation.monitor import alert_lines
     from core.registry.stages import read_last_run
     from core.registry.versions import ModelRegistry
+    from feedback.monitoring import traffic_report
     from feedback.readiness import readiness
     from feedback.store import FeedbackStore
 
     report = ModelRegistry(settings.models_dir).status()
+    alerts: list[str] = []
     if settings.storage.database_url or settings.paths.feedback_db.is_file():
         with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
             ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate,
                               read_last_run(settings.paths))
+            traffic = traffic_report(store, report["champion"], report.get("champion_meta") or {}, settings.monitor,
+                                     settings.trust_policy())
         # The feedback a retrain would see, and how many more traffic labels the gate needs for the target gain.
         report["feedback"] = asdict(ready) | {"enough": ready.enough, "traffic_more": ready.traffic.more}
+        report["traffic"] = traffic.to_dict()
+        alerts = alert_lines(traffic.check)
     _print(report)
-    return EXIT_OK
+    for line in alerts:
+        print(f"alert: {line}", file=sys.stderr)
+    return EXIT_ALERT if alerts else EXIT_OK
+
+
+def traffic_alerts(settings: Settings) -> list[str]:
+    """The alert on the champion's served traffic, in words (none: no alert, or no feedback store yet)."""
+    import contextlib
+
+    from core.evaluation.monitor import alert_lines
+    from core.registry.versions import ModelRegistry
+    from feedback.monitoring import traffic_report
+    from feedback.store import FeedbackStore
+
+    if not (settings.storage.database_url or settings.paths.feedback_db.is_file()):
+        return []
+    status = ModelRegistry(settings.models_dir).status()
+    with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+        traffic = traffic_report(store, status["champion"], status.get("champion_meta") or {}, settings.monitor,
+                                 settings.trust_policy(), days=settings.monitor.window_days)
+    return alert_lines(traffic.check)
 
 
 def baseline(settings: Settings, *, csv: str | None = None) -> int:
@@ -214,7 +260,7 @@ def starter(
     from core.data import load_corpus
     from core.registry.starter import STARTER_DIR
     from core.registry.versions import ModelRegistry
-    from retrain.starter import calibrate_starter, data_files, package_starter, reexport_starter
+    from retrain.starter import calibrate_starter, data_files, package_starter, reexport_starter, rows_seen
 
     data = settings.data
     folder = Path(out) if out else STARTER_DIR
@@ -241,6 +287,7 @@ def starter(
     meta = package_starter(
         chosen, folder, corpus.validation,
         description=corpus.description, data=data_files(data.source), command=command,
+        seen=rows_seen(data.source, {e.text for e in corpus.train}),
     )
     _print({"source_version": chosen.version, "validation": meta["validation"], "file_bytes": meta["file_bytes"]})
     return EXIT_OK

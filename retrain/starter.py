@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from core.data import Example, InputForm, in_form
+from core.data import Example, InputForm, in_form, read_csv
 from core.evaluation.metrics import evaluate_probabilities
 from core.labels import LABELS
 from core.registry.starter import MODEL_CARD, starter_meta
@@ -31,6 +31,27 @@ def data_files(source: str) -> dict[str, dict[str, Any]]:
     return {f.name: {"bytes": f.stat().st_size, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()} for f in files}
 
 
+def rows_seen(source: str, trained: set[str]) -> dict[str, dict[str, Any]]:
+    """Which rows of each CSV of `source` a model trained on: the file's row count, how many it saw, and the seen
+    rows as ranges [first, last] of 0-based row numbers (the header not counted). A row is seen when its text is
+    among `trained` (the texts of the training split: every input form is cut from those rows)."""
+    path = Path(source).expanduser()
+    files = sorted(path.glob("*.csv")) if path.is_dir() else ([path] if path.is_file() else [])
+    seen_by_file: dict[str, dict[str, Any]] = {}
+    for file in files:
+        flags = [example.text in trained for example in read_csv(file)]
+        ranges: list[list[int]] = []
+        for i, seen in enumerate(flags):
+            if not seen:
+                continue
+            if ranges and ranges[-1][1] == i - 1:
+                ranges[-1][1] = i
+            else:
+                ranges.append([i, i])
+        seen_by_file[file.name] = {"rows": len(flags), "seen": sum(flags), "ranges": ranges}
+    return seen_by_file
+
+
 def _metrics(model_dir: Path, onnx_file: str, validation: list[Example]) -> dict[str, Any]:
     probs = OnnxClassifier(model_dir, onnx_file=onnx_file).proba_in_label_order([e.text for e in validation])
     return evaluate_probabilities([e.label for e in validation], probs)
@@ -45,6 +66,7 @@ def package_starter(
     data: dict[str, Any],
     command: str,
     provenance: dict[str, Any] | None = None,
+    seen: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write `out_dir` (replacing it) with the served int8 ONNX file, fp16 warm-start weights and a model card.
 
@@ -76,7 +98,7 @@ def package_starter(
         "command": command,
         "file_bytes": sizes,
         "validation_report": {"n": len(validation), "fp32": fp32, "int8": int8},
-    } | (provenance or {})
+    } | (provenance or {}) | ({"rows_seen": seen} if seen is not None else {})
     meta["validation"] = {**meta.get("validation", {}), "fp32": _headline(fp32), "int8": _headline(int8)}
     meta["validation_by_form"] = forms_report(version.path, validation)
     (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
@@ -120,7 +142,7 @@ def calibrate_starter(starter_dir: Path, validation: list[Example]) -> dict[str,
     raw = OnnxClassifier(Path(starter_dir), onnx_file=INT8_FILE)
     raw.temperature = 1.0  # the fit starts from the uncalibrated softmax, whatever the meta holds now
     full = raw.proba_in_label_order([e.text for e in validation])
-    temperatures, meta["calibration"] = calibrate(Path(starter_dir), INT8_FILE, validation, full, scorer=raw)
+    temperatures, meta["calibration"], meta["validation_read_as"] = calibrate(Path(starter_dir), INT8_FILE, validation, full, scorer=raw)
     meta |= temperatures.to_meta()
     (Path(starter_dir) / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
     # The gate reuses the cached validation probabilities: they are the served, calibrated ones now.
@@ -166,6 +188,9 @@ def model_card(meta: dict[str, Any]) -> str:
         f"- {meta.get('data', 'unknown')}",
         f"- rows: {json.dumps(meta.get('rows', {}), sort_keys=True)}",
         *([f"- training rows by input form: {json.dumps(meta['rows_by_form'])}"] if meta.get("rows_by_form") else []),
+        *(["- data rows seen (`rows_seen` in meta.json lists them): "
+           + ", ".join(f"{name} {f['seen']} of {f['rows']}" for name, f in meta["rows_seen"].items())]
+          if meta.get("rows_seen") else []),
         *([f"- continued from the checkpoint in `{meta['init_from']}`"] if meta.get("init_from") else []),
         "- validation: a fixed 10% of `train.csv` chosen by a hash of each cleaned text (`core.data.split_by_hash`)",
         "",
@@ -218,15 +243,20 @@ def model_card(meta: dict[str, Any]) -> str:
         per_form = ", ".join(f"{form} {t:.3f}" for form, t in sorted((meta.get("temperatures") or {}).items()))
         lines += ["", f"## Calibration (temperature {meta.get('temperature', 1.0):.3f}"
                   + (f"; by the form a text is read as: {per_form}" if per_form else "") + ")", "",
-                  "Temperature scaling fitted on the validation rows in every input form together, one temperature per "
-                  "form as serving reads a text (`core.evaluation.calibration`); serving divides the logits by the "
-                  "text's. Expected calibration error (15 bins of the top probability) and Brier score of the served "
-                  "file, by the rows' true form, before and after:", "",
-                  "| input | rows | ECE before | ECE after | ECE, pooled temperature only | Brier before | Brier after |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+                  "Fitted on the validation rows in every input form together (`core.evaluation.calibration`): per form "
+                  "as serving reads a text, a temperature, then an isotonic map of the top probability. Expected "
+                  "calibration error (15 bins of the top probability) and Brier score of the served file, by the rows' "
+                  "true form: before, after (fitted and measured on the same rows), cross-validated (each row "
+                  "calibrated by a fit on the other four fifths), and with a pooled temperature or temperatures only:",
+                  "", "| input | rows | ECE before | ECE after | ECE cross-validated | ECE, pooled temperature | "
+                  "ECE, temperatures only | Brier before | Brier after |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+        def cell(c: dict[str, Any], key: str) -> str:
+            return f"{c[key]:.4f}" if key in c else "-"
+
         for form, c in calibration.items():
-            pooled = f"{c['ece_pooled']:.4f}" if "ece_pooled" in c else "-"
-            lines.append(f"| {form} | {c['n']} | {c['ece_before']:.4f} | {c['ece_after']:.4f} | {pooled} | "
+            lines.append(f"| {form} | {c['n']} | {c['ece_before']:.4f} | {c['ece_after']:.4f} | "
+                         f"{cell(c, 'ece_cross_validated')} | {cell(c, 'ece_pooled')} | {cell(c, 'ece_temperatures')} | "
                          f"{c['brier_before']:.4f} | {c['brier_after']:.4f} |")
     lines += ["", "## Files", "", "| file | bytes |", "|---|---:|",
               *[f"| `{name}` | {size} |" for name, size in meta["file_bytes"].items()], ""]

@@ -1,4 +1,4 @@
-"""The headline shift from the shipped starter: labellers answer the queue on headlines, real retrains gate them.
+"""The headline shift from a starter that never saw its rows: labellers answer the queue on headlines, real retrains gate them.
 
 The starter was trained without the held-out rows of `bench.sim.headlines`. Their stream part enters the
 labelling pool as headlines (what a newsroom pastes); simulated honest labellers answer the real queue (its
@@ -9,6 +9,7 @@ base validation.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable
@@ -21,8 +22,9 @@ import numpy as np
 from bench.sim.champion import Preset, sim_home, sim_settings
 from bench.sim.headlines import HeadlinePlan, write_starter_data
 from bench.sim.labellers import Labellers, Stream, label_round
-from core.data import Example, InputForm, as_form, load_corpus
-from core.registry.starter import STARTER_DIR, install_starter
+from core.data import Example, InputForm, as_form, load_corpus, read_csv
+from core.registry.starter import install_starter, starter_meta
+from core.settings.config import PROJECT_ROOT
 from core.text import text_hash
 
 if TYPE_CHECKING:
@@ -30,6 +32,15 @@ if TYPE_CHECKING:
 
 FORMS = (InputForm.TITLE, InputForm.FULL)
 
+
+# The scenario's own starter: trained without its held-out rows, packed once outside the checkout and reused.
+SCENARIO_STARTER = PROJECT_ROOT.parent / "scenario-starter"
+SCENARIO_STARTER_COMMAND = (
+    "python bench/loop.py --write-starter-data ../ag_news-starter && "
+    "NEWSLOOP_HOME=../scenario_home NEWSLOOP_DATA=../ag_news-starter NEWSLOOP_TORCH_THREADS=2 "
+    "newsloop bootstrap --max-minutes 30 --forms full,title,body:3000 && "
+    "NEWSLOOP_HOME=../scenario_home NEWSLOOP_DATA=../ag_news-starter newsloop starter --out ../scenario-starter"
+)
 
 @dataclass(frozen=True)
 class ShiftOptions:
@@ -39,7 +50,7 @@ class ShiftOptions:
     base_rows: int | None = None  # base rows replayed per retrain (None: the retrain's default)
     retrain_minutes: float = 0.0  # training budget per retrain (0 = none)
     seed: int = 13
-    starter: Path = STARTER_DIR  # a packed starter folder (`python -m retrain starter --out`); default the shipped one
+    starter: Path = SCENARIO_STARTER  # a packed starter that never saw the held-out rows (see `scenario_starter`)
 
 
 @dataclass
@@ -95,10 +106,34 @@ class FormEvaluator:
         return out
 
 
+def held_out_rows_seen(meta: dict[str, object], data: Path, plan: HeadlinePlan) -> int:
+    """How many of the scenario's held-out rows a starter trained on, by its meta's `rows_seen` (retrain.starter):
+    counted when its train.csv is this data's (same sha256); a starter trained on the scenario's own data folder
+    (`--write-starter-data`, without those rows) or packed before rows were recorded counts none."""
+    seen = (meta.get("rows_seen") or {}).get("train.csv")  # type: ignore[attr-defined]
+    recorded = (meta.get("data_files") or {}).get("train.csv", {})  # type: ignore[attr-defined]
+    train_csv = data / "train.csv"
+    if not seen or not train_csv.is_file() or recorded.get("sha256") != hashlib.sha256(train_csv.read_bytes()).hexdigest():
+        return 0
+    rows = read_csv(train_csv)
+    return sum(text_hash(rows[i].text) in plan.excluded for first, last in seen["ranges"] for i in range(first, last + 1))
+
+
+def check_scenario_starter(starter: Path, data: Path, plan: HeadlinePlan) -> None:
+    """Refuse a starter that saw the held-out rows (the shipped one, trained on every row), naming how to build one."""
+    meta = starter_meta(starter)
+    if meta is None:
+        raise SystemExit(f"no scenario starter in {starter}; build one (about 30 minutes on 2 CPU cores):\n"
+                         f"{SCENARIO_STARTER_COMMAND}")
+    if saw := held_out_rows_seen(meta, data, plan):
+        raise SystemExit(f"the starter in {starter} trained on {saw} of the scenario's {len(plan.excluded)} held-out "
+                         f"rows (the shipped starter sees every row); build the scenario's own:\n{SCENARIO_STARTER_COMMAND}")
+
+
 def run_shift(
     root: Path, data: str, options: ShiftOptions, on_row: Callable[[ShiftRow], None] = lambda _: None
 ) -> tuple[HeadlinePlan, list[ShiftRow], dict[str, float]]:
-    """Install the shipped starter in a fresh home under `root`, then run the rounds: one row per round, and
+    """Install the scenario starter in a fresh home under `root`, then run the rounds: one row per round, and
     the paired p-values (per set) of the last champion against the starter."""
     from core.registry.versions import ModelRegistry
     from core.serving.classifier import load_version
@@ -112,6 +147,7 @@ def run_shift(
                     options.retrain_minutes, False)
     home = sim_home(settings, preset)
     registry = ModelRegistry(home.paths.models_dir)
+    check_scenario_starter(options.starter, Path(data), plan)
     champion = install_starter(registry, options.starter)
     if champion is None:
         raise SystemExit(f"no starter model for these labels in {options.starter}")

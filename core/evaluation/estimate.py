@@ -55,6 +55,15 @@ def estimate(probs: np.ndarray, labels: Sequence[str] = LABELS) -> Estimate:
     return Tally().add(probs, len(labels)).estimate(labels)
 
 
+CONFIDENCE_BINS = 10  # equal-width bins of the top probability over [0, 1]
+
+
+def confidence_histogram(top: np.ndarray, bins: int = CONFIDENCE_BINS) -> np.ndarray:
+    """Texts per equal-width bin of their top probability (1.0 falls in the last bin)."""
+    which = np.minimum((np.asarray(top, dtype=np.float64) * bins).astype(int), bins - 1)
+    return np.bincount(which, minlength=bins)
+
+
 def _ratio(num: float, den: float) -> float:
     return float(num / den) if den > 0 else math.nan
 
@@ -68,18 +77,23 @@ class Tally:
     confidence_sum: float = 0.0  # sum of each text's top probability
     variance_sum: float = 0.0  # sum of p(1-p) of those top probabilities
     confusion: tuple[tuple[float, ...], ...] = ()
+    confidence_counts: tuple[int, ...] = ()  # texts per CONFIDENCE_BINS bin of the top probability (drift)
 
     def add(self, probs: np.ndarray, classes: int = len(LABELS)) -> Tally:
         probs = np.asarray(probs, dtype=np.float64).reshape(-1, classes)
         top = probs.max(axis=1)
         confusion = expected_confusion(probs)
+        counts = confidence_histogram(top)
         if self.confusion:
             confusion = confusion + np.asarray(self.confusion)
+        if self.confidence_counts:
+            counts = counts + np.asarray(self.confidence_counts)
         return Tally(
             n=self.n + len(probs),
             confidence_sum=self.confidence_sum + float(top.sum()),
             variance_sum=self.variance_sum + float(np.sum(top * (1.0 - top))),
             confusion=tuple(tuple(float(x) for x in row) for row in confusion),
+            confidence_counts=tuple(int(x) for x in counts),
         )
 
     def __add__(self, other: Tally) -> Tally:
@@ -93,7 +107,14 @@ class Tally:
             variance_sum=self.variance_sum + other.variance_sum,
             confusion=tuple(tuple(a + b for a, b in zip(r, s, strict=True))
                             for r, s in zip(self.confusion, other.confusion, strict=True)),
+            confidence_counts=tuple(a + b for a, b in zip(self.confidence_counts, other.confidence_counts, strict=True)),
         )
+
+    @property
+    def predicted_counts(self) -> tuple[float, ...]:
+        """Texts predicted as each label (a row of probabilities sums to one, so a confusion column sums to the
+        texts predicted as its label)."""
+        return tuple(float(x) for x in np.asarray(self.confusion).sum(axis=0)) if self.confusion else ()
 
     def estimate(self, labels: Sequence[str] = LABELS) -> Estimate:
         if self.n == 0:

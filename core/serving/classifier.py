@@ -84,7 +84,8 @@ class OnnxClassifier:
         self.version = version or self.meta.get("version", self.model_dir.name)
         self.onnx_file = onnx_file or self.meta.get("serve_file", FP32_FILE)
         # Calibrated confidences (core.evaluation.calibration): every probability this object gives is
-        # softmax(logits / T), T the one of the text's input form as core.input_forms reads it.
+        # softmax(logits / T), T the one of the text's input form as core.input_forms reads it, its top one moved
+        # along that form's confidence map.
         self.temperatures = Temperatures.from_meta(self.meta)
         self.session = inference_session(self.model_dir / self.onnx_file, session_options(threads, spinning))
         custom = self.session.get_modelmeta().custom_metadata_map
@@ -105,9 +106,9 @@ class OnnxClassifier:
         """One temperature for every form (1.0: the uncalibrated softmax)."""
         self.temperatures = Temperatures(float(value))
 
-    def calibrated(self, logits: np.ndarray, temperatures: np.ndarray) -> np.ndarray:
-        """Calibrated probabilities: each row of `logits` divided by its text's temperature."""
-        return softmax(logits / temperatures[:, None].astype(logits.dtype))
+    def calibrated(self, logits: np.ndarray, forms: Sequence[str] | None) -> np.ndarray:
+        """Calibrated probabilities of `logits`, rows of texts read as `forms` (core.evaluation.calibration)."""
+        return self.temperatures.apply(logits, forms).astype(np.float32)
 
     def encode(self, texts: Sequence[str]) -> list:
         if len(texts) == 1:  # one text: nothing for encode_batch's thread pool to share out
@@ -149,7 +150,8 @@ class OnnxClassifier:
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Calibrated probabilities, one column per label in the model's own order (`self.labels`)."""
-        return self.calibrated(self.logits(texts, batch_size), self.temperatures.per_text(texts))
+        forms = [guess_form(text).value for text in texts] if self.temperatures.reads_forms else None
+        return self.calibrated(self.logits(texts, batch_size), forms)
 
     def proba_in_label_order(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Probabilities with columns in `core.labels.LABELS` order, so that column i is label index i
@@ -161,7 +163,7 @@ class OnnxClassifier:
         encodings = self.encode(texts) if texts else []
         # Each text's form is read once: for its temperature, and for whoever watches traffic by form.
         forms = [guess_form(text).value for text in texts]
-        probs = self.calibrated(self._logits(encodings, batch_size), self.temperatures.per_row(forms))
+        probs = self.calibrated(self._logits(encodings, batch_size), forms)
         out = []
         for enc, row, form in zip(encodings, probs, forms, strict=True):
             out.append(

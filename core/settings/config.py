@@ -27,6 +27,7 @@ from core.settings.policies import (
     DataSource,
     ExportConfig,
     GateConfig,
+    MonitorPolicy,
     QueuePolicy,
     RetrainPolicy,
     StoreLimits,
@@ -207,6 +208,7 @@ class Settings(BaseSettings):
     queue: QueuePolicy = _section(QueuePolicy, "The labelling queue.")
     answers: StoreLimits = _section(StoreLimits, "What the feedback store accepts.")
     serving: ServingSection = _section(ServingSection, "Serving.")
+    monitor: MonitorPolicy = _section(MonitorPolicy, "Watching served traffic.", prefix="monitor_")
     limits: LimitsSection = _section(LimitsSection, "Request limits.")
     hosting: HostingSection = _section(HostingSection, "Identity, admins and proxies.")
 

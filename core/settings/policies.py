@@ -194,3 +194,22 @@ class RetrainPolicy(Section):
     min_feedback: int = setting(
         50, ge=1, description="New trusted answers since the last run before a scheduled retrain (watch)."
     )
+
+
+class MonitorPolicy(Section):
+    """How served traffic is watched (core.evaluation.monitor): when the champion's estimated accuracy on a form
+    raises an alert, and whether `watch` retrains on it."""
+
+    # 3 points: on 1,636 validation rows one standard error is 0.6-0.8 points, and a day's estimate from 100 texts
+    # moves about 1 point; a drop of 3 is the smallest one that is not the day's noise.
+    alert_points: float = setting(
+        3.0, gt=0.0, le=100.0,
+        description="Alert when a form's estimated accuracy falls this many points below its validation accuracy.",
+    )
+    min_texts: int = setting(100, ge=1, description="Served texts of a form in the window before it can raise an alert.")
+    window_days: int = setting(
+        2, ge=1, le=90, description="Days of served traffic (UTC, today included) the alert and the drift read.",
+    )
+    retrain_on_alert: bool = setting(
+        False, description="`watch` starts a retrain when the alert is up, without waiting for new answers.",
+    )

@@ -15,13 +15,14 @@ from pydantic import SecretStr
 
 from core.data import InputForm
 from core.evaluation.estimate import Tally
-from core.input_forms import guess_form
+from core.input_forms import FORM_NAMES, guess_form
 from core.labels import LABELS
 from core.settings.policies import StoreLimits
+from feedback.served import TallyKey, read_tallies, utc_day
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from testkit.server import launched_app
-from web.server.metrics import FORM_NAMES, gradio_bucket
+from web.server.metrics import gradio_bucket
 
 MAX_CHARS = 500
 HEADLINE = "Stocks rallied after the central bank held rates."
@@ -66,11 +67,14 @@ def test_metrics_count_requests_errors_answers_and_estimate_accuracy_by_form(ser
         response = httpx.post(f"{url}api/v1/classify", json={"text": text}, timeout=60)
         assert response.status_code == 200, response.text
         probabilities = response.json()["results"][0]["probabilities"]
-        served_probs.setdefault(FORM_NAMES[guess_form(text)], []).append([probabilities[n] for n in LABELS])
+        served_probs.setdefault(FORM_NAMES[guess_form(text).value], []).append([probabilities[n] for n in LABELS])
     too_long = httpx.post(f"{url}api/v1/classify", json={"text": "word " * MAX_CHARS}, timeout=60)
     assert too_long.status_code == 413
 
     page = Client(url, verbose=False, download_files=False, analytics_enabled=False)
+    for refused in ("   ", "word " * MAX_CHARS):  # the page refuses these with a message, and counts them
+        label, note, _ = page.predict(refused, api_name="/classify")
+        assert label is None or not label.get("confidences"), note
     label, _, shown = page.predict(PAGE_TEXT, api_name="/classify")
     assert "saved" in page.predict(label["label"], shown, PAGE_TEXT, api_name="/feedback").lower()
     [row] = [r for r in store.answers() if r["text"] == PAGE_TEXT]
@@ -88,6 +92,9 @@ def test_metrics_count_requests_errors_answers_and_estimate_accuracy_by_form(ser
     assert value(samples, "newsloop_http_request_duration_seconds_count", route="/api/v1/classify") == 3
     assert value(samples, "newsloop_classify_errors_total", source="api", reason="too_long") == 1
     assert value(samples, "newsloop_classify_errors_total", source="api", reason="rate_limited") == 0
+    assert value(samples, "newsloop_classify_errors_total", source="page", reason="empty") == 1
+    assert value(samples, "newsloop_classify_errors_total", source="page", reason="too_long") == 1
+    assert value(samples, "newsloop_classify_errors_total", source="page", reason="rate_limited") == 0
     assert value(samples, "newsloop_answers_total", status=row["status"]) == 1
     assert value(samples, "newsloop_champion_info", version="v0001") == 1
     assert value(samples, "newsloop_queue_depth") == 2
@@ -104,6 +111,25 @@ def test_metrics_count_requests_errors_answers_and_estimate_accuracy_by_form(ser
 
     again = scrape(url)  # the first scrape is counted once answered
     assert value(again, requests, route="/metrics", method="GET", status="200") == 1
+
+
+def test_served_tallies_reach_the_store_when_the_server_stops_whether_or_not_metrics_are_served(
+        tiny_champion_home: Path, tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path / "feedback.db")
+    settings = tiny_settings(tiny_champion_home, metrics=False, classify_per_minute=100_000)
+    served: dict[str, list[list[float]]] = {}
+    with launched_app(settings, store) as (url, _):
+        for text in (HEADLINE, ARTICLE, HEADLINE):
+            response = httpx.post(f"{url}api/v1/classify", json={"text": text}, timeout=60)
+            assert response.status_code == 200, response.text
+            probabilities = response.json()["results"][0]["probabilities"]
+            served.setdefault(guess_form(text).value, []).append([probabilities[n] for n in LABELS])
+    tallies = read_tallies(store.database)
+    assert set(tallies) == {TallyKey(utc_day(), form, "v0001") for form in served}
+    for form, probs in served.items():
+        written = tallies[TallyKey(utc_day(), form, "v0001")]
+        assert written.n == len(probs)
+        assert written.estimate().accuracy == pytest.approx(Tally().add(np.asarray(probs)).estimate().accuracy)
 
 
 def test_metrics_off_is_not_found(tiny_champion_home: Path) -> None:

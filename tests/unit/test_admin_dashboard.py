@@ -40,6 +40,9 @@ class Admin:
         self.jobs = Jobs(RUNNING, tmp_path)
         self.trust = TrustPolicy()
 
+    def traffic(self) -> None:
+        return None
+
     def is_admin(self, request: Any, profile: Any = None) -> bool:
         return self.admin
 

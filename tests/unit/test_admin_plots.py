@@ -70,3 +70,32 @@ def test_refused_versions_are_hollow_and_off_the_served_line(tmp_path: Path) -> 
     assert "refused" in ax.get_xticklabels()[1].get_text()
     assert any("p = 0.012" in text.get_text() for text in fig.texts)
     assert ax.get_ylim()[1] - ax.get_ylim()[0] >= MIN_SPAN
+
+
+def test_the_traffic_plot_has_a_panel_per_served_form_with_estimate_measured_validation_and_the_alert() -> None:
+    from core.evaluation.estimate import Tally
+    from core.evaluation.monitor import Baseline, check_traffic
+    from core.settings.policies import MonitorPolicy
+    from feedback.monitoring import DayPoint
+    from web.admin.plots import traffic_figure
+
+    policy = MonitorPolicy(min_texts=10)
+    unsure = Tally().add([[0.6, 0.2, 0.1, 0.1]] * 20)
+    check = check_traffic({"title": unsure, "full": Tally().add([[0.95, 0.02, 0.02, 0.01]] * 20)},
+                          Baseline(accuracy={"title": 0.87, "full": 0.93}), policy)
+    points = [DayPoint("2026-12-01", "title", 20, 0.6, 0.1, 10, 0.5, 0.24, 0.76),
+              DayPoint("2026-12-02", "title", 20, 0.6, 0.1),
+              DayPoint("2026-12-02", "full", 20, 0.95, 0.05)]
+    fig = traffic_figure(points, check)
+    panels = {ax.get_title(): ax for ax in fig.axes}
+    assert set(panels) == {"headline · ALERT", "full"}  # the forms served, the alerting one named
+    headline = panels["headline · ALERT"]
+    assert to_rgba(headline.title.get_color()) == to_rgba("#b91c1c")
+    assert [t.get_text() for t in headline.get_xticklabels()] == ["12-01", "12-02"]
+    flat = {line.get_linestyle(): round(float(line.get_ydata()[0]), 6) for line in headline.get_lines()
+            if line.get_linestyle() in ("--", ":")}
+    assert flat == {"--": 0.87, ":": 0.84}  # the validation accuracy, the alert's line
+    names = {text.get_text() for legend in fig.legends for text in legend.get_texts()}
+    assert {"estimated from confidences, 95%", "measured on traffic labels, 95%", "validation", "alert below"} <= names
+    low, high = headline.get_ylim()
+    assert low <= 0.5 and high >= 0.87 and high - low >= MIN_SPAN  # every point and the validation line in view

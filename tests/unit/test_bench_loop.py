@@ -114,3 +114,27 @@ def test_starter_data_holds_out_a_stream_and_a_disjoint_test_part(tmp_path: Path
     assert all(e.title and not is_validation(e.text, 0.1) for e in plan.stream + plan.test)
     full = load_corpus(str(source), 0.1).validation
     assert load_corpus(str(tmp_path / "dest"), 0.1).validation == full
+
+
+def test_the_shift_scenario_refuses_a_starter_that_saw_its_held_out_rows(tmp_path: Path) -> None:
+    """A starter packed from every row (as the shipped one is) lists the scenario's rows among those it saw and is
+    refused; one packed from the scenario's own folder is not."""
+    from bench.sim.headlines import write_starter_data
+    from bench.sim.shift import held_out_rows_seen
+    from core.data import load_corpus
+    from retrain.starter import data_files, rows_seen
+
+    source = tmp_path / "src"
+    source.mkdir()
+    lines = ["label,title,description"] + [
+        f'{i % 4 + 1},Headline number {i},"Body of article {i}, with more words"' for i in range(400)]
+    (source / "train.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    plan, _ = write_starter_data(str(source), tmp_path / "own", 0.1)
+
+    def packed_from(folder: Path) -> dict[str, object]:
+        trained = {e.text for e in load_corpus(str(folder), 0.1).train}
+        return {"data_files": data_files(str(folder)), "rows_seen": rows_seen(str(folder), trained)}
+
+    assert held_out_rows_seen(packed_from(source), source, plan) == len(plan.excluded)
+    assert held_out_rows_seen(packed_from(tmp_path / "own"), source, plan) == 0
+    assert held_out_rows_seen({"data": "an older starter"}, source, plan) == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from feedback.__main__ import main
+from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
 
 
@@ -62,7 +63,8 @@ def test_tables_describes_a_backup_read_only(home: Path, tmp_path: Path, capsys:
     store.backup(tmp_path / "backup.db")
     assert main(["tables", str(tmp_path / "backup.db")]) == 0
     described = json.loads(capsys.readouterr().out)
-    assert described["schema_version"] == 8 and described["tables"]["answers"]["rows"] == 1
+    assert described["schema_version"] == CURRENT_VERSION and described["tables"]["answers"]["rows"] == 1
+    assert described["tables"]["served_tallies"]["rows"] == 0
     assert described["tables"]["pool"] == {"rows": 0, "columns": [
         "id", "text", "text_hash", "source", "added_at", "uncertainty", "scored_by", "gold_label", "held_by",
         "held_reason", "traffic"]}

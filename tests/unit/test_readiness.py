@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 
+from core.evaluation.estimate import Tally
+from core.evaluation.monitor import Baseline, check_traffic
 from core.labels import LABELS
 from core.registry.stages import Outcome, RunRecord, state_payload
 from core.registry.versions import write_json_atomic
 from core.settings.config import load_settings
-from core.settings.policies import GateConfig, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
+from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
 from core.storage.paths import HomePaths
 from feedback.credible import credible_waiting
+from feedback.monitoring import TrafficReport
 from feedback.readiness import count_new_trusted, readiness
 from feedback.review import ReviewFilter
 from feedback.store import FeedbackStore
@@ -74,6 +78,15 @@ def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: 
     assert "about **10 min** on this host (the median of its last 3 retrains)" in text
     assert f"**{ready.traffic.more:,} more**" in text and "**1** suspicious answer(s)" in text
     assert "100 new trusted answer(s) since the last run, below NEWSLOOP_RETRAIN_MIN_FEEDBACK (150)" in text
+    assert "Estimated accuracy" not in text  # no served traffic given: nothing quoted
+
+    # With the champion's served traffic, the preview quotes the estimate per form, and the alert when it is up.
+    policy = MonitorPolicy(min_texts=10)
+    baseline = Baseline(accuracy={"title": 0.87, "full": 0.93})
+    unsure = check_traffic({"title": Tally().add(np.tile([0.6, 0.2, 0.1, 0.1], (20, 1)))}, baseline, policy)
+    quoted = report.preview_text(ready, Expected(seconds=576.0, runs=3), TrafficReport("v1", [], unsure))
+    assert "served traffic" in quoted and "headline 60.0% (20 texts; validation 87.0%)" in quoted
+    assert "⚠️ **Alert:** Estimated accuracy on headline texts is 60.0%" in quoted
 
 
 def test_true_looking_corrections_come_first_in_review(store: FeedbackStore) -> None:

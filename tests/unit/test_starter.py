@@ -149,3 +149,22 @@ def test_calibrating_a_packed_starter_records_its_temperature_and_serves_with_it
     assert np.allclose(np.load(out / VALIDATION_PROBS), served, atol=1e-5)
     again = calibrate_starter(out, validation)  # fitted from the raw softmax each time: the same temperature
     assert again["temperature"] == pytest.approx(meta["temperature"], rel=1e-3)
+
+
+def test_the_rows_seen_are_every_row_of_every_file_but_validation(tmp_path: Path) -> None:
+    from core.data import is_validation, load_corpus
+    from retrain.starter import rows_seen
+
+    topics = ["World", "Sports", "Business", "Sci/Tech"]
+    (tmp_path / "train.csv").write_text("label,title,description\n" + "".join(
+        f"{i % 4 + 1},Story {i} on {topics[i % 4]},Body of story {i} with more words\n" for i in range(200)))
+    (tmp_path / "train_text_only.csv").write_text("label,text\n" + "".join(
+        f"{i % 4 + 1},Extra story {i} told in one piece\n" for i in range(30)) + "1,Story 0 on World Body of story 0 with more words\n")
+    corpus = load_corpus(str(tmp_path), 0.1)
+    seen = rows_seen(str(tmp_path), {e.text for e in corpus.train})
+    expanded = {name: {i for first, last in f["ranges"] for i in range(first, last + 1)} for name, f in seen.items()}
+    held = {i for i in range(200) if is_validation(f"Story {i} on {topics[i % 4]} Body of story {i} with more words", 0.1)}
+    assert held and expanded["train.csv"] == set(range(200)) - held
+    assert seen["train.csv"] == {"rows": 200, "seen": 200 - len(held), "ranges": seen["train.csv"]["ranges"]}
+    # A text-only row that repeats a validation row is not seen either: validation stays unseen whatever file holds it.
+    assert expanded["train_text_only.csv"] == set(range(30)) | ({30} if 0 not in held else set())

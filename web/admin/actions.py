@@ -6,8 +6,9 @@ import asyncio
 import hmac
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import gradio as gr
@@ -15,7 +16,7 @@ from pydantic import SecretStr
 
 from core.registry.versions import ModelRegistry
 from core.serving.limits import FailureThrottle
-from core.settings.policies import GateConfig, RetrainPolicy, TrustPolicy
+from core.settings.policies import GateConfig, MonitorPolicy, RetrainPolicy, TrustPolicy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from web.admin import report
@@ -25,6 +26,9 @@ from web.admin.jobs import RetrainJobs
 from web.admin.sessions import AdminSessions, SignedInBrowsers, SignInTickets
 from web.page.session_memory import SessionMap
 from web.server.identity import IdentityService
+
+if TYPE_CHECKING:
+    from feedback.monitoring import TrafficReport
 
 log = logging.getLogger("newsloop.app")
 EXPORTS = ("csv", "jsonl", "parquet")  # parquet: a Hugging Face `datasets` table with ClassLabel features
@@ -57,6 +61,8 @@ class AdminActions:
         throttle: FailureThrottle | None = None,
         tickets: SessionMap | None = None,
         export_dir: Path | None = None,
+        monitor: MonitorPolicy | None = None,
+        flush_served: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.password = password
@@ -73,6 +79,8 @@ class AdminActions:
         self.promotion = promotion or GateConfig()  # the gate's settings: the preview sizes the traffic set by them
         self.hub_dataset = hub_dataset
         self.hub_token = hub_token
+        self.monitor = monitor or MonitorPolicy()
+        self.flush_served = flush_served or (lambda: None)  # this server's served tallies, written before a read
 
     @property
     def enabled(self) -> bool:
@@ -194,7 +202,18 @@ class AdminActions:
         if job.running:
             return "A retrain is already running: its progress is shown above.", gr.update(visible=False)
         ready = readiness(self.store, self.trust, self.retrain, self.promotion, self.jobs.last_run())
-        return report.preview_text(ready, self.jobs.expected()), gr.update(visible=True)
+        return report.preview_text(ready, self.jobs.expected(), self.traffic()), gr.update(visible=True)
+
+    def traffic(self) -> TrafficReport | None:
+        """The champion on its traffic: estimated and measured by day and form, the window's alert and drift."""
+        if self.store is None:
+            return None
+        from feedback.monitoring import traffic_report  # here: only the overview and the preview need it
+
+        self.flush_served()
+        status = self.registry.status()
+        return traffic_report(self.store, status["champion"], status.get("champion_meta") or {}, self.monitor,
+                              self.trust)
 
     def credible_waiting(self) -> int:
         """Suspicious answers from signed-in or checked people waiting for review (see `report.review_line`)."""

@@ -28,6 +28,9 @@ class DashboardParts:
     confusion: Any
     versions: Any
     per_day: Any
+    traffic_alert: Any
+    traffic_plot: Any
+    drift: Any
     progress: Any
     decision: Any
     numbers: Any
@@ -67,6 +70,7 @@ class AdminDashboard:
         previous = status["previous"]
         job = admin.jobs.status()
         decision, numbers = self.decision()
+        traffic = admin.traffic()
         return {
             p.status_line: f"Champion **{status['champion'] or 'none'}** · updated {report.now()}",
             p.tiles: report.tiles(stats, admin.trusted_count(), pool_left),
@@ -75,6 +79,9 @@ class AdminDashboard:
             p.versions: plots.versions_figure(plots.version_scores(admin.registry, record),
                                               plots.significance_note(record)),
             p.per_day: plots.per_day_figure(days),
+            p.traffic_alert: report.alert_markdown(traffic.check) if traffic else "There is no feedback store here.",
+            p.traffic_plot: plots.traffic_figure(traffic.points, traffic.check) if traffic else None,
+            p.drift: report.drift_markdown(traffic.check) if traffic else "",
             p.decision: decision,
             p.numbers: numbers,
             p.rollback_btn: gr.update(interactive=bool(previous),

@@ -1,6 +1,7 @@
 """The admin view's figures, drawn so they cannot mislead: the champion's confusion matrix, every version's
 scores per evaluation set (served and refused versions told apart, on an axis that shows the size of a real
-change, with the gate's significance), and answers per day."""
+change, with the gate's significance), answers per day, and the champion's estimated and measured accuracy on
+its traffic."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.evaluation.decision import EvalSetName, GateResult, Rule
+from core.evaluation.monitor import FORMS, TrafficCheck
+from core.input_forms import FORM_NAMES
 from core.labels import LABELS
 from core.registry.stages import RunRecord
 from core.registry.versions import ModelRegistry
+from feedback.monitoring import DayPoint
 from web.admin.report import served_accuracy
 
 MIN_SPAN = 0.10  # the accuracy axis spans at least 10 points, so a 0.06-point dip looks like what it is
@@ -185,5 +189,63 @@ def per_day_figure(days: Counter[str] | Mapping[str, int]) -> Any:
     ax.set_title("Answers per day (last 30)")
     ax.tick_params(axis="x", rotation=45)
     fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def traffic_figure(points: Sequence[DayPoint], check: TrafficCheck) -> Any:
+    """The champion on its traffic, one panel per input form served: the estimated accuracy per day (line) beside the traffic set's measured accuracy (points, 95% Wilson interval), the form's validation accuracy
+    (dashed) and the alert's line (dotted). The estimate's interval is how far the day's true accuracy may lie
+    from its expectation on that many texts (core.evaluation.estimate.Estimate)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    forms = [form for form in FORMS if any(p.form == form for p in points)] or list(FORMS)
+    fig, axes = plt.subplots(1, len(forms), figsize=(max(6.4, 4.0 * len(forms) + 0.6), 3.8), dpi=80, sharey=True,
+                             squeeze=False)
+    days = sorted({p.day for p in points})
+    # The axis holds the points and the lines; an interval of a day with a handful of texts may run off it (it is
+    # drawn clipped): stretching the axis to it would flatten every other day.
+    values = [v for p in points for v in (p.estimated, p.measured) if not math.isnan(v)]
+    values += [c.validation - check.policy.alert_points / 100 for c in check.forms.values() if c.validation is not None]
+    for ax, form in zip(axes[0], forms, strict=True):
+        mine = sorted((p for p in points if p.form == form), key=lambda p: p.day)
+        x = [days.index(p.day) for p in mine]
+        ax.errorbar(x, [p.estimated for p in mine], yerr=[1.96 * p.estimated_se for p in mine], fmt="o-",
+                    color="#1d4ed8", linewidth=1.4, markersize=5, capsize=3, label="estimated from confidences, 95%")
+        labelled = [p for p in mine if p.labelled]
+        if labelled:
+            ax.errorbar([days.index(p.day) for p in labelled], [p.measured for p in labelled],
+                        yerr=[[p.measured - p.measured_low for p in labelled], [p.measured_high - p.measured for p in labelled]],
+                        fmt="^", color="#047857", capsize=3, markersize=6, label="measured on traffic labels, 95%")
+        check_form = check.forms.get(form)
+        validation = check_form.validation if check_form else None
+        if validation is not None:
+            ax.axhline(validation, color="#374151", linestyle="--", linewidth=1, label="validation")
+            ax.axhline(validation - check.policy.alert_points / 100, color="#b91c1c", linestyle=":", linewidth=1.2,
+                       label="alert below")
+            values.append(validation)
+        alert = " · ALERT" if check_form is not None and check_form.alert else ""
+        ax.set_title(f"{FORM_NAMES[form]}{alert}", fontsize=10, color="#b91c1c" if alert else "#111827")
+        ax.set_xticks(range(len(days)), [d[5:] for d in days], rotation=45, fontsize=8)
+        ax.set_xlim(-0.5, max(len(days) - 0.5, 0.5))
+        ax.grid(axis="y", color="#d1d5db", linewidth=0.6)
+        if not mine:
+            ax.text(0.5, 0.5, "nothing served", ha="center", va="center", transform=ax.transAxes, color="#6b7280")
+    lo, hi = axis_range(values or [0.9])
+    axes[0][0].set_ylim(lo, hi)
+    axes[0][0].yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=0))
+    axes[0][0].set_ylabel("champion accuracy")
+    handles, names = [], []
+    for ax in axes[0]:
+        for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
+            if name not in names:
+                handles.append(handle)
+                names.append(name)
+    fig.suptitle("Champion on served traffic, per day (UTC)", fontsize=11)
+    fig.legend(handles, names, fontsize=8, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
     plt.close(fig)
     return fig

@@ -7,7 +7,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.evaluation.monitor import TrafficCheck, alert_lines
+from core.input_forms import FORM_NAMES
+from core.labels import LABELS
 from core.registry.stages import RunRecord, Stage
+from feedback.monitoring import TrafficReport
 from feedback.readiness import Readiness
 from feedback.validate import WITHDRAWN, Status
 from web.admin.decision_words import decision_text as decision_text  # the page's decision, rendered from the record
@@ -45,17 +49,59 @@ def duration_words(expected: Expected) -> str:
     return f"{minutes} on this host ({runs})"
 
 
-def preview_text(ready: Readiness, expected: Expected) -> str:
-    """The retrain preview: what a retrain would train and be judged on, whether enough is new, how long."""
+def preview_text(ready: Readiness, expected: Expected, traffic: TrafficReport | None = None) -> str:
+    """The retrain preview: what a retrain would train and be judged on, whether enough is new, how long, and how
+    the champion is estimated to do on what it serves now."""
     text = (f"A retrain would train on **{ready.train:,} trusted feedback text(s)** beside the base data, hold out "
             f"{ready.holdout:,} and judge on {ready.traffic.have:,} traffic labels; it should take "
             f"{duration_words(expected)}, and the current model keeps serving meanwhile.\n\n"
             f"{traffic_sentence(ready.traffic)}\n\n{review_line(ready.credible_waiting)}")
+    if traffic is not None:
+        text += f"\n\n{estimate_sentence(traffic.check)}"
     if not ready.enough:
         text += (f"\n\n⚠️ **Little new feedback:** {ready.new_trusted:,} new trusted answer(s) since the last run, "
                  f"below NEWSLOOP_RETRAIN_MIN_FEEDBACK ({ready.min_new:,}). The new model will most likely not be "
                  "clearly better, and the gate will refuse it.")
     return text
+
+
+def estimate_sentence(check: TrafficCheck) -> str:
+    """The champion's estimated accuracy on its recent traffic, per form, in one sentence (and the alert)."""
+    if not check.forms:
+        return f"No text was served to the champion in the last {check.days} day(s): nothing to estimate yet."
+    parts = [f"{FORM_NAMES[c.form]} {c.estimated:.1%} ({c.n:,} texts"
+             + (f"; validation {c.validation:.1%})" if c.validation is not None else ")")
+             for c in check.forms.values()]
+    text = (f"Estimated accuracy on the last {check.days} day(s) of served traffic, from the champion's calibrated "
+            f"confidences (no labels needed): {', '.join(parts)}.")
+    lines = alert_lines(check)
+    return text + ("".join(f"\n\n⚠️ **Alert:** {line}" for line in lines) if lines else "")
+
+
+def alert_markdown(check: TrafficCheck) -> str:
+    """The admin view's alert line: the alert, or that there is none and what would raise one."""
+    lines = alert_lines(check)
+    if lines:
+        return "\n\n".join(f"⚠️ **Alert:** {line}" for line in lines)
+    policy = check.policy
+    return (f"No alert: no input form is estimated more than {policy.alert_points:g} points below its validation "
+            f"accuracy over the last {check.days} day(s) (a form needs {policy.min_texts:,} served texts first).")
+
+
+def drift_markdown(check: TrafficCheck) -> str:
+    """The window's drift against the model's own data, as a small table (Jensen-Shannon distance: 0 = same)."""
+    def jsd(value: float | None) -> str:
+        return "–" if value is None else f"{value:.2f}"
+
+    mix = ", ".join(f"{FORM_NAMES[form]} {share:.0%}" for form, share in check.form_mix.items()) or "–"
+    labels = ", ".join(f"{name} {share:.0%}" for name, share in zip(LABELS, check.label_shares, strict=False)) or "–"
+    rows = [f"| input forms | {mix} | {jsd(check.form_mix_drift)} |",
+            f"| predicted labels | {labels} | {jsd(check.label_drift)} |"]
+    rows += [f"| confidence, {FORM_NAMES[c.form]} | mean {c.estimated:.1%} over {c.n:,} texts | "
+             f"{jsd(c.confidence_drift)} |" for c in check.forms.values()]
+    return ("| drift over the window | served | distance to the model's own |\n|---|---|---:|\n" + "\n".join(rows)
+            + "\n\nDistance: Jensen-Shannon (0 = the same distribution, 1 = disjoint) against the forms the model was "
+            "trained on, the labels of its validation rows, and its validation confidences.")
 
 
 def tiles(stats: Mapping[str, Any], trusted: int | None, pool_left: int) -> str:

@@ -66,6 +66,13 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
                                     show_label=False, min_width=300, scale=2)
                 per_day = gr.Plot(label="Answers per day", elem_id="plot-days", show_label=False, min_width=300,
                                   scale=2)
+            gr.Markdown("## Served traffic")
+            # Why a live region: the alert is what a maintainer must not miss when the view refreshes.
+            traffic_alert = gr.Markdown(elem_id="traffic-alert", elem_classes=["live"])
+            traffic_plot = gr.Plot(label="Champion on served traffic, per day", elem_id="plot-traffic",
+                                   show_label=False)
+            with gr.Accordion("Drift: what is served against the model's own data", open=False, elem_id="drift-panel"):
+                drift = gr.Markdown(elem_id="traffic-drift")
             review = build_review(admin)
             people, people_outputs = build_people(admin, after=lambda event: after_change(event))
             reload_guidelines = build_guidelines_editor(admin)
@@ -94,7 +101,8 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
         timer = gr.Timer(POLL_S, active=False)
         watch = gr.Timer(WATCH_S, active=False)  # started by the overview once an admin is signed in
     parts = DashboardParts(status_line=status_line, tiles=tiles, history=history, confusion=confusion,
-                           versions=versions, per_day=per_day, progress=progress, decision=decision, numbers=numbers,
+                           versions=versions, per_day=per_day, traffic_alert=traffic_alert,
+                           traffic_plot=traffic_plot, drift=drift, progress=progress, decision=decision, numbers=numbers,
                            retrain_btn=retrain_btn, start_btn=start_btn, rollback_btn=rollback_btn, job_msg=job_msg,
                            timer=timer, watch=watch)
     dash = AdminDashboard(admin, parts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -80,11 +80,14 @@ class NewsLoopActions:
         classify_limit: Limiter | None = None,
         queue_limit: Limiter | None = None,
         queue_items: SessionMap | None = None,
+        refused: Callable[[str], None] | None = None,
     ) -> None:
         """The limiters and the queue-item map default to this process's memory; replicas pass ones kept in
-        the shared database (see `app.shared_web_state`)."""
+        the shared database (see `app.shared_web_state`). `refused` hears why each classification is refused
+        ("invalid", "too_long", "empty", "rate_limited": the server's metrics count them)."""
         self.classifier = classifier
         self.store = store
+        self.refused = refused or (lambda reason: None)
         self.limits = limits
         self.queue = queue
         self.identities = identities
@@ -108,17 +111,21 @@ class NewsLoopActions:
         if who.session:
             self.memory.pop(who.session)  # whatever this tab showed is replaced, by a result or by a message
         if text is not None and not isinstance(text, str):
+            self.refused("invalid")
             return None, "Send the text to classify as a string.", ""
         raw = storable(text or "")
         if len(raw) > self.limits.max_input_chars:
+            self.refused("too_long")
             return None, (
                 f"This text is {len(raw):,} characters long; the limit is {self.limits.max_input_chars:,}. "
                 "Paste the headline and first paragraphs instead."
             ), ""
         if not clean_text(raw):
+            self.refused("empty")
             return None, "Paste a news headline or article to classify.", ""
         wait = self.classify_limit.check(who.address)
         if wait:
+            self.refused("rate_limited")
             return None, f"Too many requests: try again in {wait:.0f} s.", ""
         start = time.perf_counter()
         prediction = self.classifier.predict([raw])[0]

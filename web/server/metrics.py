@@ -5,7 +5,7 @@ written against them), so they are defined together and reviewed together; the r
 module events (a request ended, a prediction was served, an answer was stored) and callbacks it reads at scrape.
 
 Cost: a request costs one counter increment and one histogram observation (`MetricsMiddleware`); a served
-prediction also adds its probabilities to its input form's tally (`FormEstimates`). What is expensive to know (the
+prediction also adds its probabilities to its input form's tally (`ServedTallies`). What is expensive to know (the
 pool's open items, the retrain record, the champion) is read when a scrape asks, never per request, and the pool
 count is cached for `queue_cache_s`.
 
@@ -27,6 +27,7 @@ import re
 import secrets
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Any, cast
 
@@ -38,9 +39,11 @@ from starlette.routing import Route
 
 from core.data import InputForm
 from core.evaluation.estimate import Estimate, Tally
+from core.input_forms import FORM_NAMES
 from core.labels import LABELS
 from core.registry.stages import Outcome, read_history, read_last_run, running_run
 from core.storage.paths import HomePaths
+from feedback.served import TallyKey, utc_day
 from feedback.store import FeedbackStore
 from feedback.validate import Status
 from web.page.actions import Classifier
@@ -48,12 +51,12 @@ from web.server.identity import ASGIApp, Scope
 
 log = logging.getLogger(__name__)
 
-FORM_NAMES = {InputForm.TITLE: "headline", InputForm.BODY: "description", InputForm.FULL: "full"}
 CLASSIFY_ROUTE = "/api/v1/classify"
 # The API's refusals of a classification, by status (web.server.api and api_body): 422 is an empty text or a
-# body that is not {"text": ...}; the page refuses too-long and empty texts with a message, not counted here.
+# body that is not {"text": ...}. The page's, by what its handler says (web.page.actions.NewsLoopActions.refused),
+# and its early rate-limit refusals (`counting_refusals`).
 API_REFUSALS = {413: "too_long", 422: "invalid", 429: "rate_limited", 503: "no_model"}
-PAGE_REFUSALS = ("rate_limited", "no_model")
+PAGE_REFUSALS = ("invalid", "too_long", "empty", "rate_limited", "no_model")
 METHODS = frozenset({"GET", "POST", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
 # Seconds: a REST classification takes ~10 ms; a page event's stream (/gradio_api/queue/data) seconds.
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -62,53 +65,90 @@ _PAGE_PATHS = frozenset({"/", "/config", "/login", "/logout", "/theme.css", "/ma
 _STATIC = ("/assets/", "/static/", "/svelte/", "/custom_component/")
 
 
-class FormEstimates:
-    """The champion's estimated accuracy on served traffic, per input form (core.evaluation.estimate): each served
-    prediction's calibrated probabilities go to the tally of the form its text is guessed to be. Only the serving
-    champion's predictions count; the tallies start over when the champion changes.
+class ServedTallies:
+    """The champion's served predictions, tallied (core.evaluation.estimate.Tally) by the form each text reads as:
+    since the champion started serving here (the /metrics gauges), and per UTC day and model version, written to
+    the feedback store (feedback.served) at most every `save_s` seconds, which the admin view, `status` and `watch`
+    read. Only the serving champion's predictions count.
 
-    A prediction only appends its row (a list append); rows are folded into the form's `Tally` when a scrape asks,
-    or every FOLD_ROWS rows, so a request never pays for the tally's arithmetic (~50 us a call)."""
+    A prediction only appends its row (a list append); rows are folded into tallies every FOLD_ROWS rows or when
+    read or saved, so a request never pays for the arithmetic (~50 us a call), and at most one request in
+    `save_s` seconds pays for one write of this process's few rows (failures are logged, never raised)."""
 
     FOLD_ROWS = 512
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, save: Callable[[str, dict[TallyKey, Tally]], None] | None = None, *, save_s: float = 10.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._save, self._save_s, self._clock = save, save_s, clock
+        self._writer = uuid.uuid4().hex  # this process's rows of the store's tallies (feedback.served)
+        self._lock, self._save_lock = threading.Lock(), threading.Lock()
         self._version: str | None = None
-        self._tallies: dict[str, Tally] = {}
-        self._pending: dict[str, list[list[float]]] = {}
+        self._gauge: dict[str, Tally] = {}
+        self._days: dict[TallyKey, Tally] = {}
+        self._pending: dict[TallyKey, list[list[float]]] = {}
         self._pending_rows = 0
+        self._saved_at = clock()
 
     def observe(self, predictions: Sequence[Any], champion: str | None) -> None:
         """Served predictions, each with the form its text reads as (core.serving.classifier.Prediction.form)."""
-        rows = [(FORM_NAMES[InputForm(prediction.form)], _in_label_order(prediction.probabilities))
+        if champion is None:
+            return
+        day = utc_day(self._clock())
+        rows = [(TallyKey(day, InputForm(prediction.form).value, champion), _in_label_order(prediction.probabilities))
                 for prediction in predictions
                 # a prediction of the model being replaced is not the champion's traffic
-                if champion is not None and prediction.model_version == champion]
+                if prediction.model_version == champion]
         if not rows:
             return
         with self._lock:
             if self._version != champion:
-                self._version, self._tallies, self._pending, self._pending_rows = champion, {}, {}, 0
-            for form, row in rows:
-                self._pending.setdefault(form, []).append(row)
+                self._fold()
+                self._version, self._gauge = champion, {}
+            for key, row in rows:
+                self._pending.setdefault(key, []).append(row)
             self._pending_rows += len(rows)
             if self._pending_rows >= self.FOLD_ROWS:
                 self._fold()
+        if self._save is not None and self._clock() - self._saved_at >= self._save_s:
+            self.flush(wait=False)
 
     def estimates(self, champion: str | None) -> dict[str, Estimate]:
-        """Each form's estimate for `champion` (none when the tallies are another model's)."""
+        """Each form's estimate for `champion` since it started serving here (none for another model), by the
+        form's name (core.input_forms.FORM_NAMES)."""
         with self._lock:
             if champion is None or self._version != champion:
                 return {}
             self._fold()
-            tallies = dict(self._tallies)
+            tallies = dict(self._gauge)
         # Only the accuracy is shown: the labels name nothing here (a model may have others than LABELS).
-        return {form: tally.estimate([str(i) for i in range(len(tally.confusion))]) for form, tally in tallies.items()}
+        return {FORM_NAMES[form]: tally.estimate([str(i) for i in range(len(tally.confusion))])
+                for form, tally in tallies.items()}
+
+    def flush(self, *, wait: bool = True) -> None:
+        """Write this process's day tallies to the store now (`wait=False`: unless another thread is writing)."""
+        if self._save is None or not self._save_lock.acquire(blocking=wait):
+            return
+        try:
+            with self._lock:
+                self._fold()
+                snapshot = dict(self._days)
+                self._saved_at = self._clock()
+                # Days before yesterday are written for the last time: nothing served now can count for them.
+                oldest = utc_day(self._clock() - 86_400.0)
+                self._days = {key: tally for key, tally in self._days.items() if key.day >= oldest}
+            try:
+                self._save(self._writer, snapshot)
+            except Exception:  # a database hiccup must not fail a classification; the next write repeats it
+                log.exception("cannot write the served tallies")
+        finally:
+            self._save_lock.release()
 
     def _fold(self) -> None:
-        for form, rows in self._pending.items():
-            self._tallies[form] = self._tallies.get(form, Tally()).add(np.asarray(rows), len(rows[0]))
+        for key, rows in self._pending.items():
+            added = Tally().add(np.asarray(rows), len(rows[0]))
+            self._days[key] = self._days.get(key, Tally()) + added
+            if key.model_version == self._version:
+                self._gauge[key.form] = self._gauge.get(key.form, Tally()) + added
         self._pending, self._pending_rows = {}, 0
 
 
@@ -128,6 +168,7 @@ class Metrics:
         queue_depth: Callable[[], int] | None = None,
         home: HomePaths | None = None,
         *,
+        tallies: ServedTallies | None = None,
         queue_cache_s: float = 5.0,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
@@ -145,7 +186,7 @@ class Metrics:
             self.classify_errors.labels("page", reason)
         for status in Status:
             self.answers.labels(str(status))
-        self.estimates = FormEstimates()
+        self.estimates = tallies if tallies is not None else ServedTallies()
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.registry.register(_ReadAtScrape(self, champion, queue_depth, home, queue_cache_s))
 
@@ -170,6 +211,10 @@ class Metrics:
     def counting_answers(self, store: FeedbackStore | None) -> FeedbackStore | None:
         """`store` with every answer recorded through it counted by status (the page's and the queue's)."""
         return cast(FeedbackStore, AnswerCounter(store, self)) if store is not None else None
+
+    def page_refusal(self, reason: str) -> None:
+        """The page's classify handler refused a text (one of PAGE_REFUSALS)."""
+        self.classify_errors.labels("page", reason if reason in PAGE_REFUSALS else "invalid").inc()
 
     def counting_refusals(self, check: Callable[[Any], str | None], source: str = "page") -> Callable[[Any], str | None]:
         """A rate-limit check (an early refusal of web.server.asgi.RequestGuard) whose refusals are counted."""
