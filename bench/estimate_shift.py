@@ -2,7 +2,9 @@
 shifts from whole articles to headlines to descriptions, read by the shipped starter as served (int8, calibrated).
 
 Per step it prints the stream's mix, and per guessed input form (core.input_forms) the estimated accuracy
-(core.evaluation.estimate, from the probabilities alone), the true accuracy (from the rows' labels) and their gap;
+(core.evaluation.estimate, from the probabilities alone), the true accuracy (from the rows' labels) and their gap,
+for all the step's texts, per true form of the stream ("true title": the replayed headlines), and per form as
+serving reads a text ("read title": what the admin view and /metrics group by);
 then how often the form rule names each row's true form. Validation rows are rows of train.csv that fall in the
 hash split (core.data.is_validation): the starter never trained on them.
 
@@ -64,10 +66,10 @@ def main() -> None:
     probs_cv = {form: unseen[k * len(rows):(k + 1) * len(rows)] for k, form in enumerate(FORMS)}
 
     rng = np.random.default_rng(args.seed)
-    print("\n| step | mix (article/headline/description) | form read | n | estimated | true | gap (pt) "
+    print("\n| step | mix (article/headline/description) | texts | n | estimated | true | gap (pt) "
           "| gap, calibration cross-validated (pt) |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")
-    worst, worst_cv = 0.0, 0.0
+    worst, worst_cv, worst_true = 0.0, 0.0, 0.0
     for step, shares in enumerate(STEPS, 1):
         size = args.rows or len(rows)
         order = rng.choice(len(rows), size, replace=False)
@@ -75,8 +77,8 @@ def main() -> None:
         picked = [(FORMS[f], int(i)) for f, i in zip(drawn, order, strict=True)]
         mix = "/".join(f"{s:.0%}" for s in shares)
         groups = [("all", picked)] + [
-            (g.value, [(f, i) for f, i in picked if guessed[f][i] is g]) for g in FORMS
-        ]
+            (f"true {t.value}", [(f, i) for f, i in picked if f is t]) for t in FORMS
+        ] + [(f"read {g.value}", [(f, i) for f, i in picked if guessed[f][i] is g]) for g in FORMS]
         for name, members in groups:
             if not members:
                 continue
@@ -84,12 +86,14 @@ def main() -> None:
             y = np.array([labels[i] for _, i in members])
             est, true = estimate(p).accuracy, float(np.mean(p.argmax(axis=1) == y))
             est_cv = estimate(np.stack([probs_cv[f][i] for f, i in members])).accuracy
-            if name != "all" and len(members) >= 100:
+            if name.startswith("true"):
+                worst_true = max(worst_true, abs(est - true))
+            if name.startswith("read") and len(members) >= 100:
                 worst, worst_cv = max(worst, abs(est - true)), max(worst_cv, abs(est_cv - true))
             print(f"| {step} | {mix} | {name} | {len(members)} | {est:.4f} | {true:.4f} | {(est - true) * 100:+.1f} "
                   f"| {(est_cv - true) * 100:+.1f} |")
-    print(f"\nlargest gap over forms read with >= 100 rows: {worst * 100:.1f} pt as served, "
-          f"{worst_cv * 100:.1f} pt with the calibration cross-validated")
+    print(f"\nlargest gap over the stream's true forms: {worst_true * 100:.1f} pt; over forms as read with >= 100 rows: "
+          f"{worst * 100:.1f} pt as served, {worst_cv * 100:.1f} pt with the calibration cross-validated")
     print("(gap: estimated - true; its noise on n texts is about 1.96 * sqrt(p(1-p)/n), 2.9 pt at n=500, p=0.9)")
 
     print("\nform rule on validation rows: | true form | read as article | as headline | as description |")

@@ -205,7 +205,7 @@ def model_card(meta: dict[str, Any]) -> str:
         *[f"| {key} | {value} |" for key, value in sorted(config.items())],
         f"| training seconds | {meta.get('train_seconds', 'n/a')} |",
         "",
-        "Reproduce (2 CPU cores; see the README's 'Starter model' section):",
+        "Reproduce (2 CPU cores; docs/results/starter.md explains each step):",
         "",
         "```bash",
         meta.get("command", ""),
@@ -258,6 +258,20 @@ def model_card(meta: dict[str, Any]) -> str:
             lines.append(f"| {form} | {c['n']} | {c['ece_before']:.4f} | {c['ece_after']:.4f} | "
                          f"{cell(c, 'ece_cross_validated')} | {cell(c, 'ece_pooled')} | {cell(c, 'ece_temperatures')} | "
                          f"{c['brier_before']:.4f} | {c['brier_after']:.4f} |")
+    if meta.get("tries"):
+        lines += ["", "## What each try bought", "", "Served int8, the same validation rows; from the previous starter's "
+                  "checkpoint (docs/results/starter.md has the details):", "",
+                  "| try | command | title + description | headline only | body only | macro AUROC |",
+                  "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {t['try']} | {t['command']} | {t['full']} | {t['title']} | {t['body']} | {t['auroc']} |"
+                  for t in meta["tries"]]
+    if meta.get("confident_errors"):
+        note = f" ({meta['confident_errors_note']})" if meta.get("confident_errors_note") else ""
+        lines += ["", "## The most confident errors, judged", "", "Whole articles, each read by a person and judged "
+                  f"the model's mistake, a label that looks wrong, or a text either label fits{note}:", "",
+                  "| confidence | label -> predicted | article (its start) | judged |", "|---:|---|---|---|"]
+        lines += [f"| {e['confidence']} | {e['labels']} | {e['article']} | {e['judged']} |"
+                  for e in meta["confident_errors"]]
     lines += ["", "## Files", "", "| file | bytes |", "|---|---:|",
               *[f"| `{name}` | {size} |" for name, size in meta["file_bytes"].items()], ""]
     return "\n".join(lines)

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.spatial.distance import jensenshannon
 
 from core.evaluation.estimate import Tally
 from core.input_forms import FORM_NAMES
@@ -106,6 +105,8 @@ def _shares(counts: Sequence[float] | np.ndarray) -> list[float]:
 def distance(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray) -> float | None:
     """Jensen-Shannon distance (base 2) of two distributions given as counts or shares; None when either is empty
     or they differ in length."""
+    from scipy.spatial.distance import jensenshannon  # here: the admin view's first read, not the app's start
+
     p_arr, q_arr = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     if len(p_arr) != len(q_arr) or not len(p_arr) or p_arr.sum() <= 0 or q_arr.sum() <= 0:
         return None
