@@ -149,7 +149,8 @@ def test_replicas_share_feedback_survive_a_kill_and_follow_the_champion(stack: S
     assert len(MlflowClient(stack.tracking_uri).search_model_versions(f"name='{REGISTERED_MODEL}'")) == 1
     for url in (url_a, url_b):
         [result] = classify(url, SPORTS)["results"]
-        assert result["label"] == "Sports" and result["probabilities"]["Sports"] > 0.8, result
+        # Calibrated, the starter makes "Sports" a clear first on this description-like sentence, not a certainty.
+        assert result["label"] == "Sports" and result["probabilities"]["Sports"] > 0.5, result
 
     # A team that bootstraps on its own data replaces the starter: the bootstrap mirrors the server first (the
     # starter is its v0001), trains (here the tiny test model, so the retrains below take seconds), registers v0002.

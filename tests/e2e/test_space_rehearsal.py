@@ -115,7 +115,10 @@ def space(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spac
                 time.sleep(0.5)
         first = time.monotonic() - started
         print(f"Space start: first classification answered {first:.1f} s after `python app.py`")
-        assert result["label"] == "Sports" and result["probabilities"]["Sports"] > 0.8, result
+        # The shipped starter, calibrated: it reads this one-sentence text as a description, and of validation
+        # descriptions read that sure, about seven in ten are right, so "Sports" is a clear first, not a certainty.
+        assert result["label"] == "Sports" and result["probabilities"]["Sports"] > 0.5, result
+        assert result["probabilities"]["Sports"] > 2 * max(p for k, p in result["probabilities"].items() if k != "Sports")
         yield Space(url, app_dir, log, first)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
