@@ -152,13 +152,12 @@ def alert_lines(check: TrafficCheck) -> list[str]:
     ]
 
 
-def wilson_interval(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of an accuracy measured as `correct` of `n` (95% by default); (nan, nan) for n=0.
+def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of an accuracy measured as `correct` of `n` (scipy's); (nan, nan) for n=0.
     Unlike the normal approximation it stays inside [0, 1] and is honest for a handful of labels."""
     if n <= 0:
         return math.nan, math.nan
-    p = correct / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    from scipy.stats import binomtest  # here: the admin view's first read, not the app's start
 
+    interval = binomtest(correct, n).proportion_ci(confidence, method="wilson")
+    return float(interval.low), float(interval.high)
