@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from bench import options
 from core.data import InputForm, in_form, load_corpus
+from core.evaluation.metrics import evaluate_probabilities
 from core.serving.classifier import OnnxClassifier
 
 
@@ -25,7 +25,7 @@ def main() -> None:
     parser = options.parser(__doc__)
     options.add_data(parser)
     parser.add_argument("models", type=Path, nargs="+", help="exported model folders")
-    parser.add_argument("--val-fraction", type=float, default=0.1)
+    options.add_val_fraction(parser)
     args = parser.parse_args()
     corpus = load_corpus(args.data or options.default_data(), args.val_fraction)
     models = [OnnxClassifier(folder) for folder in args.models]
@@ -37,8 +37,8 @@ def main() -> None:
         labels = np.array([e.label for e in rows])
         probs = [m.proba_in_label_order([e.text for e in rows]) for m in models]
         probs.append(np.mean(probs, axis=0))
-        cells = [f"{np.mean(p.argmax(1) == labels):.4f} / {roc_auc_score(labels, p, multi_class='ovr'):.4f}"
-                 for p in probs]
+        scores = [evaluate_probabilities(labels, p) for p in probs]
+        cells = [f"{m['accuracy']:.4f} / {m['macro_auroc']:.4f}" for m in scores]
         print(f"| {form.value} | {len(rows)} | " + " | ".join(cells) + " |")
     for i, folder in enumerate(args.models, 1):
         print(f"model {i}: {folder}")

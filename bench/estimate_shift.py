@@ -42,7 +42,7 @@ def main() -> None:
     options.add_data(parser, as_path=True)
     options.add_model(parser)
     parser.add_argument("--rows", type=int, default=0, help="rows per step (0: every validation row once)")
-    parser.add_argument("--val-fraction", type=float, default=0.1)
+    options.add_val_fraction(parser)
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args()
 

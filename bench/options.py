@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from core.registry.starter import STARTER_DIR
+from core.settings.policies import DataSource
 
 DEFAULT_DATA = "../shared/data/ag_news"  # the offline AG News CSVs beside a checkout, when NEWSLOOP_DATA is unset
 
@@ -39,3 +40,10 @@ def add_model(parser: argparse.ArgumentParser) -> None:
     """`--model`: an exported model directory (default: the shipped starter)."""
     parser.add_argument("--model", type=Path, default=STARTER_DIR,
                         help="an exported model directory (default: the shipped starter)")
+
+
+def add_val_fraction(parser: argparse.ArgumentParser) -> None:
+    """`--val-fraction`: the share of the data carved out as validation (default: the setting's own)."""
+    default = DataSource.model_fields["val_fraction"].default
+    parser.add_argument("--val-fraction", type=float, default=default,
+                        help=f"share of the data held out for validation (default {default}, the setting's default)")

@@ -37,7 +37,7 @@ def main() -> None:
     options.add_model(parser)
     parser.add_argument("--out", type=Path, default=OUT, help=f"the PNG (default {OUT.relative_to(PROJECT_ROOT)})")
     parser.add_argument("--errors", type=int, default=20, help="most confident errors printed per form")
-    parser.add_argument("--val-fraction", type=float, default=0.1)
+    options.add_val_fraction(parser)
     args = parser.parse_args()
     validation = load_corpus(args.data or options.default_data(), args.val_fraction, True).validation
     served = OnnxClassifier(args.model)
