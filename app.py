@@ -26,8 +26,7 @@ from core.registry.versions import ModelRegistry
 from core.settings.config import ConfigError, Settings, ensure_home, load_settings
 from core.storage.locks import LockBusy, file_lock
 from core.storage.snapshot_schedule import SnapshotSchedule, restore_if_fresh
-from feedback.served import save_tallies
-from feedback.shared_state import (
+from feedback.database.shared_state import (
     Busy,
     SharedAdminSessions,
     SharedMap,
@@ -36,6 +35,7 @@ from feedback.shared_state import (
     shared_failure_throttle,
 )
 from feedback.store import FeedbackStore
+from feedback.traffic.served import save_tallies
 from web.admin.actions import AdminActions
 from web.admin.jobs import RetrainJobs
 from web.admin.routes import admin_router
@@ -173,7 +173,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
 
 def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> Metrics:
     """This app's metrics (web.server.metrics), in a registry of its own, with the served tallies written to the
-    store (feedback.served). Built whether or not NEWSLOOP_METRICS serves them: the admin view, `status` and
+    store (feedback.traffic.served). Built whether or not NEWSLOOP_METRICS serves them: the admin view, `status` and
     `watch` read the tallies."""
     required = settings.queue.labels_required
     pool_left = (lambda: store.pool_left(required)) if store is not None else None
@@ -242,7 +242,7 @@ def start_schedule(settings: Settings) -> threading.Thread | None:
     def loop() -> None:
         while True:
             time.sleep(settings.retrain.interval_min * 60)
-            # `watch --once` counts new trusted answers itself (feedback.readiness); the retrain lock prevents overlap.
+            # `watch --once` counts new trusted answers itself (feedback.training.readiness); the retrain lock prevents overlap.
             subprocess.run([sys.executable, "-m", "retrain", "watch", "--once"], check=False,
                            env=os.environ | BESIDE_SERVING_ENV)  # it shares the app's cores (core.host.cpu_share)
 

@@ -29,14 +29,14 @@ from bench import options
 from core.labels import LABELS
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import QueuePolicy, TrustPolicy
-from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
+from feedback.training.snapshot import read_trusted
 
 
 def ag_news(folder: Path) -> list[tuple[str, str]]:
     """(text, label) rows, each text as the pool stores it (versions that clean pool texts, clean them)."""
     try:
-        from feedback.pool_files import cleaned
+        from feedback.labelling.pool_files import cleaned
     except ImportError:
         cleaned = str.strip
     with (folder / "train.csv").open(encoding="utf-8", newline="") as handle:

@@ -5,7 +5,7 @@ starter's estimated accuracy per day beside the traffic set's measured accuracy,
 
 A week of traffic is replayed from validation rows of train.csv (never trained on): days 1-3 whole articles, days
 4-5 half articles and half headlines, days 6-7 headlines only; each day `--per-day` texts are scored by the starter
-as served and tallied as a server tallies them (feedback.served), and `--labelled` of them per day become traffic-set
+as served and tallied as a server tallies them (feedback.traffic.served), and `--labelled` of them per day become traffic-set
 items answered with their true label, dated that day (the store's answers are backdated: the week is staged). Then
 `python app.py` serves the home and Chromium takes the section. It prints each day's estimated and measured accuracy.
 """
@@ -34,10 +34,10 @@ from core.registry.versions import ModelRegistry
 from core.serving.classifier import OnnxClassifier
 from core.settings.config import PROJECT_ROOT
 from core.settings.policies import StoreLimits
-from feedback.db import iso_time
-from feedback.served import TallyKey, save_tallies, utc_day
+from feedback.database.db import iso_time
+from feedback.database.tables import answers, pool
 from feedback.store import FeedbackStore
-from feedback.tables import answers, pool
+from feedback.traffic.served import TallyKey, save_tallies, utc_day
 
 OUT = PROJECT_ROOT / "docs" / "screenshots" / "admin-traffic.png"
 # Share of headlines per day of the staged week (the rest are whole articles).

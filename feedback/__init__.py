@@ -1,10 +1,10 @@
 """User feedback: the SQLite answer store, the labelling queue, and the rules for trusted examples."""
 
 from feedback.errors import FeedbackError, PoolImportError, RateLimited
-from feedback.pool import ImportReport
-from feedback.snapshot import FeedbackSplit, read_trusted
+from feedback.labelling.pool import ImportReport
 from feedback.store import FeedbackStore, RecordResult
-from feedback.trust import TrustedExample, select_trusted
+from feedback.training.snapshot import FeedbackSplit, read_trusted
+from feedback.trust.rules import TrustedExample, select_trusted
 
 __all__ = [
     "FeedbackError",

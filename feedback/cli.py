@@ -18,8 +18,8 @@ from core import command_line
 from core.settings.config import ConfigError, Settings, load_settings
 from feedback import commands
 from feedback.errors import FeedbackError
-from feedback.review import HELD, MAX_SHOWN, ReviewFilter
 from feedback.store import FeedbackStore
+from feedback.trust.review import HELD, MAX_SHOWN, ReviewFilter
 from feedback.validate import EXPORT_FORMATS, STATUSES
 
 EXIT_OK = 0

@@ -15,8 +15,8 @@ import sqlite_utils
 
 from core.settings.policies import TrustPolicy
 from feedback.errors import FeedbackError
-from feedback.review import ReviewFilter, review_message
 from feedback.store import FeedbackStore
+from feedback.trust.review import ReviewFilter, review_message
 
 
 def _print_json(payload: object) -> None:

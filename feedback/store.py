@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from core.settings.policies import QueuePolicy, StoreLimits
-from feedback.answers import Answers, RecordResult
-from feedback.crowd import Crowd
-from feedback.db import Database
-from feedback.export import export_answers, write_answers
-from feedback.guidelines import GuidelineBook
-from feedback.pool import ImportReport, Pool
-from feedback.progress import pool_left, queue_left
-from feedback.review import ReviewReport, Reviews
+from feedback.database.db import Database
+from feedback.export.files import export_answers, write_answers
+from feedback.labelling.answers import Answers, RecordResult
+from feedback.labelling.guidelines import GuidelineBook
+from feedback.labelling.pool import ImportReport, Pool
+from feedback.labelling.progress import pool_left, queue_left
+from feedback.trust.crowd import Crowd
+from feedback.trust.review import ReviewReport, Reviews
 from feedback.validate import KINDS
 
 if TYPE_CHECKING:
@@ -26,9 +26,9 @@ if TYPE_CHECKING:
 
 class FeedbackStore:
     """Answers (confirmations, corrections, queue labels) and the labelling pool in one SQLite file, or in a
-    PostgreSQL database when `path` is a postgresql:// URL (`feedback.db`; the same logic and queries).
+    PostgreSQL database when `path` is a postgresql:// URL (`feedback.database.db`; the same logic and queries).
 
-    Safe to share between threads and processes (see `feedback.db.Database`); `limits` bounds what it
+    Safe to share between threads and processes (see `feedback.database.db.Database`); `limits` bounds what it
     accepts. `durable=False` trades the fsync per answer for speed: still safe against process crashes,
     but the last answers can be lost on power failure.
     """
@@ -60,7 +60,7 @@ class FeedbackStore:
 
     @property
     def database(self) -> Database:
-        """The database itself (SQLite or PostgreSQL), for `feedback.shared_state` beside the answers."""
+        """The database itself (SQLite or PostgreSQL), for `feedback.database.shared_state` beside the answers."""
         return self._db
 
     def __repr__(self) -> str:
@@ -98,7 +98,7 @@ class FeedbackStore:
         (`limits.verified_writes_per_minute` when `verified`), or the client `address` (a keyed hash the page
         supplies) `limits.address_writes_per_minute`.
         `verified` says the host signed the annotator in (the trust rules weigh such answers, see
-        `feedback.trust`).
+        `feedback.trust.rules`).
         """
         return self._answers.record(
             text=text,
@@ -119,11 +119,11 @@ class FeedbackStore:
         return self._answers.undo_last(annotator, kinds)
 
     def queue_left(self, annotator: str, policy: QueuePolicy) -> int:
-        """Queue items this annotator may still be shown (checks not told apart); see feedback.progress."""
+        """Queue items this annotator may still be shown (checks not told apart); see feedback.labelling.progress."""
         return queue_left(self._db, annotator, policy)
 
     def pool_left(self, labels_required: int) -> int:
-        """Ordinary pool items not yet settled by enough agreeing annotators; see feedback.progress."""
+        """Ordinary pool items not yet settled by enough agreeing annotators; see feedback.labelling.progress."""
         return pool_left(self._db, labels_required)
 
     def set_status(self, answer_id: int, status: str) -> dict[str, Any]:
@@ -132,7 +132,7 @@ class FeedbackStore:
 
     def set_statuses(self, answer_ids: Sequence[int], status: str) -> ReviewReport:
         """Review many answers at once, in one transaction; reports which changed, which already had the
-        status, which were undone and which do not exist (see `feedback.review.Reviews.set_statuses`)."""
+        status, which were undone and which do not exist (see `feedback.trust.review.Reviews.set_statuses`)."""
         return self.reviews.set_statuses(answer_ids, status)
 
     def get(self, answer_id: int) -> dict[str, Any] | None:
@@ -209,7 +209,7 @@ class FeedbackStore:
         """Recompute uncertainty for pool items not yet scored by `model_version`; returns how many.
 
         `scorer(texts)` returns an (n, labels) probability array. Uncertainty is margin-based,
-        1 - (p_top - p_second), see `feedback.pool.margin_uncertainty`. Batches are committed as they
+        1 - (p_top - p_second), see `feedback.labelling.pool.margin_uncertainty`. Batches are committed as they
         are scored, so an interrupted rescore resumes where it stopped.
         """
         return self._pool.rescore(scorer, model_version, batch_size=batch_size)
@@ -237,7 +237,7 @@ class FeedbackStore:
     def due_check(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None when none is due or left.
 
-        Due by `feedback.trust.check_due`, at unpredictable positions: about one item in three until the
+        Due by `feedback.trust.rules.check_due`, at unpredictable positions: about one item in three until the
         annotator answered `policy.min_checks` checks, then about `policy.check_share`. The position counts
         their live answers of every kind (one-click corrections too) and their skips.
         """

@@ -19,7 +19,7 @@ KINDS = ("confirm", "correct", "queue")
 class Status(StrEnum):
     """An answer's status, as stored (the values are the words in the database and in exports)."""
 
-    # Appended only: exports number statuses by position (feedback.dataset's ClassLabel).
+    # Appended only: exports number statuses by position (feedback.export.dataset's ClassLabel).
     OK = "ok"
     SUSPICIOUS = "suspicious"  # the model was very sure of another label: waits for a maintainer
     ACCEPTED = "accepted"  # reviewed: counts for training

@@ -152,8 +152,8 @@ def retrain_reason(settings: Settings, needed: int) -> tuple[int, str | None]:
     import contextlib
 
     from core.registry.stages import read_last_run
-    from feedback.readiness import count_new_trusted
     from feedback.store import FeedbackStore
+    from feedback.training.readiness import count_new_trusted
 
     new = 0
     if settings.storage.database_url or settings.paths.feedback_db.is_file():
@@ -196,9 +196,9 @@ def status(settings: Settings) -> int:
     from core.evaluation.monitor import alert_lines
     from core.registry.stages import read_last_run
     from core.registry.versions import ModelRegistry
-    from feedback.monitoring import traffic_report
-    from feedback.readiness import readiness
     from feedback.store import FeedbackStore
+    from feedback.traffic.monitoring import traffic_report
+    from feedback.training.readiness import readiness
 
     report = ModelRegistry(settings.models_dir).status()
     alerts: list[str] = []
@@ -224,8 +224,8 @@ def traffic_alerts(settings: Settings) -> list[str]:
 
     from core.evaluation.monitor import alert_lines
     from core.registry.versions import ModelRegistry
-    from feedback.monitoring import traffic_report
     from feedback.store import FeedbackStore
+    from feedback.traffic.monitoring import traffic_report
 
     if not (settings.storage.database_url or settings.paths.feedback_db.is_file()):
         return []

@@ -20,7 +20,7 @@ from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
 from core.registry.versions import ChampionChanged, ModelRegistry
 from core.settings.policies import GateConfig
-from feedback.snapshot import backup_database, trusted_split
+from feedback.training.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
 from retrain.evaluate import judge
 from retrain.model import ModelFactory, starting_point

@@ -12,7 +12,7 @@ from core.registry.stages import Progress, RunRecord, Stage, read_history, state
 from core.registry.versions import write_json_atomic
 from core.storage.locks import LockBusy, file_lock
 from core.storage.paths import HomePaths
-from feedback.shared_state import Busy, database_lock
+from feedback.database.shared_state import Busy, database_lock
 
 
 class RetrainBusy(RuntimeError):

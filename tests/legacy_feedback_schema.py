@@ -1,4 +1,4 @@
-"""The feedback schema as the SQLite-only migration runner before SQLAlchemy wrote it (feedback/schema.py at
+"""The feedback schema as the SQLite-only migration runner before SQLAlchemy wrote it (feedback/database/schema.py at
 commit d4671e1): its DDL verbatim, applied the way that runner applied it. Tests build databases from it to
 check that databases made by earlier releases open and upgrade without loss."""
 
@@ -66,7 +66,7 @@ CREATE INDEX answers_address_created ON answers (address, created_at);
 """
 
 
-# Version 5 keeps the web state replicas share (`feedback.shared_state`): rate-limit hits, and per-browser
+# Version 5 keeps the web state replicas share (`feedback.database.shared_state`): rate-limit hits, and per-browser
 # records with an expiry (admin sessions, the queue item a browser was given).
 _V5 = """
 CREATE TABLE rate_hits (bucket TEXT NOT NULL, key TEXT NOT NULL, at REAL NOT NULL);
@@ -81,7 +81,7 @@ CREATE TABLE sessions (
 """
 
 
-# Version 6 keeps the labelling guidelines a maintainer writes in the admin view (`feedback.guidelines`): every
+# Version 6 keeps the labelling guidelines a maintainer writes in the admin view (`feedback.labelling.guidelines`): every
 # saved version with its time, so an answer can be read beside the guidelines in force when it was given.
 _V6 = """
 CREATE TABLE guidelines (
@@ -101,7 +101,7 @@ ALTER TABLE pool ADD COLUMN held_reason TEXT
 """
 
 
-# Version 8 marks the traffic set (`feedback.pool`): pool items kept out of the uncertainty order, offered at
+# Version 8 marks the traffic set (`feedback.labelling.pool`): pool items kept out of the uncertainty order, offered at
 # random, whose labels only judge challengers. NULL until the queue first sees the item and draws it; items
 # already answered before this version may have been trained on, so they are marked 0 (not traffic) now.
 _V8 = """

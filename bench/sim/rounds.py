@@ -98,8 +98,8 @@ def run_order(
 def trust_outcome(home: SimHome, store: FeedbackStore, truth: dict[str, int]) -> tuple[int, int]:
     """Annotators the trust rules leave out, and trusted feedback rows whose label is wrong, as the retrain
     about to run will see them (the same snapshot reader and rules)."""
-    from feedback.snapshot import trusted_split
-    from feedback.trust import excluded_annotators
+    from feedback.training.snapshot import trusted_split
+    from feedback.trust.rules import excluded_annotators
 
     setup = home.retrain
     excluded = excluded_annotators(store.answers(), store.gold_labels(), setup.trust)

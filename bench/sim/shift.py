@@ -180,7 +180,7 @@ def retrain_round(
     store: Any,
 ) -> ShiftRow:
     from core.registry.stages import read_last_run
-    from feedback.readiness import readiness
+    from feedback.training.readiness import readiness
     from retrain.run import retrain
 
     started = time.perf_counter()

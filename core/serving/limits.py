@@ -39,7 +39,7 @@ class Window(Protocol):
 
 class WindowStore(Protocol):
     """Where a `RateLimiter` keeps its events: in memory (`MemoryWindows`) or in a database
-    (`feedback.shared_state.DatabaseWindows`, shared by replicas)."""
+    (`feedback.database.shared_state.DatabaseWindows`, shared by replicas)."""
 
     def locked(self, key: str) -> contextlib.AbstractContextManager[Window]:
         """`key`'s events, with no other check on `key` running until the block ends (read, decide, record)."""
@@ -143,7 +143,7 @@ class FailureThrottle:
     failures leaves it. Beyond `everyone.limit` failures in the window from all keys together, every attempt
     is slowed by `slow_s` instead of refused, so a guessing run from many addresses slows everyone down but
     can never lock out someone who knows the password. The limiters are `RateLimiter`s, in memory or shared by
-    replicas through their database (`feedback.shared_state.SharedRateLimiter`).
+    replicas through their database (`feedback.database.shared_state.SharedRateLimiter`).
     """
 
     EVERYONE = "*"

@@ -77,7 +77,7 @@ TRAIN_ON = ("signed_in", "checked", "anyone")
 
 
 class TrustPolicy(Section):
-    """Which feedback answers may train a model (see `feedback.trust`)."""
+    """Which feedback answers may train a model (see `feedback.trust.rules`)."""
 
     # The queue's settings (QueuePolicy) say how many labels and checks; Settings.trust_policy() passes them on.
     labels_required: int = internal(LABELS_REQUIRED, ge=1)  # agreeing votes a text needs
@@ -100,7 +100,7 @@ class TrustPolicy(Section):
 
 
 class QueuePolicy(Section):
-    """What the labelling queue hands out next (see `feedback.pool`)."""
+    """What the labelling queue hands out next (see `feedback.labelling.pool`)."""
 
     labels_required: int = setting(
         LABELS_REQUIRED, ge=1, le=10, on_space=2, description="Agreeing labels after which a text leaves the queue."
@@ -114,7 +114,7 @@ class QueuePolicy(Section):
     # The traffic set: this share of pool items (by a salted hash of the text, fixed when the queue first
     # sees the item) is kept out of the uncertainty order, and this share of queue turns offers one of them,
     # uniformly at random among the newest `traffic_recent` unlabelled ones. Their labels are never trained
-    # on: they are the gate's unbiased sample of what users send (see feedback.snapshot).
+    # on: they are the gate's unbiased sample of what users send (see feedback.training.snapshot).
     traffic_share: float = setting(0.2, ge=0.0, lt=1.0, description="Share of pool and queue that is traffic.")
     traffic_recent: int = internal(1000, ge=1)
 

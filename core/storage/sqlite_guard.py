@@ -10,7 +10,7 @@ or "database disk image is malformed". Hashing, copying or serving the file is e
 `watch(path)` makes an audit hook (PEP 578; installed once per process, on first use) refuse every Python
 open of the database and its -wal, -shm and -journal files, by any path (`..`, symlinks, /proc/self/fd),
 for as long as the returned `Watch` is alive. SQLite itself does not go through Python's file functions,
-so it is never refused. Copies go through SQLite's backup API on a connection (`feedback.db.Database.backup`,
+so it is never refused. Copies go through SQLite's backup API on a connection (`feedback.database.db.Database.backup`,
 `core.storage.durable`).
 """
 

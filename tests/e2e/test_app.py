@@ -13,7 +13,7 @@ from core.registry.versions import ModelRegistry
 from core.serving.classifier import ChampionService
 from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
-from feedback.traffic import is_traffic_turn
+from feedback.traffic.traffic_set import is_traffic_turn
 from testkit.models import tiny_settings
 from testkit.server import launched_app
 

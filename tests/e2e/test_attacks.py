@@ -23,8 +23,8 @@ from pydantic import SecretStr
 
 from core.labels import LABELS
 from core.settings.config import ConfigError, Settings
-from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
+from feedback.training.snapshot import read_trusted
 from testkit.models import tiny_settings
 from testkit.server import launched_app
 from tests.e2e.raw_http import EventError, Visitor

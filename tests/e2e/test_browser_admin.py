@@ -18,8 +18,8 @@ from core.evaluation.decision import GateResult, PairedTest, Rule, RuleResult, S
 from core.registry.stages import RowCounts, RunRecord, state_payload
 from core.registry.versions import ModelRegistry
 from core.settings.policies import TrustPolicy
-from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
+from feedback.training.snapshot import read_trusted
 from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
 from tests.e2e.test_browser_flows import AXE, SIZES, open_page, shot, tab

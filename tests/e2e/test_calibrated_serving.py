@@ -17,7 +17,7 @@ from core.labels import LABELS
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import OnnxClassifier, softmax
 from core.settings.policies import StoreLimits
-from feedback.pool import margin_uncertainty
+from feedback.labelling.pool import margin_uncertainty
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from testkit.server import launched_app

@@ -18,8 +18,8 @@ from core.evaluation.estimate import Tally
 from core.input_forms import FORM_NAMES, guess_form
 from core.labels import LABELS
 from core.settings.policies import StoreLimits
-from feedback.served import TallyKey, read_tallies, utc_day
 from feedback.store import FeedbackStore
+from feedback.traffic.served import TallyKey, read_tallies, utc_day
 from testkit.models import tiny_settings
 from testkit.server import launched_app
 from web.server.metrics import gradio_bucket

@@ -16,10 +16,10 @@ import pytest
 from core.labels import LABELS
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from core.text import text_hash
-from feedback.checks import CheckScore, passed_checks
-from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
-from feedback.trust import check_scores, independently_agreed, select_trusted
+from feedback.training.snapshot import read_trusted
+from feedback.trust.checks import CheckScore, passed_checks
+from feedback.trust.rules import check_scores, independently_agreed, select_trusted
 
 CHECKS = [f"Known-answer check {i}: a story a maintainer labelled" for i in range(12)]
 POOL = [f"Pool article {i} about markets, ministers, matches and microchips" for i in range(40)]

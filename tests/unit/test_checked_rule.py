@@ -1,6 +1,6 @@
 """The "checked" trust rule is written twice, for two jobs: in Python over scored answers
-(`feedback.checks.passed_checks`, what the people panel and the trust report read) and in SQL over live rows
-(`feedback.credible.credible`, what the review order reads). Both must pick the same people on the same rows."""
+(`feedback.trust.checks.passed_checks`, what the people panel and the trust report read) and in SQL over live rows
+(`feedback.trust.credible.credible`, what the review order reads). Both must pick the same people on the same rows."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import sqlalchemy as sa
 
 from core.labels import LABELS
 from core.settings.policies import StoreLimits, TrustPolicy
-from feedback.checks import passed_checks
-from feedback.credible import credible
-from feedback.tables import answers
+from feedback.database.tables import answers
+from feedback.trust.checks import passed_checks
+from feedback.trust.credible import credible
 
 CHECKS = {f"known-answer check number {i} about a topic": LABELS[i % len(LABELS)] for i in range(12)}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from feedback.__main__ import main
-from feedback.schema import CURRENT_VERSION
+from feedback.database.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
 
 

@@ -1,4 +1,4 @@
-"""The people panel's numbers counted by the database (feedback.crowd) equal the same numbers worked out from
+"""The people panel's numbers counted by the database (feedback.trust.crowd) equal the same numbers worked out from
 every answer row, on SQLite and on PostgreSQL; agreement, exclusions and disagreements need only the answers
 on texts two or more people answered."""
 
@@ -11,11 +11,11 @@ import pytest
 
 from core.settings.policies import TRAIN_ON, StoreLimits, TrustPolicy
 from core.text import text_hash
-from feedback.agreement import agreement, pairwise_agreement
-from feedback.crowd import PersonCounts
-from feedback.people import disagreements, people
 from feedback.store import FeedbackStore
-from feedback.trust import MAINTAINER, annotator_agreement, check_scores, excluded_annotators
+from feedback.trust.agreement import agreement, pairwise_agreement
+from feedback.trust.crowd import PersonCounts
+from feedback.trust.people import disagreements, people
+from feedback.trust.rules import MAINTAINER, annotator_agreement, check_scores, excluded_annotators
 from feedback.validate import WITHDRAWN
 from testkit.fakes import TickingClock
 from testkit.pg_cluster import StoreFactory

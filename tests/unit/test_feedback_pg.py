@@ -5,9 +5,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from feedback.db import redacted
+from feedback.database.db import redacted
+from feedback.database.schema import CURRENT_VERSION
 from feedback.errors import FeedbackError
-from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import Cluster
 from testkit.races import at_once

@@ -15,10 +15,10 @@ import pytest
 import sqlalchemy as sa
 
 import feedback
-import feedback.pool
+import feedback.labelling.pool
 from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, PoolImportError
-from feedback.pool import margin_uncertainty
+from feedback.labelling.pool import margin_uncertainty
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
 
@@ -147,7 +147,7 @@ def test_exception_midway_through_import_leaves_pool_as_before(
     store: FeedbackStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.add_to_pool(["Already there"], source="seed")
-    real_insert = feedback.pool._insert_pool_row
+    real_insert = feedback.labelling.pool._insert_pool_row
     calls = []
 
     def failing_insert(*args: object) -> bool:
@@ -156,11 +156,11 @@ def test_exception_midway_through_import_leaves_pool_as_before(
             raise OSError("disk full")
         return real_insert(*args)
 
-    monkeypatch.setattr(feedback.pool, "_insert_pool_row", failing_insert)
+    monkeypatch.setattr(feedback.labelling.pool, "_insert_pool_row", failing_insert)
     with pytest.raises(OSError, match="disk full"):
         store.import_pool(write_csv(tmp_path / "pool.csv", "text", [f"story {i}" for i in range(1000)]))
     assert pool_texts(store) == ["Already there"]
-    monkeypatch.setattr(feedback.pool, "_insert_pool_row", real_insert)
+    monkeypatch.setattr(feedback.labelling.pool, "_insert_pool_row", real_insert)
     assert store.import_pool(tmp_path / "pool.csv").added == 1000  # the store is still usable
 
 
@@ -171,10 +171,10 @@ def test_process_killed_midway_through_import_leaves_pool_as_before(store: Feedb
         """
         import os, signal, sys
         from pathlib import Path
-        import feedback.pool
+        import feedback.labelling.pool
         import feedback.store
 
-        real_insert = feedback.pool._insert_pool_row
+        real_insert = feedback.labelling.pool._insert_pool_row
         calls = []
 
         def dying_insert(*args):
@@ -183,7 +183,7 @@ def test_process_killed_midway_through_import_leaves_pool_as_before(store: Feedb
                 os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no rollback: a real crash
             return real_insert(*args)
 
-        feedback.pool._insert_pool_row = dying_insert
+        feedback.labelling.pool._insert_pool_row = dying_insert
         feedback.store.FeedbackStore(sys.argv[1]).import_pool(Path(sys.argv[2]))  # a file or a postgresql:// URL
         """
     )

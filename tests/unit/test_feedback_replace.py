@@ -9,8 +9,8 @@ import pytest
 
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from feedback.errors import FeedbackError, RateLimited
-from feedback.snapshot import read_trusted
 from feedback.store import FeedbackStore
+from feedback.training.snapshot import read_trusted
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
 

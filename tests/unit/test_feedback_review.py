@@ -13,13 +13,13 @@ import sqlalchemy as sa
 from core.settings.policies import StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.errors import FeedbackError
-from feedback.guidelines import DEFAULT
-from feedback.people import disagreements, nickname, people
-from feedback.pool_files import cleaned
-from feedback.review import HELD, ReviewFilter, review_message
-from feedback.snapshot import read_trusted
+from feedback.labelling.guidelines import DEFAULT
+from feedback.labelling.pool_files import cleaned
 from feedback.store import FeedbackStore
-from feedback.trust import MAINTAINER
+from feedback.training.snapshot import read_trusted
+from feedback.trust.people import disagreements, nickname, people
+from feedback.trust.review import HELD, ReviewFilter, review_message
+from feedback.trust.rules import MAINTAINER
 from testkit.fakes import TickingClock
 from testkit.pg_cluster import StoreFactory
 

@@ -12,10 +12,10 @@ import sqlalchemy as sa
 
 from core.settings.policies import QueuePolicy
 from core.text import text_hash
-from feedback.schema import CURRENT_VERSION
-from feedback.shared_state import SharedMap
+from feedback.database.schema import CURRENT_VERSION
+from feedback.database.shared_state import SharedMap
+from feedback.database.tables import metadata
 from feedback.store import FeedbackStore
-from feedback.tables import metadata
 from testkit.pg_cluster import StoreFactory
 from tests.legacy_feedback_schema import STEPS, legacy_database
 

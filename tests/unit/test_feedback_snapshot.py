@@ -7,8 +7,8 @@ from pathlib import Path
 from core.data import Example, split_by_hash
 from core.labels import LABELS, label_index
 from core.settings.policies import StoreLimits, TrustPolicy
-from feedback.snapshot import FeedbackSplit, backup_database, trusted_split
 from feedback.store import FeedbackStore
+from feedback.training.snapshot import FeedbackSplit, backup_database, trusted_split
 from testkit.pg_cluster import StoreFactory
 
 

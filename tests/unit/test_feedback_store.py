@@ -14,8 +14,8 @@ import pytest
 from core.labels import LABELS
 from core.settings.policies import StoreLimits
 from core.text import text_hash
+from feedback.database.schema import CURRENT_VERSION
 from feedback.errors import FeedbackError, RateLimited
-from feedback.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once

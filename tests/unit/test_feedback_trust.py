@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.settings.policies import TrustPolicy
-from feedback.snapshot import read_trusted
-from feedback.trust import aggregate, annotator_agreement, contradiction_reason, select_trusted
+from feedback.training.snapshot import read_trusted
+from feedback.trust.rules import aggregate, annotator_agreement, contradiction_reason, select_trusted
 from testkit.pg_cluster import StoreFactory
 
 _ids = itertools.count(1)

@@ -1,6 +1,6 @@
 """Watching served traffic: the alert rule and the drift (core.evaluation.monitor), the served tallies kept in the
-feedback store on both backends (feedback.served), a server's tallies written as it serves (ServedTallies), and
-the day-by-day report of estimated beside measured accuracy (feedback.monitoring)."""
+feedback store on both backends (feedback.traffic.served), a server's tallies written as it serves (ServedTallies), and
+the day-by-day report of estimated beside measured accuracy (feedback.traffic.monitoring)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from core.evaluation.estimate import Tally
 from core.evaluation.monitor import Baseline, alert_lines, check_traffic, distance, wilson_interval
 from core.labels import LABELS
 from core.settings.policies import MonitorPolicy, TrustPolicy
-from feedback.db import parse_iso_time
-from feedback.monitoring import traffic_report
-from feedback.served import TallyKey, read_tallies, save_tallies, utc_day
+from feedback.database.db import parse_iso_time
+from feedback.database.tables import pool
 from feedback.store import FeedbackStore
-from feedback.tables import pool
+from feedback.traffic.monitoring import traffic_report
+from feedback.traffic.served import TallyKey, read_tallies, save_tallies, utc_day
 from testkit.pg_cluster import StoreFactory
 from web.server.metrics import ServedTallies
 

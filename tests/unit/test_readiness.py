@@ -17,11 +17,11 @@ from core.registry.versions import write_json_atomic
 from core.settings.config import load_settings
 from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
 from core.storage.paths import HomePaths
-from feedback.credible import credible_waiting
-from feedback.monitoring import TrafficReport
-from feedback.readiness import count_new_trusted, readiness
-from feedback.review import ReviewFilter
 from feedback.store import FeedbackStore
+from feedback.traffic.monitoring import TrafficReport
+from feedback.training.readiness import count_new_trusted, readiness
+from feedback.trust.credible import credible_waiting
+from feedback.trust.review import ReviewFilter
 from testkit.pg_cluster import StoreFactory
 from web.admin import report
 from web.admin.jobs import Expected

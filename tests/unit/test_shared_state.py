@@ -8,7 +8,7 @@ import pytest
 
 from core.serving.limits import RateLimiter
 from core.storage.paths import HomePaths
-from feedback.shared_state import (
+from feedback.database.shared_state import (
     Busy,
     SharedAdminSessions,
     SharedMap,

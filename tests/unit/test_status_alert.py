@@ -18,8 +18,8 @@ from core.labels import LABELS
 from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.settings.config import load_settings
-from feedback.served import TallyKey, save_tallies, utc_day
 from feedback.store import FeedbackStore
+from feedback.traffic.served import TallyKey, save_tallies, utc_day
 from retrain.commands import EXIT_ALERT, EXIT_OK, retrain_reason
 
 

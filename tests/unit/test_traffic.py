@@ -10,9 +10,9 @@ import sqlalchemy as sa
 
 from core.labels import LABELS
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
-from feedback import traffic
-from feedback.snapshot import trusted_split
 from feedback.store import FeedbackStore
+from feedback.traffic import traffic_set as traffic
+from feedback.training.snapshot import trusted_split
 from testkit.pg_cluster import StoreFactory
 
 POLICY = QueuePolicy(spread=4)  # the default traffic share: one item in five

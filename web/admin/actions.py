@@ -28,7 +28,7 @@ from web.page.session_memory import SessionMap
 from web.server.identity import IdentityService
 
 if TYPE_CHECKING:
-    from feedback.monitoring import TrafficReport
+    from feedback.traffic.monitoring import TrafficReport
 
 log = logging.getLogger("newsloop.app")
 EXPORTS = ("csv", "jsonl", "parquet")  # parquet: a Hugging Face `datasets` table with ClassLabel features
@@ -185,7 +185,7 @@ class AdminActions:
         return cookie
 
     def trusted_count(self) -> int | None:
-        from feedback.snapshot import read_trusted  # here: only the admin view's overview needs it
+        from feedback.training.snapshot import read_trusted  # here: only the admin view's overview needs it
 
         return len(read_trusted(self.store, self.trust)) if self.store is not None else None
 
@@ -196,7 +196,7 @@ class AdminActions:
         """What a retrain would train on and how long it should take, before it starts."""
         if self.store is None:
             return "There is no feedback store on this server.", gr.update(visible=False)
-        from feedback.readiness import readiness  # here: only the retrain preview needs it
+        from feedback.training.readiness import readiness  # here: only the retrain preview needs it
 
         job = self.jobs.status()
         if job.running:
@@ -208,7 +208,7 @@ class AdminActions:
         """The champion on its traffic: estimated and measured by day and form, the window's alert and drift."""
         if self.store is None:
             return None
-        from feedback.monitoring import traffic_report  # here: only the overview and the preview need it
+        from feedback.traffic.monitoring import traffic_report  # here: only the overview and the preview need it
 
         self.flush_served()
         status = self.registry.status()
@@ -217,7 +217,7 @@ class AdminActions:
 
     def credible_waiting(self) -> int:
         """Suspicious answers from signed-in or checked people waiting for review (see `report.review_line`)."""
-        from feedback.credible import credible_waiting
+        from feedback.trust.credible import credible_waiting
 
         return credible_waiting(self.store.database, self.trust) if self.store is not None else 0
 
@@ -266,7 +266,7 @@ class AdminActions:
             return ""
         path = self.exports.new_file(f".{fmt}")
         if fmt == "parquet":
-            from feedback.dataset import export_dataset  # imports `datasets`: only when asked for
+            from feedback.export.dataset import export_dataset  # imports `datasets`: only when asked for
 
             export_dataset(self.store, path, "parquet")
         else:
@@ -290,7 +290,7 @@ class AdminActions:
     def push_to_hub(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         if self.store is None or not self.can_push or self.hub_token is None:
             return "Pushing needs NEWSLOOP_HUB_DATASET and NEWSLOOP_HUB_TOKEN."
-        from feedback.dataset import push_dataset
+        from feedback.export.dataset import push_dataset
 
         try:
             url = push_dataset(self.store, self.hub_dataset, self.hub_token.get_secret_value())

@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from feedback.errors import FeedbackError
-from feedback.guidelines import MAX_CHARS, Guidelines
+from feedback.labelling.guidelines import MAX_CHARS, Guidelines
 from feedback.store import FeedbackStore
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only

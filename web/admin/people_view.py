@@ -10,9 +10,9 @@ from typing import Any
 import gradio as gr
 
 from core.labels import LABELS
-from feedback.agreement import agreement
 from feedback.errors import FeedbackError
-from feedback.people import Disagreement, Person, disagreements, people
+from feedback.trust.agreement import agreement
+from feedback.trust.people import Disagreement, Person, disagreements, people
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only, guarded_by
 

@@ -14,8 +14,8 @@ import gradio as gr
 
 from core.labels import LABELS
 from feedback.errors import FeedbackError
-from feedback.people import nickname
-from feedback.review import HELD, ReviewFilter, review_message
+from feedback.trust.people import nickname
+from feedback.trust.review import HELD, ReviewFilter, review_message
 from feedback.validate import STATUSES
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only, guarded_by

@@ -90,7 +90,7 @@ class LabellingQueue:
             return QueueView("", f"Nothing left to label. You have labelled **{done}** article(s). Thank you!", message, "")
         shown = new_shown_id()
         self.items.put(who.session, {"id": item["id"], "text": item["text"], "shown": shown})
-        # Checks and ordinary items are counted together (feedback.progress): the count never tells them apart.
+        # Checks and ordinary items are counted together (feedback.labelling.progress): the count never tells them apart.
         left = max(self.store.queue_left(who.annotator, self.policy), 1)
         return QueueView(item["text"], f"You have labelled **{done}**, **{left}** left.", message, shown)
 

@@ -43,8 +43,8 @@ from core.input_forms import FORM_NAMES
 from core.labels import LABELS
 from core.registry.stages import Outcome, read_history, read_last_run, running_run
 from core.storage.paths import HomePaths
-from feedback.served import TallyKey, utc_day
 from feedback.store import FeedbackStore
+from feedback.traffic.served import TallyKey, utc_day
 from feedback.validate import Status
 from web.page.actions import Classifier
 from web.server.identity import ASGIApp, Scope
@@ -68,7 +68,7 @@ _STATIC = ("/assets/", "/static/", "/svelte/", "/custom_component/")
 class ServedTallies:
     """The champion's served predictions, tallied (core.evaluation.estimate.Tally) by the form each text reads as:
     since the champion started serving here (the /metrics gauges), and per UTC day and model version, written to
-    the feedback store (feedback.served) at most every `save_s` seconds, which the admin view, `status` and `watch`
+    the feedback store (feedback.traffic.served) at most every `save_s` seconds, which the admin view, `status` and `watch`
     read. Only the serving champion's predictions count.
 
     A prediction only appends its row (a list append); rows are folded into tallies every FOLD_ROWS rows or when
@@ -80,7 +80,7 @@ class ServedTallies:
     def __init__(self, save: Callable[[str, dict[TallyKey, Tally]], None] | None = None, *, save_s: float = 10.0,
                  clock: Callable[[], float] = time.time) -> None:
         self._save, self._save_s, self._clock = save, save_s, clock
-        self._writer = uuid.uuid4().hex  # this process's rows of the store's tallies (feedback.served)
+        self._writer = uuid.uuid4().hex  # this process's rows of the store's tallies (feedback.traffic.served)
         self._lock, self._save_lock = threading.Lock(), threading.Lock()
         self._version: str | None = None
         self._gauge: dict[str, Tally] = {}

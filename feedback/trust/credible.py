@@ -1,5 +1,5 @@
 """Suspicious answers that look true: given by people whose word carries weight, so a maintainer reviews them
-first (`feedback.review.Reviews.find` puts them at the front) and the admin view counts them.
+first (`feedback.trust.review.Reviews.find` puts them at the front) and the admin view counts them.
 
 A correction is flagged suspicious when the model was very sure of another label; on a shifted stream many
 of those are the model's own mistakes, the most informative labels there are, and they stay out of training
@@ -11,17 +11,17 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from core.settings.policies import TrustPolicy
-from feedback.checks import MIN_TELLING_CHECKS
-from feedback.db import Database
-from feedback.query import count
-from feedback.tables import answers, pool
+from feedback.database.db import Database
+from feedback.database.query import count
+from feedback.database.tables import answers, pool
+from feedback.trust.checks import MIN_TELLING_CHECKS
 from feedback.validate import NOT_COUNTED, Status
 
 
 def credible(policy: TrustPolicy) -> sa.ColumnElement[bool]:
     """An `answers` row whose annotator the host signed in, or who answered at least `policy.min_checks`
     known-answer checks with at least a `policy.min_check_accuracy` share right, and at least
-    MIN_TELLING_CHECKS telling ones right with that share on those too (feedback.checks.passed_checks, the
+    MIN_TELLING_CHECKS telling ones right with that share on those too (feedback.trust.checks.passed_checks, the
     "checked" rule, on live answers)."""
     c, g = answers.alias("c"), pool.alias("g")
     right = sa.case((c.c.user_label == g.c.gold_label, 1), else_=0)

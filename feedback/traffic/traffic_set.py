@@ -1,5 +1,5 @@
 """The traffic set: pool items set aside by a random draw, offered in random turns of the queue, whose trusted
-labels judge challengers and are never trained on (`feedback.snapshot`).
+labels judge challengers and are never trained on (`feedback.training.snapshot`).
 
 Why: the uncertainty queue asks about the items the champion finds hardest, so its labels are a biased,
 small sample of what users send. A share of pool items, chosen by a salted hash of the text (independent
@@ -19,9 +19,9 @@ import hashlib
 import sqlalchemy as sa
 
 from core.text import text_hash
-from feedback.db import Database
-from feedback.query import count
-from feedback.tables import answers, pool, skips
+from feedback.database.db import Database
+from feedback.database.query import count
+from feedback.database.tables import answers, pool, skips
 
 SALT = "traffic"
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from feedback.answers import COUNTED, LIVE, answers_on_checks
-from feedback.checks import CheckScore
-from feedback.db import Database
-from feedback.pool import read_gold
-from feedback.query import rows
-from feedback.tables import answers
-from feedback.trust import MAINTAINER, check_scores
+from feedback.database.db import Database
+from feedback.database.query import rows
+from feedback.database.tables import answers
+from feedback.labelling.answers import COUNTED, LIVE, answers_on_checks
+from feedback.labelling.pool import read_gold
+from feedback.trust.checks import CheckScore
+from feedback.trust.rules import MAINTAINER, check_scores
 
 # What agreement, trust and disagreements read of an answer (its probabilities, the bulk of a row, are not).
 SHARED_COLUMNS = (answers.c.id, answers.c.text, answers.c.text_hash, answers.c.user_label, answers.c.predicted_label,
@@ -70,7 +70,7 @@ class Crowd:
 
     def check_scores(self) -> dict[str, CheckScore]:
         """Per annotator, their counted answers on known-answer checks, scored by the rule training uses
-        (`feedback.trust.check_scores`) over the answers on check texts only."""
+        (`feedback.trust.rules.check_scores`) over the answers on check texts only."""
         with self._db.read() as db:
             found, gold = answers_on_checks(db, answers.c.annotator != MAINTAINER), read_gold(db)
         return check_scores(found, gold)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from core.settings.policies import QueuePolicy
-from feedback.db import Database
-from feedback.pool import settled, unseen
-from feedback.query import count
-from feedback.tables import pool
+from feedback.database.db import Database
+from feedback.database.query import count
+from feedback.database.tables import pool
+from feedback.labelling.pool import settled, unseen
 from feedback.validate import check_annotator
 
 

@@ -1,6 +1,6 @@
 """The feedback tables at the current schema version, declared once for every query on either backend.
 
-`feedback.schema` builds them step by step (its steps are frozen; these follow the newest one); a test compares
+`feedback.database.schema` builds them step by step (its steps are frozen; these follow the newest one); a test compares
 the two on SQLite and PostgreSQL.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from feedback.schema import FLOAT8, ROW_ID
+from feedback.database.schema import FLOAT8, ROW_ID
 
 metadata = sa.MetaData()
 

@@ -14,10 +14,10 @@ from core.evaluation.decision import EvalSetName, Rule
 from core.evaluation.paired import SampleSize, traffic_sample_size
 from core.registry.stages import RunRecord
 from core.settings.policies import GateConfig, RetrainPolicy, TrustPolicy
-from feedback.credible import credible_waiting
-from feedback.snapshot import split_trusted, traffic_hashes
 from feedback.store import FeedbackStore
-from feedback.trust import TrustedExample, select_trusted
+from feedback.training.snapshot import split_trusted, traffic_hashes
+from feedback.trust.credible import credible_waiting
+from feedback.trust.rules import TrustedExample, select_trusted
 from feedback.validate import NOT_COUNTED
 
 
@@ -40,7 +40,7 @@ class Readiness:
 
 def new_trusted_answers(rows: Sequence[Mapping[str, Any]], trusted: Sequence[TrustedExample], since_id: int) -> int:
     """Trusted answers with an id above `since_id`: answers that are agreeing votes behind a text the trust rules
-    pass (`feedback.trust.select_trusted`). An untrusted burst, or answers waiting for review, count nothing."""
+    pass (`feedback.trust.rules.select_trusted`). An untrusted burst, or answers waiting for review, count nothing."""
     voters = {(t.text_hash, t.label): set(t.annotators) for t in trusted}
     return sum(
         1 for row in rows

@@ -16,12 +16,12 @@ from core.labels import LABELS
 from core.serving.limits import RateLimiter
 from core.settings.policies import StoreLimits
 from core.text import text_hash
-from feedback.db import Database, iso_time, parse_iso_time
+from feedback.database.db import Database, iso_time, parse_iso_time
+from feedback.database.query import count, first, inserted_id, rows
+from feedback.database.tables import answers, pool
 from feedback.errors import FeedbackError, RateLimited
-from feedback.pool import check_item, pool_counts, read_gold
-from feedback.query import count, first, inserted_id, rows
-from feedback.tables import answers, pool
-from feedback.trust import check_scores, contradiction_reason
+from feedback.labelling.pool import check_item, pool_counts, read_gold
+from feedback.trust.rules import check_scores, contradiction_reason
 from feedback.validate import (
     KINDS,
     NOT_COUNTED,
@@ -97,7 +97,7 @@ def decoded(row: dict[str, Any]) -> dict[str, Any]:
 
 def answers_on_checks(db: sa.Connection, *where: sa.ColumnElement[bool]) -> list[dict[str, Any]]:
     """Every answer (any status) on the text of a known-answer check, with `where` too: a few per person, what
-    `feedback.trust.check_scores` scores."""
+    `feedback.trust.rules.check_scores` scores."""
     on_checks = answers.join(pool, pool.c.text_hash == answers.c.text_hash)
     return rows(db, sa.select(answers).select_from(on_checks).where(pool.c.gold_label.is_not(None), *where))
 

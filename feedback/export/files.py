@@ -12,9 +12,9 @@ from typing import TextIO
 
 import sqlalchemy as sa
 
-from feedback.answers import decoded
-from feedback.db import Database
-from feedback.tables import answers
+from feedback.database.db import Database
+from feedback.database.tables import answers
+from feedback.labelling.answers import decoded
 from feedback.validate import check_export_format
 
 log = logging.getLogger(__name__)

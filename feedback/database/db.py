@@ -1,6 +1,6 @@
 """The feedback database on SQLite or PostgreSQL: one SQLAlchemy engine, its transactions and locks, migrated on open.
 
-Every feedback module builds its queries with SQLAlchemy Core over `feedback.tables` and runs them on the
+Every feedback module builds its queries with SQLAlchemy Core over `feedback.database.tables` and runs them on the
 connection `read()` or `write()` yields; the backends differ only in how a connection is opened and how a
 write transaction excludes other writers, which is all this module holds.
 """
@@ -21,9 +21,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.storage.sqlite_guard import Watch, is_live, watch
+from feedback.database.schema import migrate
+from feedback.database.tables import COPIED
 from feedback.errors import FeedbackError
-from feedback.schema import migrate
-from feedback.tables import COPIED
 
 log = logging.getLogger(__name__)
 

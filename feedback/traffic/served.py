@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from core.evaluation.estimate import Tally
-from feedback.db import Database, iso_time
-from feedback.query import insert_on_conflict
-from feedback.tables import served_tallies
+from feedback.database.db import Database, iso_time
+from feedback.database.query import insert_on_conflict
+from feedback.database.tables import served_tallies
 
 
 @dataclass(frozen=True, order=True)

@@ -21,9 +21,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.serving.limits import FailureThrottle, RateLimiter
-from feedback.db import RETRAIN_LOCK, Database, is_database_url
-from feedback.query import insert_on_conflict
-from feedback.tables import rate_hits, sessions
+from feedback.database.db import RETRAIN_LOCK, Database, is_database_url
+from feedback.database.query import insert_on_conflict
+from feedback.database.tables import rate_hits, sessions
 
 _SWEEP_CHANCE = 0.01  # share of writes that also delete every expired row (all keys)
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from feedback.db import Database, iso_time
+from feedback.database.db import Database, iso_time
+from feedback.database.query import first, inserted_id, rows
+from feedback.database.tables import guidelines
 from feedback.errors import FeedbackError
-from feedback.query import first, inserted_id, rows
-from feedback.tables import guidelines
 from feedback.validate import is_valid_unicode
 
 MAX_CHARS = 20_000  # a page of guidance, not a manual; bounds what one save writes and every page load sends

@@ -1,6 +1,6 @@
 """The people behind the answers: readable names, what each one did, and the texts they disagree on.
 
-Pure functions, like `feedback.trust`, over what `feedback.crowd.Crowd` reads: per-person counts by the database,
+Pure functions, like `feedback.trust.rules`, over what `feedback.trust.crowd.Crowd` reads: per-person counts by the database,
 and the answers on texts two or more people answered (`disagreements` takes any answer rows).
 """
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.settings.policies import TrustPolicy
-from feedback.agreement import pairwise_agreement
-from feedback.checks import CheckScore
-from feedback.crowd import PersonCounts
-from feedback.trust import (
+from feedback.trust.agreement import pairwise_agreement
+from feedback.trust.checks import CheckScore
+from feedback.trust.crowd import PersonCounts
+from feedback.trust.rules import (
     MAINTAINER,
     annotator_agreement,
     counted_answers,
@@ -79,7 +79,7 @@ def people(
     shared: Iterable[Mapping[str, Any]],
     policy: TrustPolicy,
 ) -> list[Person]:
-    """The annotators of `counts` (`feedback.crowd.Crowd.counts`), most live answers first, with their
+    """The annotators of `counts` (`feedback.trust.crowd.Crowd.counts`), most live answers first, with their
     known-answer checks (`scores`: `Crowd.check_scores`) and their agreement on `shared`, the answers on texts
     two or more people answered (`Crowd.shared_answers`: a text one person answered compares nobody).
     The maintainer's reviews are not people's."""
@@ -106,7 +106,7 @@ def _not_trained(
     counts: Sequence[PersonCounts], scores: Mapping[str, CheckScore], shared: Sequence[Mapping[str, Any]],
     policy: TrustPolicy,
 ) -> dict[str, str]:
-    """Why each excluded annotator's answers do not train (`feedback.trust.excluded_annotators`' rules and
+    """Why each excluded annotator's answers do not train (`feedback.trust.rules.excluded_annotators`' rules and
     reasons; its agreement rule compares only on texts someone else answered, so `shared` is all it needs)."""
     failed = failed_checks(scores, min_checks=policy.min_checks, min_accuracy=policy.min_check_accuracy)
     flagged = flagged_annotators(annotator_agreement(shared), min_annotator_agreement=policy.min_annotator_agreement,

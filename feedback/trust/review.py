@@ -15,13 +15,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.settings.policies import TrustPolicy
-from feedback.answers import LIVE, decoded
-from feedback.credible import credible
-from feedback.db import Database, iso_time
+from feedback.database.db import Database, iso_time
+from feedback.database.query import count, inserted_id, rows
+from feedback.database.tables import answers, pool
 from feedback.errors import FeedbackError
-from feedback.query import count, inserted_id, rows
-from feedback.tables import answers, pool
-from feedback.trust import MAINTAINER
+from feedback.labelling.answers import LIVE, decoded
+from feedback.trust.credible import credible
+from feedback.trust.rules import MAINTAINER
 from feedback.validate import (
     NOT_COUNTED,
     STATUSES,
@@ -41,7 +41,7 @@ HELD = "held"  # a status filter of its own: corrections held out of the queue u
 
 
 def _held() -> sa.ColumnElement[bool]:
-    """The live answer that brought a held pool item in, while no answer on its text is accepted (feedback.pool)."""
+    """The live answer that brought a held pool item in, while no answer on its text is accepted (feedback.labelling.pool)."""
     accepted = answers.alias("v")
     return sa.and_(
         answers.c.status.not_in(NOT_COUNTED),
@@ -115,7 +115,7 @@ class Reviews:
 
     def find(self, where: ReviewFilter, trust: TrustPolicy | None = None) -> tuple[list[dict[str, Any]], int]:
         """Answers matching `where` (at most `where.limit`, capped at MAX_SHOWN), and how many match: those of
-        signed-in or checked people first (`feedback.credible`, with `trust`'s check rule), newest first within."""
+        signed-in or checked people first (`feedback.trust.credible`, with `trust`'s check rule), newest first within."""
         conditions = where.where()
         limit = max(1, min(int(where.limit), MAX_SHOWN))
         first = sa.case((credible(trust or TrustPolicy()), 0), else_=1)
@@ -179,7 +179,7 @@ class Reviews:
 
         In one transaction: the live answers giving `label` are accepted, those giving another label rejected,
         and the maintainer's own answer (annotator `MAINTAINER`, accepted) records the label, so the text trains
-        with it even when nobody gave it (see `feedback.trust.select_trusted`).
+        with it even when nobody gave it (see `feedback.trust.rules.select_trusted`).
         """
         label = canonical_label(label)
         if not isinstance(text_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", text_hash):

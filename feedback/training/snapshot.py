@@ -11,10 +11,10 @@ from core.data import Example, split_by_hash
 from core.labels import label_index
 from core.settings.policies import TrustPolicy
 from core.text import text_hash
-from feedback.db import is_database_url
+from feedback.database.db import is_database_url
 from feedback.store import FeedbackStore
-from feedback.traffic import read_traffic
-from feedback.trust import TrustedExample, select_trusted
+from feedback.traffic.traffic_set import read_traffic
+from feedback.trust.rules import TrustedExample, select_trusted
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ HOLDOUT_SALT = "feedback-holdout"
 
 @dataclass(frozen=True)
 class FeedbackSplit:
-    """Trusted feedback: the traffic set's texts (judge only, see feedback.traffic), the rest split by text
+    """Trusted feedback: the traffic set's texts (judge only, see feedback.traffic.traffic_set), the rest split by text
     hash into train and holdout; and the newest answer id the snapshot held."""
 
     train: list[Example]
@@ -34,7 +34,7 @@ class FeedbackSplit:
 
 
 def read_trusted(store: FeedbackStore, policy: TrustPolicy) -> list[TrustedExample]:
-    """The store's answers that the trust rules pass (see `feedback.trust.select_trusted`)."""
+    """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`)."""
     examples = select_trusted(store.answers(), store.gold_labels(), policy)
     log.info("%d trusted feedback examples (labels_required=%d)", len(examples), policy.labels_required)
     return examples
@@ -44,7 +44,7 @@ def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Pa
     """Copy the feedback database with SQLite's backup API; keep the newest `keep` copies.
 
     A postgresql:// URL is copied from one REPEATABLE READ snapshot into the same kind of SQLite file
-    (`feedback.db.Database.backup`). Returns the copy, or None when there is no database yet.
+    (`feedback.database.db.Database.backup`). Returns the copy, or None when there is no database yet.
     """
     if not is_database_url(db_path) and not Path(db_path).is_file():
         return None
@@ -77,7 +77,7 @@ def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fractio
 
 
 def traffic_hashes(store: FeedbackStore) -> set[str]:
-    """The text hashes of the traffic set (pool items drawn at random; see feedback.traffic)."""
+    """The text hashes of the traffic set (pool items drawn at random; see feedback.traffic.traffic_set)."""
     with store.database.read() as conn:
         return read_traffic(conn)
 

@@ -13,13 +13,13 @@ import sqlalchemy as sa
 
 from core.settings.policies import QueuePolicy, StoreLimits
 from core.text import text_hash
-from feedback.db import Database, iso_time
+from feedback.database.db import Database, iso_time
+from feedback.database.query import count, first, insert_on_conflict, rows
+from feedback.database.tables import answers, pool, skips
 from feedback.errors import FeedbackError, PoolImportError
-from feedback.pool_files import cleaned, read_pool_file
-from feedback.query import count, first, insert_on_conflict, rows
-from feedback.tables import answers, pool, skips
-from feedback.traffic import mark_new_items, traffic_turn
-from feedback.trust import check_due
+from feedback.labelling.pool_files import cleaned, read_pool_file
+from feedback.traffic.traffic_set import mark_new_items, traffic_turn
+from feedback.trust.rules import check_due
 from feedback.validate import (
     NOT_COUNTED,
     WITHDRAWN,
@@ -50,7 +50,7 @@ def unseen(annotator: str) -> sa.ColumnElement[bool]:
 
 def settled(required: int) -> sa.ColumnElement[bool]:
     """Pool items `required` client addresses agree on (identities sharing one are one voice, as in
-    feedback.trust): they leave the queue, so minted identities cannot take items away from honest labellers."""
+    feedback.trust.rules): they leave the queue, so minted identities cannot take items away from honest labellers."""
     a = answers.alias("a")
     voices = sa.func.count(sa.distinct(sa.func.coalesce(a.c.address, a.c.annotator)))
     return sa.exists(sa.select(1).where(a.c.text_hash == pool.c.text_hash, a.c.status.not_in(NOT_COUNTED))
@@ -221,7 +221,7 @@ class Pool:
                 items = items.where(pool.c.id.not_in(sorted(exclude)))
             uncertain = (items.where(pool.c.traffic == 0)
                          .order_by(pool.c.uncertainty.desc().nulls_last(), pool.c.id).limit(policy.spread))
-            # The traffic set's newest unlabelled items (see feedback.traffic): a traffic turn picks one at random.
+            # The traffic set's newest unlabelled items (see feedback.traffic.traffic_set): a traffic turn picks one at random.
             traffic = items.where(pool.c.traffic == 1).order_by(pool.c.id.desc()).limit(policy.traffic_recent)
             with self._db.read() as db:
                 turns = [uncertain, traffic]  # the other kind when this kind has none left

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from core.labels import LABELS
-from feedback.trust import MAINTAINER
+from feedback.trust.rules import MAINTAINER
 from feedback.validate import NOT_COUNTED
 
 
@@ -56,7 +56,7 @@ def agreement(answers: Iterable[Mapping[str, Any]], max_annotators: int = 50, mi
     """Agreement over texts at least two annotators labelled; per annotator for the `max_annotators` who
     share the most texts (each one costs an alpha computation). An annotator who shares fewer than
     `min_shared` texts gets None rather than a rate: one shared text would read as 100% or 0%.
-    The maintainer's reviewed labels (`feedback.trust.MAINTAINER`) are not an annotator's and are left out."""
+    The maintainer's reviewed labels (`feedback.trust.rules.MAINTAINER`) are not an annotator's and are left out."""
     shared = latest_labels(row for row in answers if row["annotator"] != MAINTAINER)
     people = sorted({a for by in shared.values() for a in by})
     if not people:

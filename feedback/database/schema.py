@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Frozen column types of the steps (`feedback.tables` declares the tables with the same ones).
+# Frozen column types of the steps (`feedback.database.tables` declares the tables with the same ones).
 # SQLite's rowid alias (INTEGER PRIMARY KEY) on SQLite, a 64-bit identity column on PostgreSQL.
 ROW_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 # 8-byte floats on both (PostgreSQL's REAL would be 4 bytes).
@@ -93,7 +93,7 @@ def _v4(op: Operations) -> None:
 
 
 def _v5(op: Operations) -> None:
-    """The web state replicas share (`feedback.shared_state`): rate-limit hits, and per-browser records with an
+    """The web state replicas share (`feedback.database.shared_state`): rate-limit hits, and per-browser records with an
     expiry (admin sessions, the queue item a browser was given)."""
     op.create_table("rate_hits", _text("bucket", required=True), _text("key", required=True),
                     sa.Column("at", FLOAT8, nullable=False))
@@ -105,7 +105,7 @@ def _v5(op: Operations) -> None:
 
 
 def _v6(op: Operations) -> None:
-    """The labelling guidelines a maintainer writes (`feedback.guidelines`): every saved version with its time."""
+    """The labelling guidelines a maintainer writes (`feedback.labelling.guidelines`): every saved version with its time."""
     op.create_table("guidelines", _id(), _text("text", required=True), _text("saved_at", required=True),
                     _text("saved_by"))
 
@@ -118,7 +118,7 @@ def _v7(op: Operations) -> None:
 
 
 def _v8(op: Operations) -> None:
-    """The traffic set (`feedback.traffic`): NULL until the queue first draws the item; items already answered
+    """The traffic set (`feedback.traffic.traffic_set`): NULL until the queue first draws the item; items already answered
     may have been trained on, so they are marked 0 (not traffic) now."""
     op.add_column("pool", sa.Column("traffic", sa.Integer))
     p = sa.table("pool", sa.column("traffic"), sa.column("text_hash"))
@@ -127,7 +127,7 @@ def _v8(op: Operations) -> None:
 
 
 def _v9(op: Operations) -> None:
-    """What was served (`feedback.served`): each server's tally of the champion's calibrated probabilities per UTC
+    """What was served (`feedback.traffic.served`): each server's tally of the champion's calibrated probabilities per UTC
     day, input form and model version, one row per writing process (summed when read), no text kept."""
     op.create_table(
         "served_tallies", _text("day", required=True), _text("form", required=True),
@@ -165,7 +165,7 @@ def _record_version(conn: sa.Connection, version: int) -> None:
 
 
 class Migratable(Protocol):
-    """What the runner needs of a database (`feedback.db.Database`): its name and a schema-locked transaction."""
+    """What the runner needs of a database (`feedback.database.db.Database`): its name and a schema-locked transaction."""
 
     path: Path | str
 

@@ -2,7 +2,7 @@
 accuracy, and the window's alert and drift (core.evaluation.monitor). What the admin view plots, `status` prints
 and `watch` may retrain on, read in one place.
 
-Measured: a trusted label on a traffic-set item (feedback.traffic: a random sample of what was served, never
+Measured: a trusted label on a traffic-set item (feedback.traffic.traffic_set: a random sample of what was served, never
 trained on) against the label the champion predicted when the item was shown, counted on the day of the item's
 first answer and under the form its text reads as (core.input_forms).
 """
@@ -19,10 +19,10 @@ from core.evaluation.estimate import Tally
 from core.evaluation.monitor import Baseline, TrafficCheck, check_traffic, wilson_interval
 from core.input_forms import guess_form
 from core.settings.policies import MonitorPolicy, TrustPolicy
-from feedback.served import read_tallies, utc_day
-from feedback.snapshot import traffic_hashes
 from feedback.store import FeedbackStore
-from feedback.trust import select_trusted
+from feedback.traffic.served import read_tallies, utc_day
+from feedback.training.snapshot import traffic_hashes
+from feedback.trust.rules import select_trusted
 
 DAY_S = 86_400.0
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.settings.policies import TrustPolicy
-from feedback.checks import (  # noqa: F401 - check_due, CheckScore, EARLY_CHECK_SHARE: imported from here too
+from feedback.trust.checks import (  # noqa: F401 - check_due, CheckScore, EARLY_CHECK_SHARE: imported from here too
     EARLY_CHECK_SHARE,
     CheckScore,
     check_due,
@@ -21,7 +21,7 @@ from feedback.validate import NOT_COUNTED, Status
 
 log = logging.getLogger(__name__)
 
-# The identity a maintainer's reviewed labels are stored under (`feedback.review.resolve`). Web identities are
+# The identity a maintainer's reviewed labels are stored under (`feedback.trust.review.resolve`). Web identities are
 # always "user:..." or "anon:...", so no visitor can answer as it. Its label settles a text; it is never excluded.
 MAINTAINER = "maintainer"
 # Kinds of answer on a text the annotator brought in themselves (pasted on Classify), rather than one the
@@ -158,7 +158,7 @@ def annotator_agreement(rows: Iterable[Mapping[str, Any]]) -> dict[str, Annotato
 
 def check_scores(rows: Iterable[Mapping[str, Any]], gold: Mapping[str, str]) -> dict[str, CheckScore]:
     """Per annotator, counted answers on known-answer checks (`gold`: text_hash -> label), how many gave the
-    known label, and the same on telling checks (see `feedback.checks`)."""
+    known label, and the same on telling checks (see `feedback.trust.checks`)."""
     return score_checks(counted_answers(rows), gold)
 
 
@@ -256,14 +256,14 @@ def select_trusted(
        training examples themselves.
     4. `policy.train_on`: "signed_in" keeps only answers of identities the host signed in; "checked" only
        those of annotators who answered at least `policy.min_checks` checks and passed them, telling ones
-       included (`feedback.checks.passed_checks`: copying the model's label never passes); "anyone" keeps all.
+       included (`feedback.trust.checks.passed_checks`: copying the model's label never passes); "anyone" keeps all.
        Under "checked", an answer on a text its annotator brought in (a one-click answer on pasted text)
        also needs an independent checked voice agreeing (`independently_agreed`), or a maintainer's accept.
     5. Per text, one vote per client address (identities sharing an address are one voice), then the
        remaining answers vote; the text is trusted when its top label has at least
        `policy.labels_required` votes, no other label has as many (no tie), and none of the votes for the
        top label is an unresolved 'suspicious' answer ('accepted' ones count; 'ok' ones count).
-    6. A text the maintainer labelled (`MAINTAINER`, see `feedback.review.resolve`) is trusted with that label
+    6. A text the maintainer labelled (`MAINTAINER`, see `feedback.trust.review.resolve`) is trusted with that label
        whatever `labels_required`, as long as it is still the text's top label.
 
     Each example carries the majority label's votes, agreement (votes / all counted answers on the

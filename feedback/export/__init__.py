@@ -1,0 +1,1 @@
+"""Answers out of the store: CSV and JSONL files, and a Hugging Face dataset."""
