@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from core.host.cpu_share import BESIDE_SERVING_ENV
+from core.logs import configure_logging
 from core.registry.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
 from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
@@ -251,8 +252,8 @@ def start_schedule(settings: Settings) -> threading.Thread | None:
     return thread
 
 
-def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def main(verbose: bool = False) -> None:
+    configure_logging(logging.INFO, verbose=verbose)
     try:
         settings = load_settings()
     except ConfigError as exc:  # e.g. a weak admin password on a public host: refuse to start, saying why

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from core import command_line
+from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
 from feedback import commands
 from feedback.errors import FeedbackError
@@ -31,8 +32,7 @@ ANY = "any"
 @contextlib.contextmanager
 def _exit_statuses() -> Iterator[None]:
     """Logging for a feedback command, and its errors as one line and an exit status (never a traceback)."""
-    logging.basicConfig(level=logging.DEBUG if command_line.verbose() else logging.WARNING,
-                        format="%(levelname)s %(message)s")
+    configure_logging(logging.WARNING, verbose=command_line.verbose(), fmt="%(levelname)s %(message)s")
     try:
         yield
     except (FeedbackError, ConfigError, sqlite3.DatabaseError) as exc:

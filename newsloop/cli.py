@@ -21,7 +21,7 @@ from retrain import cli as retrain_cli
 def serve() -> None:
     import app  # the server's wiring; imported here so that the other commands never load the web stack
 
-    app.main()
+    app.main(verbose=command_line.verbose())
 
 
 @click.command(help="Print every setting with its effective value and where it came from: the default, the "

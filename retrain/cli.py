@@ -13,11 +13,9 @@ import click
 
 from core import command_line
 from core.data import DataSourceError
+from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
 from retrain import commands
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
 
 def _with_settings(work: Callable[..., int]) -> Callable[..., None]:
     """A click callback around `work(settings, **options)`: logging set up, settings loaded, a bad setting or
@@ -25,7 +23,7 @@ def _with_settings(work: Callable[..., int]) -> Callable[..., None]:
 
     @functools.wraps(work)
     def callback(**options: Any) -> None:
-        logging.basicConfig(level=logging.DEBUG if command_line.verbose() else logging.INFO, format=LOG_FORMAT)
+        configure_logging(logging.INFO, verbose=command_line.verbose())
         try:
             code = work(load_settings(), **options)
         except (ConfigError, DataSourceError) as exc:

@@ -176,11 +176,13 @@ def migrate(db: Migratable) -> int:
     """Bring the database to CURRENT_VERSION, one transaction per step; returns the final version.
 
     Each step re-reads the version under the migrate lock, so several processes opening an old database at
-    once migrate it exactly once.
+    once migrate it exactly once. What this process did is logged once, at the end: a new database was created,
+    or an old one upgraded from one version to another (one line, not one per step).
     """
     from alembic.migration import MigrationContext
     from alembic.operations import Operations
 
+    started_at: int | None = None  # the version before the first step this process applied
     while True:
         with db.write(migrating=True) as conn:
             version = schema_version(conn)
@@ -190,8 +192,12 @@ def migrate(db: Migratable) -> int:
                     f"({CURRENT_VERSION}); upgrade NewsLoop"
                 )
             if version == CURRENT_VERSION:
-                return version
+                break
             MIGRATIONS[version + 1](Operations(MigrationContext.configure(connection=conn)))
             _record_version(conn, version + 1)
-        if version > 0:
-            log.info("migrated feedback database %s from schema version %d to %d", db.path, version, version + 1)
+        started_at = version if started_at is None else started_at
+    if started_at == 0:
+        log.info("created the feedback database %s at schema version %d", db.path, version)
+    elif started_at is not None:
+        log.info("upgraded the feedback database %s from schema version %d to %d", db.path, started_at, version)
+    return version
