@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from core.data import load_corpus_or_seed
-from core.evaluation.decision import Rule, RuleResult
+from core.evaluation.decision import FeedbackParts, Rule, RuleResult
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
 from core.registry.versions import ChampionChanged, ModelRegistry
@@ -90,6 +90,7 @@ def track_decision(tracker: Tracker, result: RunRecord, gate: GateConfig) -> Non
         key = f"gate_rule_{rule.rule.value}" + (f"_{re.sub(r'[^A-Za-z0-9_]', '_', rule.subject)}" if rule.subject else "")
         tags[key] = "passed" if rule.passed else "failed"
     tracker.set_tags(tags)
+    tracker.log_metrics({"run_seconds": result.seconds})  # the measured duration (the state file's history keeps it too)
 
 
 def _retrain(
@@ -116,8 +117,11 @@ def _retrain(
     result.rows = RowCounts(base_train=counts["base_train"], feedback_train=counts["feedback_train"],
                             feedback_holdout=counts["feedback_holdout"], traffic=len(split.traffic),
                             base_validation=counts["base_validation"])
-    result.checks.append(RuleResult(Rule.FEEDBACK, bool(rows.feedback), n=len(rows.feedback),
-                                    left_out=rows.on_validation))
+    parts = FeedbackParts(train=len(rows.feedback), holdout=len(split.holdout), traffic=len(split.traffic),
+                          left_out=rows.on_validation)
+    log.info("feedback: %s", parts.words())
+    result.checks.append(RuleResult(Rule.FEEDBACK, bool(rows.feedback), n=parts.train, left_out=parts.left_out,
+                                    holdout=parts.holdout, traffic=parts.traffic))
     if not rows.feedback:
         result.decision = Outcome.REFUSED.value
         return

@@ -59,8 +59,9 @@ class RuleResult:
     LABEL_RECALL: accuracy or one label's recall, `threshold` = the non-inferiority margin, `p_value` the
     test's, `bound` the one-sided lower confidence bound on challenger - champion at `confidence`.
     CHAMPION_UNCHANGED: `subject` = the champion the run started from, `note` = the one found at the end.
-    FEEDBACK: `n` = trusted answers to train on, `left_out` = trusted answers on base-validation texts, which
-    training never uses (they would inflate the base-validation score the gate judges).
+    FEEDBACK: the trusted texts by part (`FeedbackParts`): `n` = to train on, `holdout` and `traffic` = kept to
+    judge with, `left_out` = on base-validation texts, which training never uses (they would inflate the
+    base-validation score the gate judges).
     """
 
     rule: Rule
@@ -78,6 +79,8 @@ class RuleResult:
     tests: tuple[PairedTest, ...] = ()
     note: str = ""
     left_out: int = 0  # rows a rule set aside before counting `n` (see FEEDBACK)
+    holdout: int = 0  # FEEDBACK: trusted texts held out to judge with
+    traffic: int = 0  # FEEDBACK: trusted texts of the traffic set (judged on, never trained on)
 
     @property
     def difference(self) -> float | None:
@@ -95,6 +98,39 @@ class RuleResult:
         values["rule"] = Rule(values["rule"])
         values["tests"] = tuple(PairedTest(**t) for t in values.get("tests") or ())
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class FeedbackParts:
+    """What a retrain does with the trusted texts (`feedback.trust.rules`): the traffic set's are judged on only, the
+    rest split by text hash into train and holdout (`feedback.training.snapshot`), and of those to train on, the
+    base validation set's texts are left out (only the run, which loads the base data, can tell them).
+
+    The one count of "trusted" that the retrain preview, the admin tiles, the run's log and its decision state, so
+    a trusted text that judges rather than trains is never counted as one to train on, nor left uncounted."""
+
+    train: int  # trained on
+    holdout: int  # held out to judge the new model with
+    traffic: int  # the traffic set's: judged on, never trained on
+    left_out: int = 0  # would train, but are base-validation texts (the gate judges on them)
+
+    @property
+    def trusted(self) -> int:
+        return self.train + self.holdout + self.traffic + self.left_out
+
+    @classmethod
+    def of(cls, rule: RuleResult) -> FeedbackParts:
+        """The parts a FEEDBACK rule recorded."""
+        return cls(rule.n, rule.holdout, rule.traffic, rule.left_out)
+
+    def words(self) -> str:
+        """"3 trusted texts: 0 to train on, 2 held out for the gate, 1 in the traffic set" (empty parts unsaid, but
+        the part to train on always said)."""
+        parts = [f"{self.train:,} to train on"]
+        parts += [f"{self.holdout:,} held out for the gate"] if self.holdout else []
+        parts += [f"{self.traffic:,} in the traffic set (judged on, never trained on)"] if self.traffic else []
+        parts += [f"{self.left_out:,} left out as base-validation articles"] if self.left_out else []
+        return f"{self.trusted:,} trusted text{'' if self.trusted == 1 else 's'}: {', '.join(parts)}"
 
 
 @dataclass(frozen=True)
@@ -201,10 +237,11 @@ def describe(r: RuleResult) -> str:
     if r.rule == Rule.FEEDBACK:
         if r.passed:
             return ""
-        if r.left_out:
-            return (f"Nothing to learn from: all {r.left_out:,} trusted answers are on articles of the base "
-                    "validation set, which training never uses (the gate judges on them).")
-        return "There is no trusted feedback to learn from yet."
+        parts = FeedbackParts.of(r)
+        if not parts.trusted:
+            return "There is no trusted feedback to learn from yet."
+        # Trusted texts exist but none may train: name where each went, so "trusted" is never read as "trainable".
+        return f"Nothing to train on, so no new model was trained or judged ({parts.words()})."
     if r.rule == Rule.MARGIN:
         verdict = "It scored" if r.passed else "The new model was not clearly better: it scored"
         return (f"{verdict} {pct(r.challenger)} against {pct(r.champion)} (macro-F1, base data blended with users' "

@@ -179,11 +179,13 @@ class PastRun:
         return cls(finished_at, str(record.decision), float(record.seconds), bool(record.challenger))
 
 
-def expected_seconds(history: Sequence[PastRun], runs: int = DURATION_RUNS) -> tuple[float, int] | None:
-    """How long a retrain takes on this host: the median duration of the last `runs` runs that trained a
-    challenger and did not fail, and how many runs that is; None before the first. The median, so one run
-    slowed by a busy machine (or one cut short) does not set the estimate."""
-    durations = [r.seconds for r in history if r.trained and r.decision != Outcome.FAILED and r.seconds > 0]
+def expected_seconds(history: Sequence[PastRun], runs: int = DURATION_RUNS, *, trained: bool = True) -> tuple[float, int] | None:
+    """How long a retrain takes on this host: the median measured duration of the last `runs` runs that trained a
+    challenger (with `trained=False`: that stopped before training, which takes seconds, not minutes) and did not
+    fail, and how many runs that is; None before the first. The median, so one run slowed by a busy machine (or
+    one cut short) does not set the estimate. Not scaled by rows: training runs to a time budget, and the base
+    rows it replays, which dominate, are the same from run to run."""
+    durations = [r.seconds for r in history if r.trained == trained and r.decision != Outcome.FAILED and r.seconds > 0]
     recent = durations[-runs:]
     return (statistics.median(recent), len(recent)) if recent else None
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.evaluation.decision import EvalSetName, Rule
+from core.evaluation.decision import EvalSetName, FeedbackParts, Rule
 from core.evaluation.paired import SampleSize, traffic_sample_size
 from core.registry.stages import RunRecord
 from core.settings.policies import GateConfig, RetrainPolicy, TrustPolicy
@@ -36,6 +36,12 @@ class Readiness:
     @property
     def enough(self) -> bool:
         return self.new_trusted >= self.min_new
+
+    @property
+    def parts(self) -> FeedbackParts:
+        """The trusted texts by part, as the run will log them and its decision state them (the base-validation
+        texts among those to train on aside: only the run, which loads the base data, knows them)."""
+        return FeedbackParts(train=self.train, holdout=self.holdout, traffic=self.traffic.have)
 
 
 def new_trusted_answers(rows: Sequence[Mapping[str, Any]], trusted: Sequence[TrustedExample], since_id: int) -> int:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.data import Example, split_by_hash
+from core.evaluation.decision import FeedbackParts
 from core.labels import label_index
 from core.settings.policies import TrustPolicy
 from core.text import text_hash
@@ -15,8 +15,6 @@ from feedback.database.db import is_database_url
 from feedback.store import FeedbackStore
 from feedback.traffic.traffic_set import read_traffic
 from feedback.trust.rules import TrustedExample, select_trusted
-
-log = logging.getLogger(__name__)
 
 # Salts the holdout split so it is independent of the unsalted base-data split (see core.data.is_validation).
 HOLDOUT_SALT = "feedback-holdout"
@@ -32,12 +30,16 @@ class FeedbackSplit:
     last_answer_id: int
     traffic: list[Example] = field(default_factory=list)
 
+    @property
+    def parts(self) -> FeedbackParts:
+        """How many trusted texts each part holds (before the run sets base-validation texts aside)."""
+        return FeedbackParts(train=len(self.train), holdout=len(self.holdout), traffic=len(self.traffic))
+
 
 def read_trusted(store: FeedbackStore, policy: TrustPolicy) -> list[TrustedExample]:
-    """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`)."""
-    examples = select_trusted(store.answers(), store.gold_labels(), policy)
-    log.info("%d trusted feedback examples (labels_required=%d)", len(examples), policy.labels_required)
-    return examples
+    """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`). Not logged here:
+    what matters is how many of them train, which the run logs once it knows (`FeedbackParts.words`)."""
+    return select_trusted(store.answers(), store.gold_labels(), policy)
 
 
 def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Path | None:
@@ -74,6 +76,11 @@ def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fractio
     finally:
         store.close()
     return FeedbackSplit(train=split.train, holdout=split.holdout, last_answer_id=last_id, traffic=split.traffic)
+
+
+def trusted_parts(store: FeedbackStore, policy: TrustPolicy, holdout_fraction: float) -> FeedbackParts:
+    """The live store's trusted texts by part, as the next retrain's snapshot would split them (the admin tiles')."""
+    return split_trusted(read_trusted(store, policy), traffic_hashes(store), holdout_fraction).parts
 
 
 def traffic_hashes(store: FeedbackStore) -> set[str]:

@@ -49,7 +49,7 @@ class Admin:
     def is_admin_event(self, request: Any, profile: Any = None) -> bool:
         return self.admin
 
-    def trusted_count(self) -> None:
+    def trusted_parts(self) -> None:
         return None
 
 

@@ -44,6 +44,7 @@ def test_the_expected_duration_is_the_median_of_the_last_runs_that_trained(tmp_p
     jobs = RetrainJobs(paths)
     assert jobs.expected().seconds == DEFAULT_RETRAIN_S and jobs.expected().runs == 0
     assert "a first guess" in duration_words(jobs.expected())
+    assert "a first guess: no run has stopped before training" in duration_words(jobs.expected(trains=False))
 
     durations = [900.0, 300.0, 420.0, 480.0, 2400.0, 450.0]  # one slow outlier, one old run beyond the window
     for i, seconds in enumerate(durations):
@@ -56,7 +57,11 @@ def test_the_expected_duration_is_the_median_of_the_last_runs_that_trained(tmp_p
     expected = jobs.expected()
     assert expected.runs == 5 and expected.seconds == statistics.median(durations[-5:]) == 450.0
     assert jobs.expected_seconds() == 450.0
-    assert "on this host (the median of its last 5 retrains)" in duration_words(expected)
+    assert duration_words(expected) == "about **8 min**, measured on this host (the median of its last 5 retrains)"
+    # A run with nothing to train on stops before training: its estimate is such runs' measured time.
+    stops = jobs.expected(trains=False)
+    assert stops.runs == 1 and stops.seconds == 4.0 and not stops.trains
+    assert duration_words(stops) == "about **4 s**, measured on this host (its last run that stopped before training)"
     assert jobs.last_run() is not None and jobs.last_run().decision == Outcome.FAILED  # the last run is still the last
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.evaluation.decision import GateResult, Rule, RuleResult, p_text, pct, points
+from core.evaluation.decision import FeedbackParts, GateResult, Rule, RuleResult, p_text, pct, points
 from core.evaluation.paired import traffic_sample_size
 from core.registry.stages import Outcome, Progress, RowCounts, RunRecord, Stage, read_last_run, state_payload
 from core.registry.versions import write_json_atomic
@@ -72,7 +72,8 @@ def record_for(case: str) -> RunRecord:
         return RunRecord(Outcome.FAILED.value, checks=[RuleResult(Rule.CHAMPION, False)], seconds=1.0)
     refused = case in ("feedback", "feedback_on_validation")
     checks.append(RuleResult(Rule.FEEDBACK, not refused, n=0 if refused else 14,
-                             left_out=10 if case == "feedback_on_validation" else 0))
+                             left_out=10 if case == "feedback_on_validation" else 0,
+                             holdout=3 if case == "feedback_on_validation" else 0))
     if refused:
         return RunRecord(Outcome.REFUSED.value, champion_before="v0001", champion_after="v0001", rows=ROWS,
                          checks=checks, seconds=42.0)
@@ -103,7 +104,8 @@ def record_numbers(run: RunRecord) -> set[str]:
                 values |= {points(diff).split()[0], points(diff).split()[0].lstrip("+")}
         values |= {p_text(r.p_value), f"{r.threshold or 0:g}", f"{r.threshold or 0:.0f}", f"{r.n:,}",
                    f"{r.challenger_only:,}", f"{r.champion_only:,}", f"{r.challenger_only + r.champion_only:,}",
-                   str(len(r.tests)), f"{r.left_out:,}"}
+                   str(len(r.tests)), f"{r.left_out:,}", f"{r.holdout:,}", f"{r.traffic:,}",
+                   f"{FeedbackParts.of(r).trusted:,}"}
         for t in r.tests:
             values |= {f"{t.n:,}", f"{t.challenger_only:,}", f"{t.champion_only:,}"}
     return values
@@ -180,7 +182,9 @@ def test_progress_names_every_stage_to_the_end() -> None:
     assert "<strong>Done</strong> · 100% · promoted, finishing up" in done
     assert "taking longer than the last run" in report.progress_html(job(Stage.TRAINING, seconds_left=0.0))
     ended = job(None, running=False, exit_code=3)
-    assert "the gate kept the champion" in report.progress_html(ended)
+    # Exit status 3 is any run that kept the champion, a stop before training too: no gate is claimed.
+    assert "not promoted, the champion stays (the decision says why)" in report.progress_html(ended)
+    assert "gate" not in report.progress_html(ended)
     assert "exit code 1" in report.progress_html(job(None, running=False, exit_code=1))
 
 
@@ -217,8 +221,11 @@ def test_served_accuracy_reads_the_file_the_version_serves() -> None:
     assert served_accuracy({}) is None
 
 
-def test_trusted_answers_on_validation_texts_are_named_as_the_reason() -> None:
-    # A trusted answer on a base-validation text is never trained on; the decision says so instead of "no feedback".
+def test_trusted_texts_that_cannot_train_are_named_by_part() -> None:
+    # A trusted text on a base-validation article, or in the holdout, is never trained on; the decision says where
+    # each went instead of "no feedback", and claims no gate (none ran).
     text = decision_text(record_for("feedback_on_validation"))
-    assert "all 10 trusted answers" in text and "base validation" in text and "no trusted feedback" not in text
+    assert ("Nothing to train on, so no new model was trained or judged (13 trusted texts: 0 to train on, 3 held out "
+            "for the gate, 10 left out as base-validation articles)") in text
+    assert "no trusted feedback" not in text
     assert "no trusted feedback to learn from yet" in decision_text(record_for("feedback")).lower()

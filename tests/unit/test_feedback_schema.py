@@ -4,6 +4,7 @@ databases made by earlier releases (the old SQLite-only runner's DDL) open, upgr
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -128,3 +129,19 @@ def test_every_older_version_upgrades_to_the_current_layout(tmp_path: Path, vers
     FeedbackStore(tmp_path / "old.db").close()
     FeedbackStore(tmp_path / "current.db").close()
     assert _layout(tmp_path / "old.db") == _layout(tmp_path / "current.db")
+
+
+def test_a_new_database_is_created_in_one_line_and_an_upgrade_logged_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A brand-new database used to log eight "migrated ... from schema version N to N+1" lines, one per step.
+    caplog.set_level(logging.INFO, logger="feedback.database.schema")  # Alembic's own lines: quieted at the edges
+    FeedbackStore(tmp_path / "new.db").close()
+    assert [r.getMessage() for r in caplog.records if r.name == "feedback.database.schema"] == [
+        f"created the feedback database {tmp_path / 'new.db'} at schema version {CURRENT_VERSION}"]
+    caplog.clear()
+    FeedbackStore(tmp_path / "new.db").close()  # already current: nothing to say
+    assert [r for r in caplog.records if r.name == "feedback.database.schema"] == []
+    legacy_database(tmp_path / "old.db", 2).close()
+    FeedbackStore(tmp_path / "old.db").close()
+    assert [r.getMessage() for r in caplog.records if r.name == "feedback.database.schema"] == [
+        f"upgraded the feedback database {tmp_path / 'old.db'} from schema version 2 to {CURRENT_VERSION}"]

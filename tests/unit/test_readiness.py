@@ -74,8 +74,10 @@ def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: 
     assert ready.new_trusted == 100 and not ready.enough and ready.credible_waiting == 1
     assert ready.traffic.tests == 4 and ready.traffic.more == ready.traffic.needed - traffic
     text = report.preview_text(ready, Expected(seconds=576.0, runs=3))
-    assert f"train on **{ready.train:,} trusted feedback text(s)**" in text
-    assert "about **10 min** on this host (the median of its last 3 retrains)" in text
+    assert ready.parts.trusted == ready.trusted  # the parts add up to every trusted text
+    assert (f"**100 trusted texts: {ready.train:,} to train on, {ready.holdout:,} held out for the gate, {traffic:,} in "
+            "the traffic set (judged on, never trained on)**") in text
+    assert "about **10 min**, measured on this host (the median of its last 3 retrains)" in text
     assert f"**{ready.traffic.more:,} more**" in text and "**1** suspicious answer(s)" in text
     assert "100 new trusted answer(s) since the last run, below NEWSLOOP_RETRAIN_MIN_FEEDBACK (150)" in text
     assert "Estimated accuracy" not in text  # no served traffic given: nothing quoted

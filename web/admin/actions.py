@@ -14,6 +14,7 @@ import anyio
 import gradio as gr
 from pydantic import SecretStr
 
+from core.evaluation.decision import FeedbackParts
 from core.registry.versions import ModelRegistry
 from core.serving.limits import FailureThrottle
 from core.settings.policies import GateConfig, MonitorPolicy, RetrainPolicy, TrustPolicy
@@ -184,10 +185,13 @@ class AdminActions:
             self.sessions.open(self.identities.browser_key(cookie))
         return cookie
 
-    def trusted_count(self) -> int | None:
-        from feedback.training.snapshot import read_trusted  # here: only the admin view's overview needs it
+    def trusted_parts(self) -> FeedbackParts | None:
+        """The trusted texts by part, as the next retrain would split them (the preview's and the run's count)."""
+        from feedback.training.snapshot import trusted_parts  # here: only the admin view's overview needs it
 
-        return len(read_trusted(self.store, self.trust)) if self.store is not None else None
+        if self.store is None:
+            return None
+        return trusted_parts(self.store, self.trust, self.retrain.holdout_fraction)
 
     @admin_only(lambda _: ("Sign in first.", gr.update(visible=False)))
     def retrain_preview(
@@ -202,7 +206,8 @@ class AdminActions:
         if job.running:
             return "A retrain is already running: its progress is shown above.", gr.update(visible=False)
         ready = readiness(self.store, self.trust, self.retrain, self.promotion, self.jobs.last_run())
-        return report.preview_text(ready, self.jobs.expected(), self.traffic()), gr.update(visible=True)
+        expected = self.jobs.expected(trains=ready.parts.train > 0)
+        return report.preview_text(ready, expected, self.traffic()), gr.update(visible=True)
 
     def traffic(self) -> TrafficReport | None:
         """The champion on its traffic: estimated and measured by day and form, the window's alert and drift."""

@@ -73,7 +73,7 @@ class AdminDashboard:
         traffic = admin.traffic()
         return {
             p.status_line: f"Champion **{status['champion'] or 'none'}** · updated {report.now()}",
-            p.tiles: report.tiles(stats, admin.trusted_count(), pool_left),
+            p.tiles: report.tiles(stats, admin.trusted_parts(), pool_left),
             p.history: report.history_rows(status["events"]),
             p.confusion: plots.confusion_figure(meta.get("validation", {}).get("confusion_matrix") or []),
             p.versions: plots.versions_figure(plots.version_scores(admin.registry, record),

@@ -26,14 +26,18 @@ from core.storage.paths import HomePaths
 
 # A first run's duration guess: the retrain's default training budget (8 min) plus evaluation and export.
 DEFAULT_RETRAIN_S = 600.0
+# A first guess for a run with nothing to train on: it backs the database up, loads the base data and stops.
+DEFAULT_STOP_S = 30.0
 
 
 @dataclass(frozen=True)
 class Expected:
-    """How long a retrain should take here, and from how many of this host's past runs (0: the default)."""
+    """How long a retrain should take here, and from how many of this host's measured past runs (0: a first guess,
+    DEFAULT_RETRAIN_S or DEFAULT_STOP_S)."""
 
     seconds: float
     runs: int
+    trains: bool = True  # whether the run estimated trains a model (False: it stops before training)
 
 
 def run_percent(step: Stage | None, elapsed: float, expected: float) -> float:
@@ -100,11 +104,13 @@ class RetrainJobs:
         """The last finished retrain as the state file records it (`core.registry.stages.read_last_run`)."""
         return read_last_run(self.paths)
 
-    def expected(self) -> Expected:
-        """How long a retrain should take here: the median of this host's recent runs that trained
-        (`core.registry.stages.expected_seconds`), else DEFAULT_RETRAIN_S."""
-        found = expected_seconds(read_history(self.paths))
-        return Expected(*found) if found else Expected(DEFAULT_RETRAIN_S, 0)
+    def expected(self, trains: bool = True) -> Expected:
+        """How long a retrain should take here: the median measured duration of this host's recent runs of the same
+        kind, trained or stopped before training (`core.registry.stages.expected_seconds`), else a first guess."""
+        found = expected_seconds(read_history(self.paths), trained=trains)
+        if found:
+            return Expected(*found, trains=trains)
+        return Expected(DEFAULT_RETRAIN_S if trains else DEFAULT_STOP_S, 0, trains=trains)
 
     def expected_seconds(self) -> float:
         return self.expected().seconds

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.evaluation.decision import FeedbackParts
 from core.evaluation.monitor import TrafficCheck, alert_lines
 from core.input_forms import FORM_NAMES
 from core.labels import LABELS
@@ -41,27 +42,39 @@ def review_line(waiting: int) -> str:
 
 
 def duration_words(expected: Expected) -> str:
-    """How long a retrain should take, and what the estimate rests on."""
-    minutes = f"about **{max(expected.seconds, 60) / 60:.0f} min**"
+    """How long a retrain should take, and whether that was measured on this host or is a first guess."""
+    seconds = expected.seconds
+    took = f"about **{seconds:.0f} s**" if seconds < 90 else f"about **{seconds / 60:.0f} min**"
+    kind = "retrain" if expected.trains else "run that stopped before training"
     if not expected.runs:
-        return f"{minutes} (a first guess: no retrain that trained a model has finished on this host yet)"
-    runs = "its last retrain" if expected.runs == 1 else f"the median of its last {expected.runs} retrains"
-    return f"{minutes} on this host ({runs})"
+        guess = ("no retrain that trained a model has finished on this host yet" if expected.trains
+                 else "no run has stopped before training on this host yet")
+        return f"{took} (a first guess: {guess})"
+    runs = f"its last {kind}" if expected.runs == 1 else f"the median of its last {expected.runs} {kind}s"
+    return f"{took}, measured on this host ({runs})"
 
 
 def preview_text(ready: Readiness, expected: Expected, traffic: TrafficReport | None = None) -> str:
-    """The retrain preview: what a retrain would train and be judged on, whether enough is new, how long, and how
-    the champion is estimated to do on what it serves now."""
-    text = (f"A retrain would train on **{ready.train:,} trusted feedback text(s)** beside the base data, hold out "
-            f"{ready.holdout:,} and judge on {ready.traffic.have:,} traffic labels; it should take "
+    """The retrain preview: what a retrain would train and be judged on (`Readiness.parts`, the count the tiles, the
+    run's log and its decision state), whether enough is new, how long, and how the champion is estimated to do on
+    what it serves now. `expected` is for a run like this one: one that trains, or one that stops first."""
+    parts = ready.parts
+    if parts.train:
+        plan = (f"It would train on the base data and those {parts.train:,}, and judge the new model on the base "
+                f"validation data" + (f", the {parts.holdout:,} held out" if parts.holdout else "")
+                + (f" and the traffic set's {parts.traffic:,}" if parts.traffic else "") + ".")
+    else:
+        plan = "With none to train on, it would stop before training: no new model, the current one stays."
+    text = (f"A retrain would read the trusted feedback as **{parts.words()}**. {plan} It should take "
             f"{duration_words(expected)}, and the current model keeps serving meanwhile.\n\n"
             f"{traffic_sentence(ready.traffic)}\n\n{review_line(ready.credible_waiting)}")
     if traffic is not None:
         text += f"\n\n{estimate_sentence(traffic.check)}"
     if not ready.enough:
         text += (f"\n\n⚠️ **Little new feedback:** {ready.new_trusted:,} new trusted answer(s) since the last run, "
-                 f"below NEWSLOOP_RETRAIN_MIN_FEEDBACK ({ready.min_new:,}). The new model will most likely not be "
-                 "clearly better, and the gate will refuse it.")
+                 f"below NEWSLOOP_RETRAIN_MIN_FEEDBACK ({ready.min_new:,}).")
+        if parts.train:  # with nothing to train on no gate runs: the plan above says so
+            text += " The new model will most likely not be clearly better, and the gate will refuse it."
     return text
 
 
@@ -104,25 +117,28 @@ def drift_markdown(check: TrafficCheck) -> str:
             "trained on, the labels of its validation rows, and its validation confidences.")
 
 
-def tiles(stats: Mapping[str, Any], trusted: int | None, pool_left: int) -> str:
-    """The feedback counters as tiles."""
+def tiles(stats: Mapping[str, Any], trusted: FeedbackParts | None, pool_left: int) -> str:
+    """The feedback counters as tiles; the trusted tile says how many of them a retrain would train on (the rest
+    judge the new model: `FeedbackParts`)."""
     checks = [tuple(map(int, v.split("/"))) for v in (stats.get("checks_right") or {}).values()]
     answered = sum(a for _, a in checks)
     accuracy = f"{sum(r for r, _ in checks) / answered:.0%}" if answered else "–"
     status = stats.get("by_status") or {}
     live = int(stats.get("answers", 0)) - sum(int(status.get(withdrawn, 0)) for withdrawn in WITHDRAWN)
     items = [
-        (f"{live:,}", "answers", "live answers (undone and replaced ones not counted)"),
-        ("–" if trusted is None else f"{trusted:,}", "trusted", "texts a retrain would train on"),
-        (f"{int(status.get(Status.SUSPICIOUS, 0)):,}", "suspicious waiting", "answers waiting for your review"),
-        (f"{pool_left:,}", "pool left", "queue articles still needing labels"),
-        (f"{int(stats.get('annotators', 0)):,}", "annotators", "people (browsers or accounts) who answered"),
-        (accuracy, "check accuracy", f"known-answer checks answered right ({answered} answered)"),
+        (f"{live:,}", "answers", "live answers (undone and replaced ones not counted)", ""),
+        ("–" if trusted is None else f"{trusted.trusted:,}", "trusted texts",
+         "–" if trusted is None else trusted.words(), "" if trusted is None else f"{trusted.train:,} to train on"),
+        (f"{int(status.get(Status.SUSPICIOUS, 0)):,}", "suspicious waiting", "answers waiting for your review", ""),
+        (f"{pool_left:,}", "pool left", "queue articles still needing labels", ""),
+        (f"{int(stats.get('annotators', 0)):,}", "annotators", "people (browsers or accounts) who answered", ""),
+        (accuracy, "check accuracy", f"known-answer checks answered right ({answered} answered)", ""),
     ]
     cells = "".join(
         f'<div class="tile" role="group" aria-label="{what}" title="{html.escape(hint)}">'
-        f'<div class="n">{n}</div><div class="what">{what}</div></div>'
-        for n, what, hint in items
+        f'<div class="n">{n}</div><div class="what">{what}</div>'
+        + (f'<div class="what">{html.escape(sub)}</div>' if sub else "") + "</div>"
+        for n, what, hint, sub in items
     )
     return f'<div class="tile-row">{cells}</div>'
 
@@ -149,7 +165,9 @@ def progress_html(job: JobStatus) -> str:
 
 
 # What `python -m retrain` exit codes mean (retrain/__main__.py); the decision itself is shown beside.
-_ENDINGS = {0: "finished", 3: "finished: the gate kept the champion", 4: "did not run: another retrain is running"}
+# 3 is any run that kept the champion, the gate's refusal or a stop before training: the decision says which.
+_ENDINGS = {0: "finished", 3: "finished: not promoted, the champion stays (the decision says why)",
+            4: "did not run: another retrain is running"}
 
 
 def _stopped(job: JobStatus) -> str:
