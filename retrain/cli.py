@@ -17,6 +17,7 @@ from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
 from retrain import commands
 
+
 def _with_settings(work: Callable[..., int]) -> Callable[..., None]:
     """A click callback around `work(settings, **options)`: logging set up, settings loaded, a bad setting or
     unreadable data said in one line (exit 1), and the process's exit status the one `work` returns."""
@@ -62,8 +63,8 @@ def bootstrap(settings: Settings, **options: Any) -> int:
 
 
 @click.command(help="Retrain a challenger on base data + trusted feedback; promote it if it passes the gate. "
-               "Prints JSON. Exit status: 0 promoted, 3 the gate kept the champion, 4 another retrain is running, "
-               "1 failed.")
+               "Prints JSON. Exit status: 0 promoted, 3 not promoted (the gate refused it, or nothing to train on), "
+               "4 another retrain is running, 1 failed.")
 @click.option("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_RETRAIN_MAX_MINUTES)")
 @click.option("--base-rows", type=int, default=None, help="base rows replayed (default NEWSLOOP_RETRAIN_BASE_ROWS)")
 @_with_settings
@@ -98,11 +99,13 @@ def evaluate(settings: Settings, **options: Any) -> int:
     return commands.evaluate(settings, **options)
 
 
-@click.command(help="Print the model registry, the feedback a retrain would see and the champion on its served "
-               "traffic, as JSON; exits 5 when the traffic alert is up.")
+@click.command(help="Print a summary of the model registry, the last retrain, the feedback a retrain would see and "
+               "the champion on its served traffic; exits 5 when the traffic alert is up.")
+@click.option("--json", "as_json", is_flag=True,
+              help="print the whole report as JSON instead (the champion's metadata and every day included)")
 @_with_settings
-def status(settings: Settings) -> int:
-    return commands.status(settings)
+def status(settings: Settings, **options: Any) -> int:
+    return commands.status(settings, **options)
 
 
 @click.command(help="TF-IDF + linear SVM on the same rows, for comparison; prints JSON.")

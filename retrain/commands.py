@@ -6,14 +6,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.data import InputForm
 from core.settings.config import Settings
 
+if TYPE_CHECKING:
+    from core.registry.stages import RunRecord
+    from feedback.traffic.monitoring import TrafficReport
+    from feedback.training.readiness import Readiness
+
 EXIT_OK = 0  # also: a retrain promoted its challenger
 EXIT_FAILED = 1
-EXIT_REFUSED = 3  # a retrain ran and the gate kept the champion
+EXIT_REFUSED = 3  # a retrain kept the champion: the gate refused its challenger, or it had nothing to train on
 EXIT_BUSY = 4  # another retrain holds the lock
 EXIT_ALERT = 5  # `status`: the champion's estimated accuracy on its traffic raised the alert (core.evaluation.monitor)
 
@@ -187,9 +192,10 @@ def evaluate(settings: Settings, *, csv: str, onnx_file: str | None = None) -> i
     return EXIT_OK
 
 
-def status(settings: Settings) -> int:
-    """The model registry, the feedback a retrain would see, and the champion on its served traffic; exits
-    EXIT_ALERT when that raised the alert."""
+def status(settings: Settings, *, as_json: bool = False) -> int:
+    """The model registry, the feedback a retrain would see, the last retrain and the champion on its served traffic:
+    a summary a person reads, or (`as_json`) the whole report, the champion's metadata and every day included.
+    Exits EXIT_ALERT when the traffic raised the alert."""
     import contextlib
     from dataclasses import asdict
 
@@ -201,21 +207,72 @@ def status(settings: Settings) -> int:
     from feedback.training.readiness import readiness
 
     report = ModelRegistry(settings.models_dir).status()
+    last_run = read_last_run(settings.paths)
     alerts: list[str] = []
+    ready = traffic = None
     if settings.storage.database_url or settings.paths.feedback_db.is_file():
         with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
-            ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate,
-                              read_last_run(settings.paths))
+            ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate, last_run)
             traffic = traffic_report(store, report["champion"], report.get("champion_meta") or {}, settings.monitor,
                                      settings.trust_policy())
         # The feedback a retrain would see, and how many more traffic labels the gate needs for the target gain.
         report["feedback"] = asdict(ready) | {"enough": ready.enough, "traffic_more": ready.traffic.more}
         report["traffic"] = traffic.to_dict()
         alerts = alert_lines(traffic.check)
-    _print(report)
+    if as_json:
+        _print(report)
+    else:
+        print("\n".join(status_lines(report, ready, traffic, last_run)))
     for line in alerts:
         print(f"alert: {line}", file=sys.stderr)
     return EXIT_ALERT if alerts else EXIT_OK
+
+
+EVENTS_SHOWN = 5  # the registry's latest events in the summary (--json has the last 20)
+
+
+def status_lines(report: dict[str, Any], ready: Readiness | None, traffic: TrafficReport | None,
+                 last_run: RunRecord | None) -> list[str]:
+    """`status` for a person: a few lines per part, no metadata dumps (the champion's confidence maps and data
+    files are thousands of lines: `--json` has them)."""
+    from core.input_forms import FORM_NAMES
+
+    meta = report.get("champion_meta") or {}
+    validation = meta.get("validation") or {}
+    served = "int8" if "int8" in str(meta.get("serve_file", "")) else "fp32"
+    accuracy = (validation.get(served) or {}).get("accuracy", validation.get("accuracy"))
+    lines = [f"Champion: {report['champion'] or 'none (run `newsloop bootstrap`)'}"
+             + (f" ({meta.get('kind') or 'retrained'}, validation accuracy {accuracy:.1%}, since "
+                f"{meta.get('committed_at', '?')})" if isinstance(accuracy, int | float) else ""),
+             f"Rollback to: {', '.join(report['previous']) or 'nothing (no previous champion)'}",
+             f"Versions: {', '.join(report['versions']) or 'none'}", "Latest events:"]
+    events = report.get("events") or []
+    lines += [f"  {str(e.get('at', ''))[:16].replace('T', ' ')} {e.get('action')} {e.get('version')}: "
+              f"{e.get('reason') or ' '.join(e.get('reasons') or [])}" for e in events[-EVENTS_SHOWN:]] or ["  none"]
+    if last_run is None:
+        lines.append("Last retrain: none yet")
+    else:
+        lines.append(f"Last retrain: {last_run.decision} at {last_run.finished_at or '?'}, {last_run.seconds:.1f} s")
+        lines += [f"  {reason}" for reason in last_run.reasons]
+    if ready is None:
+        lines.append("Feedback: no feedback database yet")
+    else:
+        traffic_need = ready.traffic
+        more = ("enough to detect the target gain" if traffic_need.more == 0 else
+                "no practical number detects the target gain" if traffic_need.needed is None else
+                f"{traffic_need.more:,} more needed to detect the target gain")
+        lines += [f"Feedback a retrain would read: {ready.parts.words()}",
+                  f"  new since the last run: {ready.new_trusted:,} trusted answer(s); a scheduled retrain waits for "
+                  f"{ready.min_new:,}",
+                  f"  traffic set: {traffic_need.have:,} label(s), {more}",
+                  f"  suspicious answers from signed-in or checked people waiting for review: {ready.credible_waiting:,}"]
+    if traffic is not None:
+        check = traffic.check
+        forms = [f"{FORM_NAMES[c.form]} {c.estimated:.1%} of {c.n:,}" + (" (ALERT)" if c.alert else "")
+                 for c in check.forms.values()]
+        lines.append(f"Served traffic, last {check.days} day(s), estimated accuracy: {', '.join(forms) or 'nothing served'}")
+    lines.append("The whole report, as JSON: newsloop status --json")
+    return lines
 
 
 def traffic_alerts(settings: Settings) -> list[str]:

@@ -50,16 +50,19 @@ def _serve_unsure_headlines(home: Path, n: int = 150, confidence: float = 0.5) -
 
 def test_status_exits_non_zero_while_the_alert_is_up(tmp_path: Path) -> None:
     home = _home_with_starter(tmp_path)
-    quiet = _newsloop(home, "status")
+    quiet = _newsloop(home, "status", "--json")
     assert quiet.returncode == EXIT_OK, quiet.stderr
     assert json.loads(quiet.stdout)["traffic"]["alerts"] == []
 
     _serve_unsure_headlines(home)
-    alerting = _newsloop(home, "status")
+    alerting = _newsloop(home, "status", "--json")
     assert alerting.returncode == EXIT_ALERT, alerting.stderr
     traffic = json.loads(alerting.stdout)["traffic"]
     assert traffic["alerts"] == ["title"] and traffic["forms"]["title"]["n"] == 150
     assert "alert: Estimated accuracy on headline texts is 50.0%" in alerting.stderr
+    summary = _newsloop(home, "status")  # without --json: a summary a person reads, the same exit status
+    assert summary.returncode == EXIT_ALERT and len(summary.stdout.splitlines()) < 60
+    assert "headline 50.0% of 150 (ALERT)" in summary.stdout and "confidence_maps" not in summary.stdout
     # A margin wider than the drop, or fewer texts than a form needs: no alert.
     assert _newsloop(home, "status", NEWSLOOP_MONITOR_ALERT_POINTS="60").returncode == EXIT_OK
     assert _newsloop(home, "status", NEWSLOOP_MONITOR_MIN_TEXTS="151").returncode == EXIT_OK
