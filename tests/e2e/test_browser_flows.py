@@ -210,7 +210,7 @@ def test_admin_view_loads_on_sign_in_and_survives_a_reload(browser, served, size
     assert "Nothing to roll back to" in page.inner_text("#rollback-btn")
     page.click("#retrain-btn")
     confirm = _wait_for_text(page, "#retrain-confirm-text", "trusted feedback")
-    assert "NEWSLOOP_RETRAIN_MIN_FEEDBACK" in confirm and "min" in confirm
+    assert "NEWSLOOP_RETRAIN_MIN_FEEDBACK" in confirm and "should take about" in confirm
     page.click("#retrain-cancel")
     shot(page, f"admin-{size}")
     page.reload(wait_until="domcontentloaded")
