@@ -244,6 +244,7 @@ def crowd(app: App, event: str, clients: list[str], each: int) -> tuple[Counter[
     return Counter(answer["statuses"]), answer["details"]
 
 
+@pytest.mark.e2e  # a storm of hundreds of sign-ins (over a minute): the end-to-end step, not the default run
 def test_a_storm_of_refused_sign_ins_is_answered_before_the_queue(app: App) -> None:
     """8 addresses locked out by their failures each send 16 sign-ins at once: every one is refused at its join
     (429, never queued), another visitor classifying on the page meanwhile stays under 1 s, and the real admin

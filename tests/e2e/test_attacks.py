@@ -334,6 +334,7 @@ def test_every_write_path_answers_bad_input_with_a_message(space: Served) -> Non
 
 
 # 9. A rollback undone by a retrain that started before it --------------------------------------------------
+@pytest.mark.e2e  # two real retrains of the tiny model: the end-to-end step, not the default run
 def test_a_promotion_decided_against_an_old_champion_is_refused(tiny_home_copy: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from core.registry.versions import ModelRegistry

@@ -23,6 +23,8 @@ from testkit.models import tiny_settings
 from testkit.server import launched_app
 from tests.e2e.raw_http import Visitor
 
+pytestmark = pytest.mark.e2e
+
 CHECKS = [f"Known-answer check {i}: the minister, the match and the market" for i in range(12)]
 POOL = [f"Pool article {i} on tariffs, transfers and transistors" for i in range(40)]
 PASTED = [f"Pasted story {i}: chips, cups and ceasefires" for i in range(6)]

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from gradio_client import Client
 
 from core.host.net import free_port
@@ -23,6 +24,8 @@ from core.settings.config import PROJECT_ROOT
 from core.settings.policies import StoreLimits
 from core.storage.durable import MANIFEST, latest_complete, snapshots
 from feedback.store import FeedbackStore
+
+pytestmark = pytest.mark.e2e
 
 INTERVAL_S = 1.5
 

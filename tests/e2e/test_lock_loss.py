@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import httpx
+import pytest
 from pydantic import SecretStr
 
 from core.labels import LABELS
@@ -28,6 +29,8 @@ from testkit.models import tiny_settings
 from testkit.server import launched_app
 from tests.e2e.raw_http import EventError, Visitor
 from tests.unit.test_sqlite_guard import held_locks
+
+pytestmark = pytest.mark.e2e
 
 PASSWORD = "lock loss"
 # Opens, reads, checkpoints and closes the database until the stop file appears; prints how many times.

@@ -26,6 +26,8 @@ from retrain.state import RetrainBusy, retrain_lock
 from retrain.targets import replay_targets
 from testkit.models import tiny_settings
 
+pytestmark = pytest.mark.e2e
+
 # A recipe under which the 2-layer test model learns the seed set in seconds, so a challenger is
 # clearly better than the barely trained tiny champion.
 LEARNING = {"retrain_epochs": 12.0, "retrain_lr_encoder": 3e-3, "retrain_lr_head": 3e-3, "retrain_base_rows": 0, "retrain_max_minutes": 0.0,

@@ -14,6 +14,8 @@ from core.storage.paths import HomePaths
 from tests.e2e.test_retrain_run import LEARNING, add_feedback, settings_for
 from web.admin.jobs import RetrainJobs
 
+pytestmark = pytest.mark.e2e
+
 
 def niceness(pid: int) -> int | None:
     """The scheduling niceness of a running process (field 19 of /proc/PID/stat), None once it is gone."""

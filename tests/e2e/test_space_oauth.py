@@ -24,6 +24,8 @@ from testkit.models import MANY_PAGES_ENV
 from testkit.oauth import SESSION_COOKIE, signed_session_cookie, space_oauth_env
 from tests.e2e.raw_http import Visitor
 
+pytestmark = pytest.mark.e2e
+
 ADMIN = "boss"
 STALE = "This result is no longer on screen: classify the text again."
 

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from core.data import is_validation
 from core.evaluation.decision import FeedbackParts
 from core.registry.stages import read_last_run
@@ -30,6 +32,8 @@ from web.admin import report
 from web.admin.actions import AdminActions
 from web.admin.jobs import JobStatus, RetrainJobs
 from web.server.identity import IdentityService
+
+pytestmark = pytest.mark.e2e
 
 READER = "anon:reader"  # anyone may train by default (NEWSLOOP_TRAIN_ON=anyone): one answer makes a text trusted
 TRAFFIC_SHARE = 0.2  # the queue's default share of the pool drawn into the traffic set
