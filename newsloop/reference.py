@@ -84,10 +84,9 @@ def api_schema() -> dict[str, Any]:
     from web.server.api import build_api
 
     settings = Settings()
-    limits = PageLimits(max_input_chars=settings.serving.max_input_chars,
-                        classify_per_minute=settings.limits.classify_per_minute)
+    limits = PageLimits.from_settings(settings)
     router = build_api(_NoModel(), limits, RateLimiter(limits.classify_per_minute, 60.0), lambda _: "",
-                       max_texts=settings.serving.max_batch_texts)
+                       max_batch_texts=settings.serving.max_batch_texts)
     app = FastAPI(title="NewsLoop", version="1")
     app.include_router(router)
     return app.openapi()

@@ -89,7 +89,7 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
     from core.registry.versions import ANY, ModelRegistry, RegistryError
     from retrain.tracking import sync_aliases
 
-    registry = ModelRegistry(settings.models_dir)
+    registry = ModelRegistry(settings.paths.models_dir)
     try:
         if is_tracking_server(settings.tracking_uri):  # replicas follow @champion: start from the server's record
             mirror_versions(settings.tracking_uri, registry)
@@ -200,7 +200,7 @@ def status(settings: Settings) -> int:
     from feedback.traffic.monitoring import traffic_report
     from feedback.training.readiness import readiness
 
-    report = ModelRegistry(settings.models_dir).status()
+    report = ModelRegistry(settings.paths.models_dir).status()
     alerts: list[str] = []
     if settings.storage.database_url or settings.paths.feedback_db.is_file():
         with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
@@ -229,7 +229,7 @@ def traffic_alerts(settings: Settings) -> list[str]:
 
     if not (settings.storage.database_url or settings.paths.feedback_db.is_file()):
         return []
-    status = ModelRegistry(settings.models_dir).status()
+    status = ModelRegistry(settings.paths.models_dir).status()
     with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
         traffic = traffic_report(store, status["champion"], status.get("champion_meta") or {}, settings.monitor,
                                  settings.trust_policy(), days=settings.monitor.window_days)

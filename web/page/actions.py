@@ -14,7 +14,8 @@ import numpy as np
 
 from core.labels import LABELS
 from core.serving.limits import Limiter, RateLimiter
-from core.settings.policies import SESSION_CAPACITY, QueuePolicy
+from core.settings.config import LimitsSection, ServingSection, Settings
+from core.settings.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
@@ -41,13 +42,30 @@ class Classifier(Protocol):
 
 @dataclass(frozen=True)
 class PageLimits:
-    """What the page accepts from one client; built from settings at the edge (app.py)."""
+    """What the page accepts from one client; built from settings at the edge (`PageLimits.from_settings`). Each
+    field is the setting of the same name, and its default is that setting's (tests build it bare)."""
 
-    max_input_chars: int  # longer input is refused with a message
-    classify_per_minute: int  # per client address
-    queue_per_minute: int = 120  # queue requests (next, answer, skip) per client address
-    session_capacity: int = SESSION_CAPACITY  # sessions whose last prediction and queue item are remembered
-    session_memory_bytes: int = 64 * 1024 * 1024  # and the memory those may take, each map
+    max_input_chars: int = ServingSection.field_default("max_input_chars")  # longer input is refused with a message
+    classify_per_minute: int = LimitsSection.field_default("classify_per_minute")  # per client address
+    queue_per_minute: int = LimitsSection.field_default("queue_per_minute")  # queue requests per client address
+    # Sessions whose last prediction and queue item are remembered, and the memory those may take, each map.
+    session_capacity: int = LimitsSection.field_default("session_capacity")
+    session_memory_mb: float = LimitsSection.field_default("session_memory_mb")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PageLimits:
+        """The page's limits, cut from the settings."""
+        return cls(
+            max_input_chars=settings.serving.max_input_chars,
+            classify_per_minute=settings.limits.classify_per_minute,
+            queue_per_minute=settings.limits.queue_per_minute,
+            session_capacity=settings.limits.session_capacity,
+            session_memory_mb=settings.limits.session_memory_mb,
+        )
+
+    @property
+    def session_memory_bytes(self) -> int:
+        return int(self.session_memory_mb * 1024 * 1024)
 
 
 @dataclass(frozen=True)
