@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
+from core.command_line import ExitCode
 from core.host.cpu_share import BESIDE_SERVING_ENV
 from core.registry.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
 from core.registry.starter import install_starter
@@ -247,7 +248,8 @@ def main() -> None:
     try:
         settings = load_settings()
     except ConfigError as exc:  # e.g. a weak admin password on a public host: refuse to start, saying why
-        sys.exit(f"NewsLoop will not start: {exc}")
+        print(f"NewsLoop will not start: {exc}", file=sys.stderr)
+        sys.exit(ExitCode.CONFIG)
     ensure_home(settings)
     start_snapshots(settings)
     ensure_champion(settings)

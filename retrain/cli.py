@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from core import command_line
+from core.command_line import ExitCode
 from core.data import DataSourceError
 from core.settings.config import ConfigError, Settings, load_settings
 from retrain import commands
@@ -21,16 +22,20 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 def _with_settings(work: Callable[..., int]) -> Callable[..., None]:
     """A click callback around `work(settings, **options)`: logging set up, settings loaded, a bad setting or
-    unreadable data said in one line (exit 1), and the process's exit status the one `work` returns."""
+    bad data said in one line (ExitCode.CONFIG, ExitCode.BAD_INPUT), and the process's exit status the one `work`
+    returns."""
 
     @functools.wraps(work)
     def callback(**options: Any) -> None:
         logging.basicConfig(level=logging.DEBUG if command_line.verbose() else logging.INFO, format=LOG_FORMAT)
         try:
             code = work(load_settings(), **options)
-        except (ConfigError, DataSourceError) as exc:
+        except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            code = commands.EXIT_FAILED
+            code = ExitCode.CONFIG
+        except DataSourceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            code = ExitCode.BAD_INPUT
         click.get_current_context().exit(code)
 
     return callback
@@ -64,8 +69,8 @@ def bootstrap(settings: Settings, **options: Any) -> int:
 
 
 @click.command(help="Retrain a challenger on base data + trusted feedback; promote it if it passes the gate. "
-               "Prints JSON. Exit status: 0 promoted, 3 the gate kept the champion, 4 another retrain is running, "
-               "1 failed.")
+               f"Prints JSON. Exit status: {ExitCode.OK:d} promoted, {ExitCode.REFUSED:d} the gate kept the champion, "
+               f"{ExitCode.BUSY:d} another retrain is running, {ExitCode.ERROR:d} failed.")
 @click.option("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_RETRAIN_MAX_MINUTES)")
 @click.option("--base-rows", type=int, default=None, help="base rows replayed (default NEWSLOOP_RETRAIN_BASE_ROWS)")
 @_with_settings
@@ -101,7 +106,7 @@ def evaluate(settings: Settings, **options: Any) -> int:
 
 
 @click.command(help="Print the model registry, the feedback a retrain would see and the champion on its served "
-               "traffic, as JSON; exits 5 when the traffic alert is up.")
+               f"traffic, as JSON; exits {ExitCode.ALERT:d} when the traffic alert is up.")
 @_with_settings
 def status(settings: Settings) -> int:
     return commands.status(settings)
