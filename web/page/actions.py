@@ -24,8 +24,9 @@ from web.page.labelling import BufferedQueue, LabellingQueue
 from web.page.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
 from web.server.identity import Identity, IdentityService
 
-__all__ = ["RIGHT", "AnswerOutcome", "Classifier", "NewsLoopActions", "PageLimits", "storable"]
+__all__ = ["NO_MODEL_NOTE", "RIGHT", "AnswerOutcome", "Classifier", "NewsLoopActions", "PageLimits", "storable"]
 STALE = "This result is no longer on screen: classify the text again."
+NO_MODEL_NOTE = "No model is served yet."  # the footer while there is no champion
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.~-]+)*[\\/]([\w.-]+)")  # a file path; group 1 is its last part
 
 
@@ -261,9 +262,19 @@ class NewsLoopActions:
 
     # The footer.
     def model_note(self) -> str:
-        model = getattr(self.classifier, "model", None)
+        """The footer's line: the model served and what it was trained on, or that there is none yet."""
+        # core.serving.classifier loads ONNX Runtime; imported here, once the page asks, as web.server.api does.
+        from core.serving.classifier import NoChampionError
+
+        try:
+            # A service's `model` loads the champion if it can, and raises when there is none.
+            model = getattr(self.classifier, "model", None)
+        except NoChampionError:
+            return NO_MODEL_NOTE
+        version = self.classifier.version
+        if version is None:  # a classifier without a model (a test's fake) serves nothing either
+            return NO_MODEL_NOTE
         meta = getattr(model, "meta", {}) if model is not None else {}
-        version = getattr(self.classifier, "version", None) or "none"
         # Never a server path on the page: a local data folder is named by its last part only.
         data = _PATH.sub(r"\1", str(meta.get("data", "unknown data")))
         trained = str(meta.get("trained_at") or meta.get("committed_at") or "")[:10]
