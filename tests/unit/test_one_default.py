@@ -30,7 +30,7 @@ def _setting_defaults() -> dict[str, list[Any]]:
     settings = read_settings({})  # no environment: every setting at its default
     for section_name in Settings.model_fields:
         section = getattr(settings, section_name)
-        derived = [name for name, member in inspect.getmembers(type(section)) if isinstance(member, property)]
+        derived = [name for name, member in vars(type(section)).items() if isinstance(member, property)]
         for name in [*type(section).model_fields, *derived]:
             defaults.setdefault(name, []).append(getattr(section, name))
     return defaults
