@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
+from core.command_line import ExitCode
 from core.host.cpu_share import BESIDE_SERVING_ENV
 from core.logs import configure_logging
 from core.registry.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
@@ -50,17 +51,6 @@ from web.server.metrics import Metrics, MetricsMiddleware, ServedTallies, metric
 from web.server.origin_guard import OriginPolicy
 
 log = logging.getLogger("newsloop.app")
-
-
-def page_limits(settings: Settings) -> PageLimits:
-    """What the page accepts from one client, cut from the settings."""
-    return PageLimits(
-        max_input_chars=settings.serving.max_input_chars,
-        classify_per_minute=settings.limits.classify_per_minute,
-        queue_per_minute=settings.limits.queue_per_minute,
-        session_capacity=settings.limits.session_capacity,
-        session_memory_bytes=int(settings.limits.session_memory_mb * 1024 * 1024),
-    )
 
 
 def identity_secret(settings: Settings) -> bytes:
@@ -120,7 +110,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
     actions = NewsLoopActions(
         metrics.metered(classifier, "page"),
         metrics.counting_answers(store),
-        limits=page_limits(settings), queue=settings.queue, identities=identities, refused=metrics.page_refusal,
+        limits=PageLimits.from_settings(settings), queue=settings.queue, identities=identities, refused=metrics.page_refusal,
         **page_state
     )
     admin = None
@@ -150,7 +140,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
                             settings.serving.max_batch_texts),
                *([admin_router(admin)] if admin else []), *metrics_routers(metrics, settings)]
     options = ServerOptions(
-        max_upload_bytes=int(settings.limits.max_upload_mb * 1024 * 1024),
+        max_upload_mb=settings.limits.max_upload_mb,
         # State (database, models, MLflow store, the identity key) must never be downloadable.
         blocked_paths=(str(settings.storage.home),),
         auth=_users(settings),
@@ -190,9 +180,11 @@ def metrics_routers(metrics: Metrics, settings: Settings) -> list[APIRouter]:
     return [metrics_router(metrics, token or None, public=settings.hosting.on_space)]
 
 
-def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: IdentityService, max_texts: int) -> list[APIRouter]:
+def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: IdentityService,
+                max_batch_texts: int) -> list[APIRouter]:
     """The REST API beside the page (web.server.api), sharing the page's limits, rate limiter and identity rules."""
-    return [build_api(classifier, actions.limits, actions.classify_limit, identities.address_of, max_texts=max_texts)]
+    return [build_api(classifier, actions.limits, actions.classify_limit, identities.address_of,
+                      max_batch_texts=max_batch_texts)]
 
 
 def ensure_champion(settings: Settings) -> None:
@@ -257,7 +249,8 @@ def main(verbose: bool = False) -> None:
     try:
         settings = load_settings()
     except ConfigError as exc:  # e.g. a weak admin password on a public host: refuse to start, saying why
-        sys.exit(f"NewsLoop will not start: {exc}")
+        print(f"NewsLoop will not start: {exc}", file=sys.stderr)
+        sys.exit(ExitCode.CONFIG)
     ensure_home(settings)
     start_snapshots(settings)
     ensure_champion(settings)

@@ -1,7 +1,7 @@
 """The mean of two checkpoints' weights, exported as a new champion (a try of the starter's recipe table).
 
     NEWSLOOP_HOME=../avg_home NEWSLOOP_DATA=../shared/data/ag_news \
-        python bench/average_weights.py ../starter_home/models/versions/v0001/checkpoint models/starter/checkpoint
+        python -m bench.average_weights ../starter_home/models/versions/v0001/checkpoint models/starter/checkpoint
 
 Both checkpoints must share an architecture (the same base encoder and head). The average is exported as any
 bootstrap's model is (ONNX, int8, calibration: retrain.publish) into NEWSLOOP_HOME's registry and promoted, with
@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import options
 from core.data import load_corpus

@@ -8,8 +8,8 @@ serving reads a text ("read title": what the admin view and /metrics group by);
 then how often the form rule names each row's true form. Validation rows are rows of train.csv that fall in the
 hash split (core.data.is_validation): the starter never trained on them.
 
-    python bench/estimate_shift.py                 # 6 steps, every validation row once per step; ~2 minutes
-    python bench/estimate_shift.py --rows 800 --data ../shared/data/ag_news
+    python -m bench.estimate_shift                 # 6 steps, every validation row once per step; ~2 minutes
+    python -m bench.estimate_shift --rows 800 --data ../shared/data/ag_news
 
 Each step shows every validation row once (`--rows 0`, the default), in the form the step's mix draws for it, so
 each form as read has hundreds of texts: the gap then measures the estimate, not the noise of a small sample.
@@ -17,13 +17,9 @@ each form as read has hundreds of texts: the gap then measures the estimate, not
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import options
 from core.data import InputForm, as_form, is_validation, read_csv

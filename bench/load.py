@@ -282,8 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     db = None
     if args.home is not None:
         settings = load_settings(home=args.home)
-        db = settings.feedback_db
-        if args.url is None and ModelRegistry(settings.models_dir).champion() is None:
+        db = settings.paths.feedback_db
+        if args.url is None and ModelRegistry(settings.paths.models_dir).champion() is None:
             print(f"error: {args.home} has no champion model; the app would train one first", file=sys.stderr)
             return 2
 

@@ -44,6 +44,6 @@ def add_model(parser: argparse.ArgumentParser) -> None:
 
 def add_val_fraction(parser: argparse.ArgumentParser) -> None:
     """`--val-fraction`: the share of the data carved out as validation (default: the setting's own)."""
-    default = DataSource.model_fields["val_fraction"].default
+    default = DataSource.field_default("val_fraction")
     parser.add_argument("--val-fraction", type=float, default=default,
                         help=f"share of the data held out for validation (default {default}, the setting's default)")

@@ -72,11 +72,11 @@ def prepare(root: Path, data: str, answers: int, seed: int) -> tuple[Path, list[
     home, data_dir = root / "home", root / "data"
     settings = home_settings(home, data_dir)
     plan, _ = write_starter_data(data, data_dir, settings.data.val_fraction)
-    champion = install_starter(ModelRegistry(settings.models_dir))
+    champion = install_starter(ModelRegistry(settings.paths.models_dir))
     if champion is None:
         raise SystemExit("no starter model for these labels in models/starter")
     headlines = [Example(e.title, e.label) for e in plan.stream]
-    store = FeedbackStore(settings.feedback_db, SIM_STORE_LIMITS, durable=False)
+    store = FeedbackStore(settings.paths.feedback_db, SIM_STORE_LIMITS, durable=False)
     labellers = Labellers(store, {text_hash(e.text): e.label for e in headlines}, 0.0, random.Random(seed),
                           settings.queue)
     label_round(labellers, Stream(headlines), load_version(champion), champion.version, order="uncertainty",
@@ -127,7 +127,7 @@ def timed_retrain(
     stamps.append(("end", time.perf_counter(), cpu_seconds()))
     # Each stage's share runs to the next stage's start; "start" is the lock and MLflow's run before the first.
     stages = {a[0]: {"wall_s": b[1] - a[1], "cpu_s": b[2] - a[2]} for a, b in zip(stamps, stamps[1:], strict=False)}
-    registry = ModelRegistry(settings.models_dir)
+    registry = ModelRegistry(settings.paths.models_dir)
     evaluator = FormEvaluator(test, load_corpus(str(root / "data"), settings.data.val_fraction, True).validation)
     champion = evaluator.accuracy(registry.get(result.champion_before))
     challenger = evaluator.accuracy(registry.get(result.challenger)) if result.challenger else {}

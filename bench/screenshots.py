@@ -25,6 +25,7 @@ from pathlib import Path
 from bench import options
 from bench.sim.data import load_sources
 from bench.sim.headlines import plan_headlines
+from core.command_line import ExitCode
 from core.data import Example, load_corpus_or_seed
 from core.host.net import free_port
 from core.labels import LABELS
@@ -32,7 +33,6 @@ from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT, load_settings
 from core.settings.policies import StoreLimits
-from retrain.__main__ import EXIT_OK, EXIT_REFUSED
 
 OUT = PROJECT_ROOT / "docs" / "screenshots"
 CHROMIUM = Path(os.environ.get("NEWSLOOP_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -103,7 +103,7 @@ def retrain(home: Path, log: Path) -> str:
     with log.open("wb") as out:
         done = subprocess.run([sys.executable, "-m", "retrain", "run"], cwd=PROJECT_ROOT, env=home_env(home),
                               stdout=out, stderr=subprocess.STDOUT, timeout=1800)
-    decision = {EXIT_OK: "promoted", EXIT_REFUSED: "refused"}.get(done.returncode)
+    decision = {ExitCode.OK: "promoted", ExitCode.REFUSED: "refused"}.get(done.returncode)
     if decision is None:  # the view shows a refusal as well as a promotion; a failed run is no picture
         raise SystemExit(f"retrain run exited with {done.returncode}:\n{log.read_text()[-3000:]}")
     return decision

@@ -486,11 +486,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
 
     settings = load_settings()
-    champion = ModelRegistry(settings.models_dir).champion()
+    champion = ModelRegistry(settings.paths.models_dir).champion()
     if champion is None:  # a clean clone: the shipped starter, which the app would serve
         meta = starter_meta()
         if meta is None:
-            print(f"No champion model in {settings.models_dir} and no starter in {STARTER_DIR}: set NEWSLOOP_HOME "
+            print(f"No champion model in {settings.paths.models_dir} and no starter in {STARTER_DIR}: set NEWSLOOP_HOME "
                   "to a home with one, or train one with `python -m retrain bootstrap`.", file=sys.stderr)
             return 2
         champion = ModelVersion(f"starter {meta.get('source_version', '')}".strip(), STARTER_DIR, meta)
@@ -573,7 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.skip_app:
         print("App cold start: skipped (--skip-app)")
     else:
-        cold = app_cold_start(settings.models_dir, single_texts[0], args.app_timeout)
+        cold = app_cold_start(settings.paths.models_dir, single_texts[0], args.app_timeout)
         up = f"{cold['server_up_s']:.1f} s" if cold["server_up_s"] is not None else "n/a"
         print(f"App cold start to first answer: {cold['first_answer_s']:.1f} s (server reachable at {up}; "
               f"answer {cold['label']!r}, {cold['note']})")

@@ -21,8 +21,6 @@ from pathlib import Path
 import numpy as np
 import sqlalchemy as sa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench import options
 from bench.screenshots import CHROMIUM, PASSWORD, SIZES, settle, start_app, tab, wait_text
 from core.data import InputForm, as_form, is_validation, read_csv

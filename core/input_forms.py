@@ -9,7 +9,7 @@ estimated and watched per form. Served texts carry no form, so it is guessed, in
    least TITLE_CASE_SHARE of its first OPENING_WORDS words, small words aside, capitalised);
 4. else a description.
 Headlines are what traffic shifts to and are told apart well; a description and a whole article often are not
-(an untitled description reads like an article). `python bench/estimate_shift.py` prints the rule's hits per true
+(an untitled description reads like an article). `python -m bench.estimate_shift` prints the rule's hits per true
 form on validation rows.
 """
 

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from core import command_line
+from core.command_line import ExitCode
 from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
 from feedback import commands
@@ -23,25 +24,26 @@ from feedback.store import FeedbackStore
 from feedback.trust.review import HELD, MAX_SHOWN, ReviewFilter
 from feedback.validate import EXPORT_FORMATS, STATUSES
 
-EXIT_OK = 0
-EXIT_UNREADABLE = 1  # a file that cannot be read or written
-EXIT_REFUSED = 2  # bad input, a bad setting, or a database that is not one
 ANY = "any"
 
 
 @contextlib.contextmanager
 def _exit_statuses() -> Iterator[None]:
-    """Logging for a feedback command, and its errors as one line and an exit status (never a traceback)."""
+    """Logging for a feedback command, and its errors as one line and an exit status (never a traceback): the
+    table is core.command_line.ExitCode."""
     configure_logging(logging.WARNING, verbose=command_line.verbose(), fmt="%(levelname)s %(message)s")
     try:
         yield
-    except (FeedbackError, ConfigError, sqlite3.DatabaseError) as exc:
+    except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        click.get_current_context().exit(EXIT_REFUSED)
+        click.get_current_context().exit(ExitCode.CONFIG)
+    except (FeedbackError, sqlite3.DatabaseError) as exc:  # bad rows, a missing file, a database that is not one
+        print(f"error: {exc}", file=sys.stderr)
+        click.get_current_context().exit(ExitCode.BAD_INPUT)
     except OSError as exc:
         detail = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
         print(f"error: {detail}", file=sys.stderr)
-        click.get_current_context().exit(EXIT_UNREADABLE)
+        click.get_current_context().exit(ExitCode.ERROR)
 
 
 def _with_store(work: Callable[..., None]) -> Callable[..., None]:

@@ -11,6 +11,7 @@ from dataclasses import asdict
 import click
 
 from core import command_line
+from core.command_line import ExitCode
 from core.settings.config import ConfigError
 from feedback import cli as feedback_cli
 from retrain import cli as retrain_cli
@@ -34,7 +35,7 @@ def config(as_json: bool) -> None:
         rows = [asdict(row) for row in effective_settings()]
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        click.get_current_context().exit(1)
+        click.get_current_context().exit(ExitCode.CONFIG)
     if as_json:
         print(json.dumps(rows, indent=2, default=str))
         return

@@ -1,6 +1,6 @@
 """The docs' reference pages, generated from the code: the configuration (the settings model), the command line
 (the click commands) and the HTTP API (the REST routes' OpenAPI schema). `python -m newsloop.reference` writes
-them; `--check` exits 1 when a page on disk is stale (tests/unit/test_reference_pages.py runs the same check)."""
+them; `--check` exits 1 when a page on disk is stale (tests/unit/test_docs.py runs the same check)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from core.command_line import ExitCode
 from core.settings.config import PROJECT_ROOT
 from core.settings.reference import configuration_markdown
 
@@ -28,6 +29,7 @@ def cli_markdown(root: click.Group | None = None, prog: str = "newsloop") -> str
         root = cli
     lines = ["# Command line", "", GENERATED.format(source="the click commands (newsloop/cli.py)"), ""]
     lines += [root.help or "", "", "```text", _help_text(root, prog), "```"]
+    lines += ["", *exit_status_markdown()]
     context = click.Context(root, info_name=prog)
     for name in root.list_commands(context):
         command = root.get_command(context, name)
@@ -35,6 +37,15 @@ def cli_markdown(root: click.Group | None = None, prog: str = "newsloop") -> str
             continue
         lines += ["", f"## {prog} {name}", "", "```text", _help_text(command, f"{prog} {name}"), "```"]
     return "\n".join(lines) + "\n"
+
+
+def exit_status_markdown() -> list[str]:
+    """The exit statuses every command shares (core.command_line.ExitCode), as a table."""
+    lines = ["## Exit status", "",
+             "Every command (`newsloop`, `python -m retrain`, `python -m feedback`, and `python app.py`) exits with "
+             "one of these, each with one meaning:", "", "| Status | Name | Meaning |", "|---:|---|---|"]
+    lines += [f"| {code.value} | `{code.name}` | {_cell(code.meaning)} |" for code in ExitCode]
+    return lines
 
 
 def _help_text(command: click.Command, info_name: str) -> str:
@@ -84,10 +95,9 @@ def api_schema() -> dict[str, Any]:
     from web.server.api import build_api
 
     settings = Settings()
-    limits = PageLimits(max_input_chars=settings.serving.max_input_chars,
-                        classify_per_minute=settings.limits.classify_per_minute)
+    limits = PageLimits.from_settings(settings)
     router = build_api(_NoModel(), limits, RateLimiter(limits.classify_per_minute, 60.0), lambda _: "",
-                       max_texts=settings.serving.max_batch_texts)
+                       max_batch_texts=settings.serving.max_batch_texts)
     app = FastAPI(title="NewsLoop", version="1")
     app.include_router(router)
     return app.openapi()

@@ -6,9 +6,8 @@ from __future__ import annotations
 import sys
 
 from retrain.cli import main
-from retrain.commands import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 
-__all__ = ["EXIT_BUSY", "EXIT_FAILED", "EXIT_OK", "EXIT_REFUSED", "main"]
+__all__ = ["main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from core import command_line
+from core.command_line import ExitCode
 from core.data import DataSourceError
 from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
@@ -20,16 +21,20 @@ from retrain import commands
 
 def _with_settings(work: Callable[..., int]) -> Callable[..., None]:
     """A click callback around `work(settings, **options)`: logging set up, settings loaded, a bad setting or
-    unreadable data said in one line (exit 1), and the process's exit status the one `work` returns."""
+    bad data said in one line (ExitCode.CONFIG, ExitCode.BAD_INPUT), and the process's exit status the one `work`
+    returns."""
 
     @functools.wraps(work)
     def callback(**options: Any) -> None:
         configure_logging(logging.INFO, verbose=command_line.verbose())
         try:
             code = work(load_settings(), **options)
-        except (ConfigError, DataSourceError) as exc:
+        except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            code = commands.EXIT_FAILED
+            code = ExitCode.CONFIG
+        except DataSourceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            code = ExitCode.BAD_INPUT
         click.get_current_context().exit(code)
 
     return callback
@@ -63,8 +68,9 @@ def bootstrap(settings: Settings, **options: Any) -> int:
 
 
 @click.command(help="Retrain a challenger on base data + trusted feedback; promote it if it passes the gate. "
-               "Prints JSON. Exit status: 0 promoted, 3 not promoted (the gate refused it, or nothing to train on), "
-               "4 another retrain is running, 1 failed.")
+               f"Prints JSON. Exit status: {ExitCode.OK:d} promoted, {ExitCode.REFUSED:d} not promoted (the gate "
+               f"refused it, or nothing to train on), {ExitCode.BUSY:d} another retrain is running, "
+               f"{ExitCode.ERROR:d} failed.")
 @click.option("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_RETRAIN_MAX_MINUTES)")
 @click.option("--base-rows", type=int, default=None, help="base rows replayed (default NEWSLOOP_RETRAIN_BASE_ROWS)")
 @_with_settings
@@ -100,7 +106,7 @@ def evaluate(settings: Settings, **options: Any) -> int:
 
 
 @click.command(help="Print a summary of the model registry, the last retrain, the feedback a retrain would see and "
-               "the champion on its served traffic; exits 5 when the traffic alert is up.")
+               f"the champion on its served traffic; exits {ExitCode.ALERT:d} when the traffic alert is up.")
 @click.option("--json", "as_json", is_flag=True,
               help="print the whole report as JSON instead (the champion's metadata and every day included)")
 @_with_settings

@@ -1,5 +1,6 @@
 """The model commands (`newsloop bootstrap`, `retrain`, `rollback`, ...): each does its work on loaded settings,
-prints its result as JSON and returns the process's exit status. retrain.cli parses their options."""
+prints its result as JSON and returns the process's exit status (core.command_line.ExitCode). retrain.cli parses
+their options."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.command_line import ExitCode
 from core.data import InputForm
 from core.settings.config import Settings
 
@@ -15,12 +17,6 @@ if TYPE_CHECKING:
     from core.registry.stages import RunRecord
     from feedback.traffic.monitoring import TrafficReport
     from feedback.training.readiness import Readiness
-
-EXIT_OK = 0  # also: a retrain promoted its challenger
-EXIT_FAILED = 1
-EXIT_REFUSED = 3  # a retrain kept the champion: the gate refused its challenger, or it had nothing to train on
-EXIT_BUSY = 4  # another retrain holds the lock
-EXIT_ALERT = 5  # `status`: the champion's estimated accuracy on its traffic raised the alert (core.evaluation.monitor)
 
 
 def _print(payload: object) -> None:
@@ -65,12 +61,12 @@ def bootstrap(settings: Settings, **choices: Any) -> int:
             "wall_seconds": round(result.seconds, 1),
         }
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def retrain(settings: Settings, *, max_minutes: float | None = None, base_rows: int | None = None) -> int:
-    """Retrain a challenger and promote it if it passes the gate: EXIT_OK promoted, EXIT_REFUSED kept the
-    champion, EXIT_BUSY another retrain holds the lock."""
+    """Retrain a challenger and promote it if it passes the gate: ExitCode.OK promoted, ExitCode.REFUSED kept the
+    champion, ExitCode.BUSY another retrain holds the lock."""
     from core.host.cpu_share import yield_cpu
 
     settings = yield_cpu(settings)  # before torch starts a thread: threads inherit the priority
@@ -83,9 +79,9 @@ def retrain(settings: Settings, *, max_minutes: float | None = None, base_rows: 
         result = run_retrain(setup)
     except RetrainBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BUSY
+        return ExitCode.BUSY
     _print(result.as_dict())
-    return {"promoted": EXIT_OK, "refused": EXIT_REFUSED}.get(result.decision, EXIT_FAILED)
+    return {"promoted": ExitCode.OK, "refused": ExitCode.REFUSED}.get(result.decision, ExitCode.ERROR)
 
 
 def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str | None = None) -> int:
@@ -94,7 +90,7 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
     from core.registry.versions import ANY, ModelRegistry, RegistryError
     from retrain.tracking import sync_aliases
 
-    registry = ModelRegistry(settings.models_dir)
+    registry = ModelRegistry(settings.paths.models_dir)
     try:
         if is_tracking_server(settings.tracking_uri):  # replicas follow @champion: start from the server's record
             mirror_versions(settings.tracking_uri, registry)
@@ -102,13 +98,13 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
         restored = registry.rollback(reason=reason, expected_champion=expected)
     except RegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.ERROR
     try:
         sync_aliases(settings.tracking_uri, registry)
     except Exception as exc:
         print(f"warning: MLflow aliases not updated: {exc}", file=sys.stderr)
     _print({"champion": restored.version, "status": registry.status()["previous"]})
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def watch(settings: Settings, *, interval: float | None = None, min_new: int | None = None, once: bool = False) -> int:
@@ -145,7 +141,7 @@ def watch(settings: Settings, *, interval: float | None = None, min_new: int | N
         else:
             log.info("%d new trusted answers since the last run; waiting for %d", new, needed)
         if once:
-            return EXIT_OK
+            return ExitCode.OK
         time.sleep(every)
 
 
@@ -183,19 +179,19 @@ def evaluate(settings: Settings, *, csv: str, onnx_file: str | None = None) -> i
     champion = registry.champion() or install_starter(registry)  # a fresh clone scores the shipped starter
     if champion is None:
         print("no champion and no starter for these labels: run `python -m retrain bootstrap` first", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.ERROR
     examples = read_csv(Path(csv))
     classifier = OnnxClassifier(champion.path, onnx_file=onnx_file, threads=settings.serving.onnx_threads)
     probs = classifier.proba_in_label_order([e.text for e in examples])
     report = evaluate_probabilities([e.label for e in examples], probs)
     _print(report | {"model_version": champion.version, "onnx_file": classifier.onnx_file, "csv": csv})
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def status(settings: Settings, *, as_json: bool = False) -> int:
     """The model registry, the feedback a retrain would see, the last retrain and the champion on its served traffic:
     a summary a person reads, or (`as_json`) the whole report, the champion's metadata and every day included.
-    Exits EXIT_ALERT when the traffic raised the alert."""
+    Exits ExitCode.ALERT when the traffic raised the alert."""
     import contextlib
     from dataclasses import asdict
 
@@ -206,7 +202,7 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
     from feedback.traffic.monitoring import traffic_report
     from feedback.training.readiness import readiness
 
-    report = ModelRegistry(settings.models_dir).status()
+    report = ModelRegistry(settings.paths.models_dir).status()
     last_run = read_last_run(settings.paths)
     alerts: list[str] = []
     ready = traffic = None
@@ -225,7 +221,7 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
         print("\n".join(status_lines(report, ready, traffic, last_run)))
     for line in alerts:
         print(f"alert: {line}", file=sys.stderr)
-    return EXIT_ALERT if alerts else EXIT_OK
+    return ExitCode.ALERT if alerts else ExitCode.OK
 
 
 EVENTS_SHOWN = 5  # the registry's latest events in the summary (--json has the last 20)
@@ -286,7 +282,7 @@ def traffic_alerts(settings: Settings) -> list[str]:
 
     if not (settings.storage.database_url or settings.paths.feedback_db.is_file()):
         return []
-    status = ModelRegistry(settings.models_dir).status()
+    status = ModelRegistry(settings.paths.models_dir).status()
     with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
         traffic = traffic_report(store, status["champion"], status.get("champion_meta") or {}, settings.monitor,
                                  settings.trust_policy(), days=settings.monitor.window_days)
@@ -300,7 +296,7 @@ def baseline(settings: Settings, *, csv: str | None = None) -> int:
 
     setup = BootstrapSetup.from_settings(settings)
     _print(tfidf_svm_baseline(setup.data, setup.max_rows, setup.train.seed, Path(csv) if csv else None))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def starter(
@@ -325,7 +321,7 @@ def starter(
         corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
         meta = calibrate_starter(folder, corpus.validation)
         _print({"temperature": meta["temperature"], "calibration": meta["calibration"]})
-        return EXIT_OK
+        return ExitCode.OK
     if reexport:
         corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
         meta = reexport_starter(
@@ -334,12 +330,12 @@ def starter(
         )
         _print({"source_version": meta["source_version"], "validation": meta["validation"],
                 "file_bytes": meta["file_bytes"]})
-        return EXIT_OK
+        return ExitCode.OK
     registry = ModelRegistry(settings.paths.models_dir)
     chosen = registry.get(version) if version else registry.champion()
     if chosen is None:
         print("error: no champion to pack; train one with `python -m retrain bootstrap`", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.ERROR
     corpus = load_corpus(data.source, data.val_fraction, data.use_extra)
     meta = package_starter(
         chosen, folder, corpus.validation,
@@ -347,4 +343,4 @@ def starter(
         seen=rows_seen(data.source, {e.text for e in corpus.train}),
     )
     _print({"source_version": chosen.version, "validation": meta["validation"], "file_bytes": meta["file_bytes"]})
-    return EXIT_OK
+    return ExitCode.OK

@@ -44,9 +44,10 @@ class ExportError(RuntimeError):
     """The exported model failed a check; nothing from it may be served."""
 
 
-# What a failed transformer fusion costs the served file: README "Performance" measured the int8 model with its
-# attention alone left unfused at 5.4 ms a text against 4.0 ms fused; GELU and the embeddings' norm add to that.
-UNOPTIMIZED_COST = "slower to serve: unfused attention alone measured 1.35x the time a text (README Performance)"
+# What a failed transformer fusion costs the served file: docs/results/performance.md ("In process") measured
+# the int8 model with its attention alone left unfused at 5.4 ms a text against 4.0 ms fused; GELU and the
+# embeddings' norm add to that.
+UNOPTIMIZED_COST = "slower to serve: unfused attention alone took 1.35x the time a text (docs/results/performance.md)"
 
 
 @dataclass(frozen=True)
@@ -145,9 +146,10 @@ def _optimize(raw: Path, out: Path, model: NewsClassifier) -> bool:
 
         config = model.encoder.config
         options = FusionOptions("bert")
-        # Measured slower than what they replace (README "Performance"): SkipLayerNormalization (residual Add
-        # + LayerNormalization stay two nodes; core.serving.classifier keeps the runtime from fusing them either) and
-        # BiasGelu (GELU's bias stays in the MatMul before it, which adds it for free, int8 too).
+        # Measured slower than what they replace (docs/results/performance.md, "In process"):
+        # SkipLayerNormalization (residual Add + LayerNormalization stay two nodes; core.serving.classifier keeps
+        # the runtime from fusing them either) and BiasGelu (GELU's bias stays in the MatMul before it, which adds
+        # it for free, int8 too).
         options.enable_skip_layer_norm = False
         options.enable_bias_skip_layer_norm = False
         options.enable_bias_gelu = False

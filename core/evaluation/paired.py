@@ -106,22 +106,6 @@ def noninferiority(n: int, b: int, c: int, margin: float, alpha: float) -> NonIn
     return NonInferiority(n, b, c, margin, alpha, p_value, float(bound))
 
 
-def noninferiority_power(n: int, discordant_rows: int, margin: float, alpha: float) -> float:
-    """The chance that a challenger exactly as good as the champion passes the non-inferiority test on n rows.
-
-    Model: the retrain's churn leaves `discordant_rows` rows where the two models disagree, and with equal
-    accuracy each of them favours either model with probability 1/2, so b is Binomial(discordant_rows, 1/2).
-    A margin this chance is low for refuses good challengers as a zero tolerance does: it sizes the margin.
-    """
-    if not 0 <= discordant_rows <= n:
-        raise ValueError(f"need 0 <= discordant_rows <= n, got {discordant_rows} and {n}")
-    if discordant_rows == 0:
-        return 1.0 if n else 0.0
-    b = np.arange(discordant_rows + 1)
-    passed = np.array([noninferiority(n, int(k), discordant_rows - int(k), margin, alpha).passed for k in b])
-    return float(np.sum(binom.pmf(b, discordant_rows, 0.5)[passed]))
-
-
 def mcnemar_power(n: int, discordance: float, gain: float, alpha: float) -> float:
     """Power of the one-sided exact McNemar test (reject when p < alpha) on n paired rows.
 

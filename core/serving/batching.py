@@ -32,7 +32,7 @@ class MicroBatcher(Generic[T]):
     """Collects texts from concurrent callers for up to `max_wait_s`, then predicts them together."""
 
     def __init__(
-        self, predict: Callable[[Sequence[str]], list[T]], *, max_batch: int = 16, max_wait_s: float = 0.004
+        self, predict: Callable[[Sequence[str]], list[T]], *, max_batch: int, max_wait_s: float
     ) -> None:
         if max_batch < 1 or max_wait_s < 0:
             raise ValueError("max_batch must be >= 1 and max_wait_s >= 0")
@@ -46,9 +46,6 @@ class MicroBatcher(Generic[T]):
         self._worker = threading.Thread(target=self._run, name="micro-batcher", daemon=True)
         self._worker.start()
         self.batches = 0  # forward passes run, for tests and benchmarks
-
-    def predict_one(self, text: str) -> T:
-        return self.predict_many([text])[0]
 
     def predict_many(self, texts: Sequence[str]) -> list[T]:
         """One caller's texts, answered in order. They join the queue like single texts, so concurrent lists

@@ -20,6 +20,7 @@ from core.labels import LABELS
 from core.registry.mlflow_champion import ChampionSource
 from core.registry.versions import ModelRegistry, ModelVersion, RegistryError
 from core.serving.batching import MicroBatcher
+from core.settings.config import ServingSection
 from core.settings.policies import MAX_LENGTH
 from core.storage.paths import FP32_FILE, META_FILE, TOKENIZER_FILE
 from core.text import clean_text
@@ -49,7 +50,8 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 # ONNX Runtime fuses a residual Add and the LayerNormalization after it into SkipLayerNormalization, whose CPU
 # kernel (1.31) takes ~110 us on a 51-token text against ~20 us for the pair it replaces; a BERT layer has two.
-# Measured in README "Performance"; tests/unit/test_export.py checks the graph the runtime builds.
+# Measured in docs/results/performance.md ("In process"); tests/unit/test_export.py checks the graph the runtime
+# builds.
 SLOW_FUSIONS = ("SkipLayerNormFusion",)
 
 
@@ -193,13 +195,14 @@ class ChampionService:
         self,
         registry: ModelRegistry | ChampionSource,  # the file registry, or @champion on a tracking server
         *,
-        threads: int = 0,
+        # The defaults are the settings' (NEWSLOOP_ONNX_THREADS, _RELOAD_INTERVAL_S, _MAX_BATCH, _BATCH_WAIT_MS).
+        threads: int = ServingSection.field_default("onnx_threads"),
         # Off in the server: spinning ONNX Runtime workers keep a core busy after each call, and on 2 cores the
-        # HTTP layer needs it (README "Performance").
+        # HTTP layer needs it (docs/results/performance.md, "In process": ONNX Runtime settings).
         spinning: bool = False,
-        check_interval_s: float = 2.0,
-        max_batch: int = 16,
-        batch_wait_ms: float = 0.0,
+        check_interval_s: float = ServingSection.field_default("reload_interval_s"),
+        max_batch: int = ServingSection.field_default("max_batch"),
+        batch_wait_ms: float = ServingSection.field_default("batch_wait_ms"),
     ) -> None:
         self.registry = registry
         # Concurrent single-text requests share one forward pass when a wait is configured.

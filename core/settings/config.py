@@ -119,7 +119,7 @@ class RetrainSection(RetrainPolicy):
     (same names as in TrainConfig), and how and when it runs."""
 
     epochs: float = setting(
-        TrainConfig.model_fields["epochs"].default, gt=0.0, le=20.0, description="Training epochs of a retrain."
+        TrainConfig.field_default("epochs"), gt=0.0, le=20.0, description="Training epochs of a retrain."
     )
     lr_encoder: float = setting(3e-5, gt=0.0, lt=1.0, description="Encoder learning rate of a retrain.")
     lr_head: float = setting(3e-4, gt=0.0, lt=1.0, description="Head learning rate of a retrain.")
@@ -224,26 +224,15 @@ class Settings(BaseSettings):
         # Keyword arguments (nested, by section) win; then the flat NEWSLOOP_* names, read by one mapping.
         return init_settings, _FlatSource(settings_cls)
 
-    # Derived paths: built here, at the edge, and handed down as small typed objects.
+    # Derived paths: built here, at the edge, and handed down as small typed objects. Every file under home is
+    # read through `paths` (e.g. `settings.paths.models_dir`), never a copy of it here.
     @property
     def paths(self) -> HomePaths:
         return HomePaths(self.storage.home)
 
     @property
-    def models_dir(self) -> Path:
-        return self.paths.models_dir
-
-    @property
-    def feedback_db(self) -> Path:
-        return self.paths.feedback_db
-
-    @property
     def tracking_uri(self) -> str:
         return self.storage.mlflow_tracking_uri or f"sqlite:///{self.paths.mlflow_db}"
-
-    @property
-    def mlflow_artifacts_dir(self) -> Path:
-        return self.paths.mlflow_artifacts_dir
 
     def with_(self, **overrides: Any) -> Settings:
         """A validated copy with `overrides` by flat name (an environment variable's name without NEWSLOOP_,

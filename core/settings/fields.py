@@ -27,6 +27,12 @@ class Section(BaseModel):
         """A validated copy with `changes` (field names of this class)."""
         return type(self).model_validate(self.model_dump() | changes)
 
+    @classmethod
+    def field_default(cls, name: str) -> Any:
+        """The default of field `name`. Code outside the settings that needs a setting's default (a class built
+        from settings at the edge, used bare by tests) takes it from here, so each default is written once."""
+        return cls.model_fields[name].get_default(call_default_factory=True)
+
 
 def setting(
     default: Any = PydanticUndefined,

@@ -14,7 +14,7 @@ from core.settings.fields import Section, internal, setting
 # Shared by more than one policy or layer, so named once here.
 MAX_LENGTH = 192  # tokens a text is cut to: in training, in the export's metadata, and when serving a file without it
 DROPOUT = 0.3  # the classifier head's dropout (retrain.model.NewsClassifier), saved with each checkpoint
-SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (web.page.session_memory, web.server.asgi)
+SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (NEWSLOOP_SESSION_CAPACITY, web.page.session_memory)
 LABELS_REQUIRED = 1  # agreeing labels a text needs (the queue hands it out until then; trust trains on it after)
 MIN_CHECKS = 3  # known-answer checks each annotator answers first, and before their check score counts
 
@@ -38,7 +38,7 @@ class TrainConfig(Section):
     eval_every: int = internal(0, ge=0)  # steps between validation checks; 0 = about `eval_checks` per run
     # Validation checks in a run when eval_every is 0, the last at its end. A retrain checks once (Settings.
     # retrain_train_config): its export scores all of base validation anyway, and one 512-row check costs the CPU
-    # of ~7 training steps (README "Performance", retrain speed): four were 40% of its loop.
+    # of ~7 training steps (docs/results/performance.md, "Retraining"): four were 40% of its loop.
     eval_checks: int = internal(4, ge=1)
     eval_rows: int = internal(512, ge=1)
     # The embeddings and this many lower transformer layers stay fixed; 0 = train all. A retrain keeps 3 of
@@ -177,8 +177,9 @@ class RetrainPolicy(Section):
     )
     # 3: with 1, 150-450 headline answers beside 1,000 replayed articles hardly moved headline accuracy (a
     # whole-articles champion's first challenger gained base validation and lost 0.5 pt on unseen headlines); with
-    # 3 its challengers gained 0.7-1.6 pt there, base validation unchanged (README "Does it learn?"). Answers are
-    # short (11 tokens against 51), so the extra steps cost seconds.
+    # 3 its challengers gained 0.7-1.6 pt there, base validation unchanged (docs/results/loop.md, "The headline
+    # shift, from a champion that never read headlines"). Answers are short (11 tokens against 51), so the extra
+    # steps cost seconds.
     feedback_repeats: int = setting(
         3, ge=1, le=20, description="Times each feedback row is trained on per retrain epoch."
     )

@@ -1,7 +1,7 @@
 """Labelling guidelines: markdown a maintainer writes, every saved version kept with its time.
 
-Answers carry their `created_at`, so the guidelines in force for an answer are the newest version saved at
-or before it (`in_force_at`). Until a maintainer saves a version, `DEFAULT` is in force (version 0).
+Each version keeps when it was saved (`saved_at`) and by whom, beside answers' own `created_at`. Until a maintainer
+saves a version, `DEFAULT` is in force (version 0).
 """
 
 from __future__ import annotations
@@ -69,12 +69,6 @@ class GuidelineBook:
         """The guidelines in force now: the newest saved version, else the built-in default."""
         with self._db.read() as db:
             row = first(db, _NEWEST)
-        return _row(row) if row else BUILT_IN
-
-    def in_force_at(self, at: str) -> Guidelines:
-        """The version in force at `at` (an answer's `created_at`): the newest saved at or before it."""
-        with self._db.read() as db:
-            row = first(db, _NEWEST.where(guidelines.c.saved_at <= at))
         return _row(row) if row else BUILT_IN
 
     def history(self, limit: int = 20) -> list[Guidelines]:

@@ -221,13 +221,13 @@ def test_client_cannot_choose_its_rate_limit_identity_with_a_forged_header() -> 
 
 
 def test_rate_limit_refuses_a_client_past_its_budget(tiny_champion_home: Path) -> None:
-    from app import identity_service, page_limits
-    from web.page.actions import NewsLoopActions
+    from app import identity_service
+    from web.page.actions import NewsLoopActions, PageLimits
 
     settings = tiny_settings(tiny_champion_home, classify_per_minute=2)
     service = ChampionService(ModelRegistry(settings.paths.models_dir))
     actions = NewsLoopActions(
-        service, None, limits=page_limits(settings), queue=settings.queue, identities=identity_service(settings)
+        service, None, limits=PageLimits.from_settings(settings), queue=settings.queue, identities=identity_service(settings)
     )
     request = FakeRequest("1.0.0.1")
     answers = [actions.classify("Stocks rose.", request)[1] for _ in range(3)]

@@ -344,7 +344,7 @@ def test_a_promotion_decided_against_an_old_champion_is_refused(tiny_home_copy: 
 
     monkeypatch.delenv("SPACE_ID", raising=False)  # a maintainer's own machine: its testers' answers train
     settings = settings_for(tiny_home_copy)
-    registry = ModelRegistry(settings.models_dir)
+    registry = ModelRegistry(settings.paths.models_dir)
     add_feedback(settings, flip=False)
     # A second version is promoted (say, a bad one); a retrain starts against it.
     first = registry.champion()
@@ -370,7 +370,7 @@ def test_a_promotion_decided_against_an_old_champion_is_refused(tiny_home_copy: 
 def test_rollback_cli_refuses_when_the_champion_changed(tiny_home_copy: Path) -> None:
     from core.registry.versions import ChampionChanged, ModelRegistry
 
-    registry = ModelRegistry(tiny_settings(tiny_home_copy).models_dir)
+    registry = ModelRegistry(tiny_settings(tiny_home_copy).paths.models_dir)
     with pytest.raises(ChampionChanged):
         registry.rollback(expected_champion="v9999")
     with pytest.raises(ChampionChanged):

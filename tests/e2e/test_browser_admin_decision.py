@@ -160,7 +160,7 @@ def test_a_refused_and_a_promoted_run_show_every_number_of_their_records(browser
     assert [r.rule for r in record.failed_rules] == [Rule.MARGIN], record.reasons
 
     settings = page_settings(home)
-    store = FeedbackStore(settings.feedback_db, StoreLimits(writes_per_minute=10_000))
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     with launched_app(settings, store) as (url, _):
         page = open_page(browser, url)
         sign_in(page)
@@ -202,7 +202,7 @@ def test_a_refused_and_a_promoted_run_show_every_number_of_their_records(browser
 
 def test_a_retrain_started_elsewhere_shows_and_keeps_retrain_off(browser, home: Path) -> None:  # noqa: F811
     settings = page_settings(home)
-    store = FeedbackStore(settings.feedback_db, StoreLimits(writes_per_minute=10_000))
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     with launched_app(settings, store) as (url, _):
         page = open_page(browser, url)
         sign_in(page)

@@ -46,7 +46,7 @@ def test_the_api_the_stored_prediction_and_the_queue_order_read_calibrated_proba
         return softmax(logits / TEMPERATURE)[:, columns], softmax(logits)[:, columns]
 
     settings = tiny_settings(home, classify_per_minute=1_000, queue_per_minute=1_000)
-    store = FeedbackStore(settings.feedback_db, StoreLimits(writes_per_minute=1_000))
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=1_000))
     store.add_to_pool(POOL, source="pool")
     calibrated, uncalibrated = expected([TEXT])
     assert np.abs(calibrated - uncalibrated).max() > 0.01  # the test can tell them apart

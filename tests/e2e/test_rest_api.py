@@ -43,7 +43,7 @@ def serve(service: ChampionService, limiter: RateLimiter, per_minute: int = 1000
     """A real uvicorn server on a free loopback port around the API router alone."""
     app = FastAPI(title="NewsLoop API (test)")
     limits = PageLimits(max_input_chars=MAX_CHARS, classify_per_minute=per_minute)
-    app.include_router(build_api(service, limits, limiter, _address, max_texts=MAX_TEXTS))
+    app.include_router(build_api(service, limits, limiter, _address, max_batch_texts=MAX_TEXTS))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

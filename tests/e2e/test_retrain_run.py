@@ -46,7 +46,7 @@ def run_retrain(settings: Settings, *, track: bool = False) -> RunResult:
 
 def add_feedback(settings: Settings, *, flip: bool, n: int = 40) -> None:
     """Answers on seed texts: their true labels (corrective) or a wrong label (flipped)."""
-    store = FeedbackStore(settings.feedback_db, StoreLimits(writes_per_minute=10_000))
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     corpus = load_seed()
     for i, ex in enumerate(corpus.train[:n]):
         label = LABELS[(ex.label + 1) % 4] if flip else LABELS[ex.label]
@@ -84,7 +84,7 @@ def test_corrective_feedback_promotes_a_better_challenger(tiny_home_copy: Path) 
     assert result.gate.delta >= settings.gate.margin and result.gate.p_value < settings.gate.alpha
     assert read_last_run(settings.paths).gate == result.gate  # the state file holds every rule's numbers
     assert result.rows["feedback_train"] + result.rows["feedback_holdout"] == 40
-    registry = ModelRegistry(settings.models_dir)
+    registry = ModelRegistry(settings.paths.models_dir)
     assert registry.champion().version == "v0002"
     assert registry.status()["previous"] == ["v0001"]
     assert list((tiny_home_copy / "backups").glob("feedback-*.db")), "feedback database was not backed up"
@@ -118,13 +118,13 @@ def test_flipped_feedback_is_refused_with_reasons(tiny_home_copy: Path) -> None:
     add_feedback(settings, flip=False)
     assert run_retrain(settings).decision == "promoted"
     poisoned = settings_for(tiny_home_copy, feedback_weight=10.0, retrain_base_rows=40)
-    store = FeedbackStore(settings.feedback_db, StoreLimits(writes_per_minute=10_000))
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     for i, ex in enumerate(load_seed().train[40:160]):
         store.record(text=ex.text, user_label=LABELS[(ex.label + 1) % 4], annotator=f"mob-{i % 3}", kind="correct")
     result = run_retrain(poisoned)
     assert result.decision == "refused"
     assert any("recall" in r or "macro-F1" in r for r in result.reasons), result.reasons
-    registry = ModelRegistry(settings.models_dir)
+    registry = ModelRegistry(settings.paths.models_dir)
     assert registry.champion().version == "v0002"
     assert registry.status()["events"][-1]["action"] == "refused"
     assert registry.status()["events"][-1]["reasons"] == result.reasons
@@ -173,7 +173,7 @@ def test_kill_during_training_leaves_the_champion_serving(tiny_home_copy: Path) 
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert (tiny_home_copy / "models" / "registry.json").read_text() == before
-    assert ModelRegistry(settings.models_dir).champion().version == "v0001"
+    assert ModelRegistry(settings.paths.models_dir).champion().version == "v0001"
     # The next run is not blocked by the dead one's lock, cleans up, and completes.
     result = run_retrain(settings)
     assert result.decision == "promoted", result.reasons
@@ -199,7 +199,7 @@ def test_kill_in_the_middle_of_promotion_keeps_a_consistent_registry(tiny_home_c
     env = cli_env(tiny_home_copy, **{f"NEWSLOOP_{k.upper()}": str(v) for k, v in LEARNING.items()})
     proc = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, capture_output=True, timeout=400)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
-    registry = ModelRegistry(settings.models_dir)
+    registry = ModelRegistry(settings.paths.models_dir)
     assert registry.champion().version == "v0001"  # the record is the old one, whole
     assert "v0002" in registry.versions()  # the challenger was committed but never became champion
     result = run_retrain(settings)
@@ -232,7 +232,7 @@ def test_mlflow_run_records_params_metrics_tags_artifacts_and_aliases(tiny_home_
     assert {"gate.json", "model/model.onnx", "model/tokenizer.json", "plots/challenger_confusion.png",
             "plots/challenger_curves.png", "metrics/challenger.json"} <= artifacts
     champion_mv = client.get_model_version_by_alias("newsloop-classifier", "champion")
-    assert champion_mv.tags["newsloop_version"] == ModelRegistry(settings.models_dir).champion().version == "v0002"
+    assert champion_mv.tags["newsloop_version"] == ModelRegistry(settings.paths.models_dir).champion().version == "v0002"
 
 
 def test_running_app_serves_the_promoted_model_then_the_rolled_back_one(tiny_home_copy: Path) -> None:
@@ -242,7 +242,7 @@ def test_running_app_serves_the_promoted_model_then_the_rolled_back_one(tiny_hom
     from testkit.server import launched_app
 
     settings = settings_for(tiny_home_copy, reload_interval_s=0.5)
-    service = ChampionService(ModelRegistry(settings.models_dir), check_interval_s=settings.serving.reload_interval_s)
+    service = ChampionService(ModelRegistry(settings.paths.models_dir), check_interval_s=settings.serving.reload_interval_s)
     service.refresh()
     service.start_watching()
     with launched_app(settings, None, service) as (url, _):
@@ -282,7 +282,7 @@ def test_gate_reuses_validation_scores_cached_at_export_only_for_the_same_set(ti
 
     settings = settings_for(tiny_home_copy)
     validation = load_corpus_or_seed(settings.data.source, settings.data.val_fraction, settings.data.use_extra).validation
-    champion = ModelRegistry(settings.models_dir).champion()
+    champion = ModelRegistry(settings.paths.models_dir).champion()
     fresh = OnnxClassifier(champion.path).proba_in_label_order([e.text for e in validation])
     assert np.allclose(served_probs(champion, validation), fresh, atol=1e-6)
     np.save(champion.path / VALIDATION_PROBS, np.zeros_like(fresh))  # proves which one is read

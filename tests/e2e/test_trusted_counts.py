@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from core.command_line import ExitCode
 from core.data import is_validation
 from core.evaluation.decision import FeedbackParts
 from core.registry.stages import read_last_run
@@ -75,7 +76,7 @@ def _command(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _admin(home: Path, store: FeedbackStore) -> AdminActions:
     settings = tiny_settings(home)
-    admin = AdminActions(store, password=None, registry=ModelRegistry(settings.models_dir),
+    admin = AdminActions(store, password=None, registry=ModelRegistry(settings.paths.models_dir),
                          jobs=RetrainJobs(settings.paths), identities=IdentityService(b"0" * 32),
                          trust=settings.trust_policy(), retrain=settings.retrain_policy(), promotion=settings.gate)
     admin.is_admin_event = lambda request, profile=None: True  # type: ignore[method-assign]  # a signed-in admin
@@ -104,7 +105,7 @@ def test_preview_tiles_log_decision_and_status_state_the_same_counts(tiny_home_c
         store.close()
 
     run = _command(home, "retrain")
-    assert run.returncode == 3, run.stderr  # not promoted (the existing exit status), though no gate ran
+    assert run.returncode == ExitCode.REFUSED, run.stderr  # not promoted, though no gate ran
     assert f"feedback: {words}" in run.stderr
     assert "trusted feedback examples" not in run.stderr  # the old, second count of "trusted"
     record = json.loads(run.stdout)
@@ -115,7 +116,7 @@ def test_preview_tiles_log_decision_and_status_state_the_same_counts(tiny_home_c
     assert last is not None and last.reasons == [stopped]
     decision = report.decision_text(last)
     assert stopped in decision and "gate" not in decision.replace(words, "")  # no gate claimed beyond the parts' names
-    ended = report.progress_html(JobStatus("run", False, 3, "", 100.0, None, ""))
+    ended = report.progress_html(JobStatus("run", False, ExitCode.REFUSED, "", 100.0, None, ""))
     assert "gate" not in ended and "the decision says why" in ended
 
     status = _command(home, "status")

@@ -63,15 +63,15 @@ def record_with_predictions(store: FeedbackStore, champion: OnnxClassifier, text
 
 def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
     settings = settings_for(home)
-    before_version = ModelRegistry(settings.models_dir).champion().version
+    before_version = ModelRegistry(settings.paths.models_dir).champion().version
     before = validation_accuracy(home)
     corpus = load_corpus(str(SHARED_AG_NEWS), 0.1, use_extra=True)
     sports = [e.text for e in corpus.train if e.label == LABELS.index("Sports")][:300]
     store = FeedbackStore(
-        settings.feedback_db,
+        settings.paths.feedback_db,
         StoreLimits(writes_per_minute=10_000, suspicious_confidence=settings.answers.suspicious_confidence),
     )
-    champion = OnnxClassifier(ModelRegistry(settings.models_dir).champion().path)
+    champion = OnnxClassifier(ModelRegistry(settings.paths.models_dir).champion().path)
     record_with_predictions(store, champion, sports, ["Business"] * 300, [f"mob-{i % 3}" for i in range(300)])
     flagged = store.count(status="suspicious")
     print(f"flipped burst: {flagged} of 300 answers flagged suspicious")
@@ -87,7 +87,7 @@ def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
         assert sports.passed and sports.bound > -settings.gate.recall_margin
     else:
         assert result.decision == "refused"
-        assert ModelRegistry(settings.models_dir).champion().version == before_version
+        assert ModelRegistry(settings.paths.models_dir).champion().version == before_version
 
 
 # Not in .ci/run: the gate may rightly refuse this retrain. The challenger learns the slice, but "energy is
@@ -100,7 +100,7 @@ def test_honest_corrections_on_a_topic_the_champion_never_saw_get_through(home: 
     plan = plan_slice(load_sources(str(SHARED_AG_NEWS)), keyword_pattern(SLICE_KEYWORDS), test_fraction=0.3,
                       other_share=0.5, val_fraction=0.1, seed=13)
     settings = settings_for(home)
-    champion = OnnxClassifier(ModelRegistry(settings.models_dir).champion().path)
+    champion = OnnxClassifier(ModelRegistry(settings.paths.models_dir).champion().path)
     slice_before = accuracy(champion, plan.slice_test)
     if slice_before > 0.9:
         message = f"the champion already knows the slice ({slice_before:.3f}): train it on `bench/loop.py --write-data`"
@@ -109,7 +109,7 @@ def test_honest_corrections_on_a_topic_the_champion_never_saw_get_through(home: 
         pytest.skip(message)
     articles = plan.stream[:300]
     store = FeedbackStore(
-        settings.feedback_db,
+        settings.paths.feedback_db,
         StoreLimits(writes_per_minute=10_000, suspicious_confidence=settings.answers.suspicious_confidence),
     )
     record_with_predictions(store, champion, [e.text for e in articles], [LABELS[e.label] for e in articles],
@@ -119,7 +119,7 @@ def test_honest_corrections_on_a_topic_the_champion_never_saw_get_through(home: 
     result = retrain(RetrainSetup.from_settings(settings), track=False)
     print(f"honest retrain: {result.decision} in {result.seconds} s, rows {result.rows}, gate {result.gate}")
     assert result.decision == "promoted", result.reasons
-    after = OnnxClassifier(ModelRegistry(settings.models_dir).champion().path)
+    after = OnnxClassifier(ModelRegistry(settings.paths.models_dir).champion().path)
     slice_after = accuracy(after, plan.slice_test)
     print(f"slice accuracy {slice_before:.3f} -> {slice_after:.3f}; validation {before:.4f} -> {validation_accuracy(home):.4f}")
     assert slice_after > slice_before

@@ -21,7 +21,7 @@ def test_concurrent_callers_share_forward_passes_and_get_their_own_answers() -> 
     results: dict[int, str] = {}
 
     def worker(i: int) -> None:
-        results[i] = batcher.predict_one(f"text {i}")
+        results[i] = batcher.predict_many([f"text {i}"])[0]
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(32)]
     for t in threads:
@@ -39,17 +39,17 @@ def test_a_failing_model_call_reaches_every_waiting_caller() -> None:
 
     batcher = MicroBatcher(predict, max_batch=4, max_wait_s=0.001)
     with pytest.raises(RuntimeError, match="exploded"):
-        batcher.predict_one("x")
+        batcher.predict_many(["x"])
     # The worker survives and keeps serving.
     with pytest.raises(RuntimeError):
-        batcher.predict_one("y")
+        batcher.predict_many(["y"])
 
 
 def test_a_lone_caller_does_not_wait_for_company_that_is_not_coming() -> None:
     # A single client would otherwise pay the whole wait on every request (REST p50).
     batcher = MicroBatcher(lambda texts: list(texts), max_batch=8, max_wait_s=30.0)
     start = time.monotonic()
-    assert [batcher.predict_one(f"t{i}") for i in range(3)] == ["t0", "t1", "t2"]
+    assert [batcher.predict_many([f"t{i}"])[0] for i in range(3)] == ["t0", "t1", "t2"]
     assert time.monotonic() - start < 10.0  # far below one 30 s wait
     assert batcher.batches == 3
 

@@ -15,7 +15,7 @@ def test_settings_read_prefixed_environment(monkeypatch: pytest.MonkeyPatch, tmp
     assert settings.storage.home == (tmp_path / "state").resolve()
     assert settings.data.source == "/some/folder"
     assert settings.train.max_length == 128
-    assert settings.feedback_db == settings.storage.home / "feedback.db"
+    assert settings.paths.feedback_db == settings.storage.home / "feedback.db"
 
 
 def test_loading_settings_creates_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

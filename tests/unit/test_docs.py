@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 import pytest
 
+from core.command_line import ExitCode
 from core.settings.config import PROJECT_ROOT, Settings, setting_fields
 from core.settings.fields import Section, setting
 from core.settings.reference import configuration_markdown
@@ -62,6 +63,13 @@ def test_a_command_added_without_regenerating_makes_the_cli_page_stale() -> None
     assert "## newsloop brand-new" in reference.cli_markdown(group)
     for name in newsloop_cli.commands:
         assert f"## newsloop {name}\n" in page
+
+
+def test_the_cli_page_lists_every_exit_status_with_its_meaning() -> None:
+    page = (reference.REFERENCE_DIR / "cli.md").read_text(encoding="utf-8")
+    for code in ExitCode:
+        assert f"| {code.value} | `{code.name}` | {code.meaning} |" in page
+    assert len({code.meaning for code in ExitCode}) == len(ExitCode)
 
 
 def test_readme_is_short_and_starts_with_install_run_and_test() -> None:

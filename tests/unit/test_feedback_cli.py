@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.command_line import ExitCode
 from feedback.__main__ import main
 from feedback.database.schema import CURRENT_VERSION
 from feedback.store import FeedbackStore
@@ -42,10 +43,10 @@ def test_bad_pool_file_exits_non_zero_with_message(
 ) -> None:
     pool = tmp_path / "pool.jsonl"
     pool.write_text('{"text": "fine"}\nnot json\n', encoding="utf-8")
-    assert main(["import", str(pool)]) == 2
+    assert main(["import", str(pool)]) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert "line 2: malformed JSON" in err and "Traceback" not in err
-    assert main(["import", str(tmp_path / "missing.csv")]) == 2
+    assert main(["import", str(tmp_path / "missing.csv")]) == ExitCode.BAD_INPUT
     assert "cannot read" in capsys.readouterr().err
 
 
@@ -53,7 +54,7 @@ def test_bad_configuration_exits_non_zero_with_message(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("NEWSLOOP_FEEDBACK_PER_MINUTE", "0")
-    assert main(["stats"]) == 2
+    assert main(["stats"]) == ExitCode.CONFIG
     assert "NEWSLOOP_FEEDBACK_PER_MINUTE" in capsys.readouterr().err
 
 
@@ -68,4 +69,4 @@ def test_tables_describes_a_backup_read_only(home: Path, tmp_path: Path, capsys:
     assert described["tables"]["pool"] == {"rows": 0, "columns": [
         "id", "text", "text_hash", "source", "added_at", "uncertainty", "scored_by", "gold_label", "held_by",
         "held_reason", "traffic"]}
-    assert main(["tables", str(tmp_path / "missing.db")]) == 2 and not (tmp_path / "missing.db").exists()
+    assert main(["tables", str(tmp_path / "missing.db")]) == ExitCode.BAD_INPUT and not (tmp_path / "missing.db").exists()

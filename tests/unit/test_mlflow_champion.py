@@ -25,7 +25,7 @@ def test_the_app_and_a_run_agree_on_which_tracking_uris_are_servers(uri: str, se
     # under home). The two once kept their own scheme lists, which disagreed about `databricks`.
     settings = tiny_settings(tmp_path, mlflow_tracking_uri=uri)
     assert is_tracking_server(uri) is server
-    assert isinstance(champion_source(uri, settings.models_dir), AliasChampionSource) is server
+    assert isinstance(champion_source(uri, settings.paths.models_dir), AliasChampionSource) is server
     assert (tracking_target(settings).artifacts_dir is None) is server
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from core.command_line import ExitCode
 from core.settings.config import setting_fields
 from feedback.cli import COMMANDS as FEEDBACK_COMMANDS
-from newsloop.cli import cli
+from newsloop.cli import cli, main
 from retrain.cli import COMMANDS as RETRAIN_COMMANDS
 
 SECRET = "a-very-long-admin-password-1234"
@@ -63,7 +64,19 @@ def test_config_table_masks_secrets_and_a_bad_setting_is_one_line() -> None:
     assert any(line.startswith("NEWSLOOP_ADMIN_PASSWORD") and "********  (env)" in line
                for line in done.stdout.splitlines())
     bad = _newsloop("config", env={"NEWSLOOP_MAX_BATCH": "lots"})
-    assert bad.returncode == 1 and "NEWSLOOP_MAX_BATCH" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == ExitCode.CONFIG and "NEWSLOOP_MAX_BATCH" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("args", [["config"], ["stats"], ["status"], ["serve"]])
+def test_a_bad_setting_exits_the_same_status_from_every_command(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One table of exit statuses (core.command_line.ExitCode): a feedback command, a model command, the
+    # configuration and the server all say a bad setting the same way.
+    monkeypatch.setenv("NEWSLOOP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NEWSLOOP_MAX_BATCH", "lots")
+    assert main(args) == ExitCode.CONFIG
+    assert "NEWSLOOP_MAX_BATCH" in capsys.readouterr().err
 
 
 def test_the_aliases_are_the_same_commands() -> None:

@@ -124,7 +124,7 @@ def test_watch_retrains_on_new_trusted_answers_only(tmp_path: Path, monkeypatch:
     runs: list[object] = []
     monkeypatch.setattr(retrain.run, "retrain", lambda setup: runs.append(setup) or RunRecord(Outcome.REFUSED.value))
     settings = load_settings()
-    store = FeedbackStore(settings.feedback_db, StoreLimits(writes_per_minute=10_000))
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     for i in range(10):
         answer(store, i, "anon:someone")  # many answers, none trusted
     assert main(["watch", "--once", "--min-new", "3"]) == 0 and runs == []

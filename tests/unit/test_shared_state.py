@@ -115,12 +115,12 @@ def test_sign_in_failures_counted_in_the_database_throttle_every_replica(make_st
 
 
 def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: StoreFactory, tmp_path: Path) -> None:
-    from app import identity_service, page_limits, shared_web_state
+    from app import identity_service, shared_web_state
     from core.registry.versions import ModelRegistry
     from testkit.models import tiny_settings
     from web.admin.actions import AdminActions
     from web.admin.jobs import RetrainJobs
-    from web.page.actions import NewsLoopActions
+    from web.page.actions import NewsLoopActions, PageLimits
 
     store = make_store(tmp_path / "f.db")
     settings = tiny_settings(tmp_path / "home", classify_per_minute=2, admin_session_minutes=5,
@@ -130,8 +130,8 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
     def replica() -> tuple[NewsLoopActions, AdminActions]:
         identities = identity_service(settings)
         page_state, admin_state = shared_web_state(settings, store)
-        actions = NewsLoopActions(None, store, limits=page_limits(settings), queue=settings.queue, identities=identities,
-                                  **page_state)
+        actions = NewsLoopActions(None, store, limits=PageLimits.from_settings(settings), queue=settings.queue,
+                                  identities=identities, **page_state)
         admin = AdminActions(store, password=None, registry=ModelRegistry(tmp_path / "models"),
                              jobs=RetrainJobs(settings.paths), identities=identities, **admin_state)
         return actions, admin

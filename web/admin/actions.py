@@ -17,6 +17,7 @@ from pydantic import SecretStr
 from core.evaluation.decision import FeedbackParts
 from core.registry.versions import ModelRegistry
 from core.serving.limits import FailureThrottle
+from core.settings.hosting import HostingSection
 from core.settings.policies import GateConfig, MonitorPolicy, RetrainPolicy, TrustPolicy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
@@ -52,7 +53,7 @@ class AdminActions:
         jobs: RetrainJobs,
         identities: IdentityService,
         admins: frozenset[str] = frozenset(),
-        session_minutes: float = 60.0,
+        session_minutes: float = HostingSection.field_default("admin_session_minutes"),
         trust: TrustPolicy | None = None,
         retrain: RetrainPolicy | None = None,
         promotion: GateConfig | None = None,

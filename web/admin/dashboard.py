@@ -8,13 +8,11 @@ from typing import Any
 
 import gradio as gr
 
-from feedback.validate import WITHDRAWN
 from web.admin import plots, report
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
 
 POLL_S = 3.0  # how often the view refreshes itself while a job runs
-LIVE_STATUSES_OUT = WITHDRAWN  # answers their annotator took back
 WATCH_S = 10.0  # how often a signed-in view looks for a retrain started elsewhere (the CLI, `watch`, a replica)
 
 

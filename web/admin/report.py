@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.command_line import ExitCode
 from core.evaluation.decision import FeedbackParts
 from core.evaluation.monitor import TrafficCheck, alert_lines
 from core.input_forms import FORM_NAMES
@@ -164,10 +165,12 @@ def progress_html(job: JobStatus) -> str:
     return f"<p><code>retrain {html.escape(job.command)}</code> {_ENDINGS.get(job.exit_code or 0, _stopped(job))}.</p>"
 
 
-# What `python -m retrain` exit codes mean (retrain/__main__.py); the decision itself is shown beside.
-# 3 is any run that kept the champion, the gate's refusal or a stop before training: the decision says which.
-_ENDINGS = {0: "finished", 3: "finished: not promoted, the champion stays (the decision says why)",
-            4: "did not run: another retrain is running"}
+# How a `python -m retrain` job ended, by its exit status (core.command_line.ExitCode); the decision itself is shown
+# beside. REFUSED is any run that kept the champion, the gate's refusal or a stop before training: the decision says
+# which.
+_ENDINGS: dict[int, str] = {ExitCode.OK: "finished",
+                            ExitCode.REFUSED: "finished: not promoted, the champion stays (the decision says why)",
+                            ExitCode.BUSY: "did not run: another retrain is running"}
 
 
 def _stopped(job: JobStatus) -> str:

@@ -14,7 +14,8 @@ import numpy as np
 
 from core.labels import LABELS
 from core.serving.limits import Limiter, RateLimiter
-from core.settings.policies import SESSION_CAPACITY, QueuePolicy
+from core.settings.config import LimitsSection, ServingSection, Settings
+from core.settings.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
@@ -23,8 +24,9 @@ from web.page.labelling import BufferedQueue, LabellingQueue
 from web.page.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
 from web.server.identity import Identity, IdentityService
 
-__all__ = ["RIGHT", "AnswerOutcome", "Classifier", "NewsLoopActions", "PageLimits", "storable"]
+__all__ = ["NO_MODEL_NOTE", "RIGHT", "AnswerOutcome", "Classifier", "NewsLoopActions", "PageLimits", "storable"]
 STALE = "This result is no longer on screen: classify the text again."
+NO_MODEL_NOTE = "No model is served yet."  # the footer while there is no champion
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.~-]+)*[\\/]([\w.-]+)")  # a file path; group 1 is its last part
 
 
@@ -41,13 +43,30 @@ class Classifier(Protocol):
 
 @dataclass(frozen=True)
 class PageLimits:
-    """What the page accepts from one client; built from settings at the edge (app.py)."""
+    """What the page accepts from one client; built from settings at the edge (`PageLimits.from_settings`). Each
+    field is the setting of the same name, and its default is that setting's (tests build it bare)."""
 
-    max_input_chars: int  # longer input is refused with a message
-    classify_per_minute: int  # per client address
-    queue_per_minute: int = 120  # queue requests (next, answer, skip) per client address
-    session_capacity: int = SESSION_CAPACITY  # sessions whose last prediction and queue item are remembered
-    session_memory_bytes: int = 64 * 1024 * 1024  # and the memory those may take, each map
+    max_input_chars: int = ServingSection.field_default("max_input_chars")  # longer input is refused with a message
+    classify_per_minute: int = LimitsSection.field_default("classify_per_minute")  # per client address
+    queue_per_minute: int = LimitsSection.field_default("queue_per_minute")  # queue requests per client address
+    # Sessions whose last prediction and queue item are remembered, and the memory those may take, each map.
+    session_capacity: int = LimitsSection.field_default("session_capacity")
+    session_memory_mb: float = LimitsSection.field_default("session_memory_mb")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PageLimits:
+        """The page's limits, cut from the settings."""
+        return cls(
+            max_input_chars=settings.serving.max_input_chars,
+            classify_per_minute=settings.limits.classify_per_minute,
+            queue_per_minute=settings.limits.queue_per_minute,
+            session_capacity=settings.limits.session_capacity,
+            session_memory_mb=settings.limits.session_memory_mb,
+        )
+
+    @property
+    def session_memory_bytes(self) -> int:
+        return int(self.session_memory_mb * 1024 * 1024)
 
 
 @dataclass(frozen=True)
@@ -243,9 +262,19 @@ class NewsLoopActions:
 
     # The footer.
     def model_note(self) -> str:
-        model = getattr(self.classifier, "model", None)
+        """The footer's line: the model served and what it was trained on, or that there is none yet."""
+        # core.serving.classifier loads ONNX Runtime; imported here, once the page asks, as web.server.api does.
+        from core.serving.classifier import NoChampionError
+
+        try:
+            # A service's `model` loads the champion if it can, and raises when there is none.
+            model = getattr(self.classifier, "model", None)
+        except NoChampionError:
+            return NO_MODEL_NOTE
+        version = self.classifier.version
+        if version is None:  # a classifier without a model (a test's fake) serves nothing either
+            return NO_MODEL_NOTE
         meta = getattr(model, "meta", {}) if model is not None else {}
-        version = getattr(self.classifier, "version", None) or "none"
         # Never a server path on the page: a local data folder is named by its last part only.
         data = _PATH.sub(r"\1", str(meta.get("data", "unknown data")))
         trained = str(meta.get("trained_at") or meta.get("committed_at") or "")[:10]

@@ -13,11 +13,11 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, StrictStr
 
 from core.serving.limits import Limiter
+from core.settings.config import ServingSection
 from core.text import clean_text
 from web.page.actions import Classifier, PageLimits, storable
 from web.server.api_body import Budget, bounded_body
 
-DEFAULT_MAX_TEXTS = 32  # the default of NEWSLOOP_MAX_BATCH_TEXTS (core.settings.config), for callers that do not pass it
 # Bytes a JSON body may need per allowed character: UTF-8 takes up to 4, a JSON escape (\uXXXX) 6.
 _BYTES_PER_CHAR = 6
 _BODY_OVERHEAD = 4096
@@ -99,13 +99,14 @@ def build_api(
     classify_limit: Limiter,
     address_of: Callable[[Request], str],
     *,
-    max_texts: int = DEFAULT_MAX_TEXTS,
+    max_batch_texts: int = ServingSection.field_default("max_batch_texts"),
 ) -> APIRouter:
     """The JSON routes. `classify_limit` is the page's own limiter and `address_of` the page's identity rule,
-    so a client has one budget across page and API; a list of N texts costs N."""
+    so a client has one budget across page and API; a list of N texts costs N, and at most `max_batch_texts`
+    (NEWSLOOP_MAX_BATCH_TEXTS) are taken at once."""
     router = APIRouter(route_class=_ReadableErrors)
     max_chars = limits.max_input_chars
-    max_body = max_texts * max_chars * _BYTES_PER_CHAR + _BODY_OVERHEAD
+    max_body = max_batch_texts * max_chars * _BYTES_PER_CHAR + _BODY_OVERHEAD
     errors: dict[int | str, dict[str, Any]] = {
         code: {"model": Problem, "description": text}
         for code, text in {
@@ -122,7 +123,7 @@ def build_api(
         texts = [payload.text] if isinstance(payload.text, str) else payload.text
         # A lone surrogate cannot reach the tokenizer; as on the page, it becomes a replacement character.
         texts = [storable(text) for text in texts]
-        _check_texts(texts, max_texts, max_chars)
+        _check_texts(texts, max_batch_texts, max_chars)
         _spend(classify_limit, address_of(request), len(texts))
         predictions = _predict(classifier, texts)
         return ClassifyResponse(
@@ -139,13 +140,13 @@ def build_api(
         responses=errors,
         summary="Classify one news text or a list of them",
         description=(
-            f"Send `{{\"text\": \"...\"}}` or `{{\"text\": [\"...\", ...]}}` (at most {max_texts} texts, each at "
+            f"Send `{{\"text\": \"...\"}}` or `{{\"text\": [\"...\", ...]}}` (at most {max_batch_texts} texts, each at "
             f"most {max_chars:,} characters and not empty; the body at most {max_body:,} bytes, UTF-8). Each text "
             f"counts once against the per-client limit of {limits.classify_per_minute} classifications a minute, "
             "shared with the page."
         ),
         tags=["classify"],
-        route_class_override=bounded_body(max_body, max_texts, _ReadableErrors, Budget(classify_limit, address_of)),
+        route_class_override=bounded_body(max_body, max_batch_texts, _ReadableErrors, Budget(classify_limit, address_of)),
     )
 
     @router.get("/healthz", response_model=Health, summary="The process is up", tags=["health"])

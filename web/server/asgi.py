@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 
-from core.settings.policies import SESSION_CAPACITY
+from core.settings.config import LimitsSection
 from web.page.theme import CSS, THEME, head_html
 from web.server.api_body import replay
 from web.server.fair_share import FairShare, NewSessions
@@ -42,21 +42,29 @@ EarlyCheck = Callable[[Request], "str | None"]
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """How the server is exposed; built from settings at the edge (app.py)."""
+    """How the server is exposed; built from settings at the edge (app.py). A field named like a setting is that
+    setting (NEWSLOOP_<NAME>), and its default is the setting's."""
 
-    max_upload_bytes: int = 5 * 1024 * 1024
+    max_upload_mb: float = LimitsSection.field_default("max_upload_mb")
     blocked_paths: tuple[str, ...] = ()  # never served as files, whatever Gradio allows
     auth: list[tuple[str, str]] | None = None  # Gradio's sign-in for the whole page (verified identities)
-    session_capacity: int = SESSION_CAPACITY  # sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS)
+    # Sessions whose Gradio state is kept (between 100 and _GRADIO_SESSIONS).
+    session_capacity: int = LimitsSection.field_default("session_capacity")
     cache_cleanup_s: int = 3600  # uploads and outputs older than this are deleted, checked as often
-    events_per_address: int = 16  # page events one client address may have queued or running at once
-    new_sessions_per_minute: int = 30  # page sessions (tabs) one address may open a minute
-    new_sessions_per_second: int = 8  # page sessions everyone together may open a second
+    # Page events one client address may have queued or running at once.
+    events_per_address: int = LimitsSection.field_default("events_per_address")
+    # Page sessions (tabs) one address may open a minute, and everyone together a second.
+    new_sessions_per_minute: int = LimitsSection.field_default("new_sessions_per_minute")
+    new_sessions_per_second: int = LimitsSection.field_default("new_sessions_per_second")
     routers: Sequence[APIRouter] = field(default_factory=tuple)
     origins: OriginPolicy = field(default_factory=OriginPolicy)  # the app's own origins (web.server.origin_guard)
     # (handler, check): an event of `handler` that `check(request)` refuses (a message) is answered 429 at its
     # join, before it takes a place in the queue: sign-ins locked out, classifications over their rate limit.
     early_refusals: Sequence[tuple[Callable[..., Any], EarlyCheck]] = ()
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
 
 
 class RequestGuard:

@@ -3,7 +3,8 @@
 A visitor's identity is never the session hash the client chooses. It is either an account the host
 signed in (Gradio `auth=`, or Hugging Face sign-in on a Space), which is *verified*, or a random browser
 id the server issued in a signed, HttpOnly cookie, which is not: anyone can mint such ids by dropping
-the cookie, so the trust rules weigh them accordingly (see `feedback.trust.rules` and the README's threat model).
+the cookie, so the trust rules weigh them accordingly (see `feedback.trust.rules` and
+docs/concepts/threat-model.md).
 """
 
 from __future__ import annotations
