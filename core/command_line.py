@@ -40,7 +40,8 @@ _MEANINGS = {
     ExitCode.CONFIG: "a setting that cannot be used (the message names it): nothing was done; the server does not start",
 }
 
-VERBOSE = click.option("-v", "--verbose", is_flag=True, help="log debug messages too")
+VERBOSE = click.option("-v", "--verbose", is_flag=True,
+                       help="log debug messages too, and the libraries' INFO lines (Alembic, MLflow), quiet by default")
 
 
 def verbose() -> bool:
