@@ -219,7 +219,8 @@ class FeedbackStore:
         return self._pool.gold_labels()
 
     def next_item(
-        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
+        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0,
+        holder: str | None = None,
     ) -> dict[str, Any] | None:
         """The pool item this annotator should label next, or None when none is left.
 
@@ -231,8 +232,19 @@ class FeedbackStore:
         come after scored ones, oldest first. A returned check does not carry its label.
         `exclude`: item ids not to return (those a page already holds); `ahead`: how many items that page holds
         unanswered, so a check is due by the position this item will have in the annotator's stream.
+        `holder` (a tab): the ordinary item returned is held for it in the database (`hold`), and items other
+        holders hold are returned only when no other is left, so tabs on any replica are not handed the same item.
         """
-        return self._pool.next_item(annotator, policy, exclude=exclude, ahead=ahead)
+        return self._pool.next_item(annotator, policy, exclude=exclude, ahead=ahead, holder=holder)
+
+    def hold(self, holder: str, item_ids: Collection[int], policy: QueuePolicy) -> None:
+        """Hold queue items for `holder` (a tab) for `policy.reservation_s` seconds from now, renewing holds it
+        has; other holders are given them only when nothing else is left (`feedback.labelling.reservations`)."""
+        self._pool.hold(holder, item_ids, policy)
+
+    def release(self, holder: str, item_ids: Collection[int] | None = None) -> None:
+        """End `holder`'s hold on `item_ids` (answered, skipped or dropped), or on all its items when None."""
+        self._pool.release(holder, item_ids)
 
     def due_check(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None when none is due or left.

@@ -117,6 +117,9 @@ class QueuePolicy(Section):
     # on: they are the gate's unbiased sample of what users send (see feedback.training.snapshot).
     traffic_share: float = setting(0.2, ge=0.0, lt=1.0, description="Share of pool and queue that is traffic.")
     traffic_recent: int = internal(1000, ge=1)
+    # An item a tab holds (its buffer, feedback.labelling.reservations) goes to other tabs only once nothing else is
+    # left for them, or after this long without the tab asking (a tab closed mid-way).
+    reservation_s: float = internal(300.0, gt=0.0)
 
 
 class StoreLimits(Section):

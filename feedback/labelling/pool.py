@@ -17,6 +17,7 @@ from feedback.database.db import Database, iso_time
 from feedback.database.query import count, first, insert_on_conflict, rows
 from feedback.database.tables import answers, pool, skips
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling import reservations
 from feedback.labelling.pool_files import cleaned, read_pool_file
 from feedback.traffic.traffic_set import mark_new_items, traffic_turn
 from feedback.trust.rules import check_due
@@ -118,6 +119,25 @@ def _queue_items(annotator: str, required: int) -> sa.Select[Any]:
     return sa.select(pool).where(pool.c.gold_label.is_(None), unseen(annotator), ~settled(required))
 
 
+def _draw(db: sa.Connection, annotator: str, policy: QueuePolicy, items: sa.Select[Any]) -> dict[str, Any] | None:
+    """One of `items` for `annotator`: from the most uncertain few, or on a traffic turn from the newest traffic."""
+    # Unscored items are not "least sure": they come after scored ones, oldest first (traffic order).
+    uncertain = (items.where(pool.c.traffic == 0)
+                 .order_by(pool.c.uncertainty.desc().nulls_last(), pool.c.id).limit(policy.spread))
+    # The traffic set's newest unlabelled items (see feedback.traffic.traffic_set): a traffic turn picks one at random.
+    traffic = items.where(pool.c.traffic == 1).order_by(pool.c.id.desc()).limit(policy.traffic_recent)
+    turns = [uncertain, traffic]  # the other kind when this kind has none left
+    if traffic_turn(db, annotator, policy.traffic_share):
+        turns.reverse()
+    candidates = next((found for query in turns if (found := rows(db, query))), [])
+    # Each annotator draws from the most uncertain few in their own order, so streams differ and a
+    # check cannot be spotted as the one item that is not the same for every fresh identity.
+    item = min(candidates, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)
+    if item is not None:
+        item.pop("gold_label")
+    return item
+
+
 class Pool:
     """The texts waiting for labels, their uncertainty under the champion, and who skipped what."""
 
@@ -208,32 +228,41 @@ class Pool:
             return read_gold(db)
 
     def next_item(
-        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
+        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0,
+        holder: str | None = None,
     ) -> dict[str, Any] | None:
         """The item this annotator should label next, or None; see `FeedbackStore.next_item`."""
         annotator = check_annotator(annotator)
         exclude = frozenset(int(item_id) for item_id in exclude)
         item = self.due_check(annotator, policy, exclude=exclude, ahead=ahead)
-        if item is None:
-            mark_new_items(self._db, policy.traffic_share)
-            items = _queue_items(annotator, policy.labels_required)
-            if exclude:
-                items = items.where(pool.c.id.not_in(sorted(exclude)))
-            uncertain = (items.where(pool.c.traffic == 0)
-                         .order_by(pool.c.uncertainty.desc().nulls_last(), pool.c.id).limit(policy.spread))
-            # The traffic set's newest unlabelled items (see feedback.traffic.traffic_set): a traffic turn picks one at random.
-            traffic = items.where(pool.c.traffic == 1).order_by(pool.c.id.desc()).limit(policy.traffic_recent)
+        if item is not None:
+            return item
+        mark_new_items(self._db, policy.traffic_share)
+        items = _queue_items(annotator, policy.labels_required)
+        if exclude:
+            items = items.where(pool.c.id.not_in(sorted(exclude)))
+        if holder is None:
             with self._db.read() as db:
-                turns = [uncertain, traffic]  # the other kind when this kind has none left
-                if traffic_turn(db, annotator, policy.traffic_share):
-                    turns.reverse()
-                candidates = next((found for query in turns if (found := rows(db, query))), [])
-            # Each annotator draws from the most uncertain few in their own order, so streams differ and a
-            # check cannot be spotted as the one item that is not the same for every fresh identity.
-            item = min(candidates, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)
+                return _draw(db, annotator, policy, items)
+        # Chosen and held in one transaction under one lock, so two replicas choosing at once never hold the same
+        # item while another is free; an item others hold is shared only when nothing else is left.
+        now = self._clock()
+        with self._db.write(reservations.SCOPE) as db:
+            item = (_draw(db, annotator, policy, items.where(~reservations.held_by_others(holder, now)))
+                    or _draw(db, annotator, policy, items))
             if item is not None:
-                item.pop("gold_label")
+                reservations.hold(db, holder, [int(item["id"])], now, policy.reservation_s)
         return item
+
+    def hold(self, holder: str, item_ids: Collection[int], policy: QueuePolicy) -> None:
+        """Hold `item_ids` for `holder` for `policy.reservation_s` from now (renewing holds it has)."""
+        with self._db.write(reservations.SCOPE) as db:
+            reservations.hold(db, holder, item_ids, self._clock(), policy.reservation_s)
+
+    def release(self, holder: str, item_ids: Collection[int] | None = None) -> None:
+        """End `holder`'s hold on `item_ids` (all of them when None)."""
+        with self._db.write(reservations.SCOPE) as db:
+            reservations.release(db, holder, item_ids)
 
     def due_check(
         self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
