@@ -184,9 +184,15 @@ class FeedbackStore:
         Every row is validated first; any bad row raises PoolImportError naming its line and nothing is
         written. Texts already in the pool (same text_hash) are skipped and counted as duplicates. With
         `checks`, every row needs a `label` and the rows become known-answer checks: the queue mixes
-        them in (see `next_item`) and the trust rules score annotators on them.
+        them in (see `next_item`) and the trust rules score annotators on them. An import of articles (not
+        checks) that adds any removes the demo articles nobody answered (`offer_demo_pool`).
         """
         return self._pool.import_file(path, source=source, checks=checks)
+
+    def offer_demo_pool(self) -> int:
+        """Put the shipped demo articles (`feedback.labelling.demo`) in the pool if it is empty, marked with the
+        source 'demo'; returns how many. The first `import_pool` of articles removes those nobody answered."""
+        return self._pool.offer_demo()
 
     def add_to_pool(
         self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,

@@ -18,6 +18,7 @@ from feedback.database.query import count, first, insert_on_conflict, rows
 from feedback.database.tables import answers, pool, skips
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.labelling import reservations
+from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE, drop_unanswered_demo, pool_is_empty
 from feedback.labelling.pool_files import cleaned, read_pool_file
 from feedback.traffic.traffic_set import mark_new_items, traffic_turn
 from feedback.trust.rules import check_due
@@ -60,11 +61,12 @@ def settled(required: int) -> sa.ColumnElement[bool]:
 
 @dataclass(frozen=True)
 class ImportReport:
-    """What an import did: rows read, items added, and rows skipped as already in the pool."""
+    """What an import did: rows read, items added, rows skipped as already in the pool, demo items replaced."""
 
     rows: int
     added: int
     duplicates: int
+    demo_removed: int = 0  # unanswered demo articles the import replaced (feedback.labelling.demo)
 
 
 def margin_uncertainty(probabilities: np.ndarray) -> np.ndarray:
@@ -150,7 +152,19 @@ class Pool:
         """Add the texts of a CSV/JSONL file, all or nothing; see `FeedbackStore.import_pool`."""
         path = Path(path)
         rows = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=checks)
-        return self._add_rows(rows, source or path.name)
+        # A host's articles to label replace the demo pool (checks are not articles to label: they leave it).
+        return self._add_rows(rows, source or path.name, replaces_demo=not checks)
+
+    def offer_demo(self) -> int:
+        """Put the shipped demo articles in the pool when it is empty (source 'demo'); how many were added."""
+        rows = read_pool_file(DEMO_FILE, max_chars=self._limits.max_text_chars)
+        added_at = iso_time(self._clock())
+        with self._db.write() as db:
+            if not pool_is_empty(db):
+                return 0
+            added = sum(_insert_pool_row(db, row, DEMO_SOURCE, added_at) for row in rows)
+        log.info("the pool was empty: %d demo articles added (a first import replaces them)", added)
+        return added
 
     def add(
         self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,
@@ -178,15 +192,21 @@ class Pool:
             raise PoolImportError(f"{len(problems)} bad texts; nothing was added: {listed}", problems)
         return self._add_rows(rows, source, None if labels is not None else held)
 
-    def _add_rows(self, rows: list[PoolRow], source: str, held: tuple[str, str] | None = None) -> ImportReport:
+    def _add_rows(
+        self, rows: list[PoolRow], source: str, held: tuple[str, str] | None = None, *, replaces_demo: bool = False
+    ) -> ImportReport:
         added_at = iso_time(self._clock())
-        added = 0
+        added = demo_removed = 0
         # One transaction: a crash part-way leaves the pool exactly as it was.
         with self._db.write() as db:
             for row in rows:
                 added += _insert_pool_row(db, row, source, added_at, held)
-        report = ImportReport(rows=len(rows), added=added, duplicates=len(rows) - added)
+            if replaces_demo and added and source != DEMO_SOURCE:
+                demo_removed = drop_unanswered_demo(db)
+        report = ImportReport(rows=len(rows), added=added, duplicates=len(rows) - added, demo_removed=demo_removed)
         log.info("pool import from %s: %d added, %d duplicates", source, report.added, report.duplicates)
+        if demo_removed:
+            log.info("the import replaced the demo pool: %d unanswered demo articles removed", demo_removed)
         return report
 
     def rescore(self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256) -> int:
@@ -205,7 +225,8 @@ class Pool:
             with self._db.write() as db:
                 db.execute(score, [{"score": float(value), "model": model_version, "item": item_id}
                                    for (item_id, _), value in zip(batch, scores, strict=True)])
-        log.info("rescored %d pool items with model %s", len(pending), model_version)
+        if pending:  # the background scorer looks every few seconds: only rounds that scored something are logged
+            log.info("rescored %d pool items with model %s", len(pending), model_version)
         return len(pending)
 
     def held(self, limit: int = 200) -> list[dict[str, Any]]:

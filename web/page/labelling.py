@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,9 @@ from web.page.session_memory import SessionMap
 from web.server.identity import Identity, IdentityService
 
 QUEUE_STALE = "that article is no longer on screen. Here is the one to label."
+# What an empty queue says: where articles come from, and how the maintainer adds them (never "press again").
+EMPTY = ("Nothing left to label for you. Articles to label come from this site's maintainer, who adds them with "
+         "`newsloop import FILE` or the upload in the admin view.")
 # The page's buffer (web/page/queue.js): how many items one tab may hold, unanswered, and what one sync may carry.
 BUFFER = 5
 MAX_OPS = 8
@@ -43,8 +45,8 @@ class QueueView:
 class LabellingQueue:
     """The queue's actions for one server. Each item a tab is shown gets a server-issued id, kept in `items`
     with the item; an answer or skip must name it, so a key pressed twice, or a request from a stale page,
-    never lands on an article that was not on that screen. `before_next` runs before an item is picked
-    (the page orders the pool by its champion's uncertainty there)."""
+    never lands on an article that was not on that screen. The pool is scored in the background
+    (`feedback.labelling.scoring`), never in a labeller's request."""
 
     def __init__(
         self,
@@ -55,7 +57,6 @@ class LabellingQueue:
         identities: IdentityService,
         limit: Limiter,
         items: SessionMap,
-        before_next: Callable[[], None] = lambda: None,
     ) -> None:
         self.classifier = classifier
         self.store = store
@@ -63,7 +64,6 @@ class LabellingQueue:
         self.identities = identities
         self.limit = limit
         self.items = items
-        self.before_next = before_next
 
     def _queue_refusal(self, who: Identity) -> QueueView | None:
         if self.store is None:
@@ -76,7 +76,6 @@ class LabellingQueue:
 
     def _next(self, who: Identity, message: str = "") -> QueueView:
         assert self.store is not None
-        self.before_next()
         self.store.release(who.session)  # what this tab was shown is answered, skipped or replaced
         return self._show(who, self.store.next_item(who.annotator, self.policy, holder=who.session), message)
 
@@ -86,7 +85,7 @@ class LabellingQueue:
         done = self.store.progress(who.annotator)
         if item is None:
             self.items.pop(who.session)
-            return QueueView("", f"Nothing left to label. You have labelled **{done}** article(s). Thank you!", message, "")
+            return QueueView("", f"{EMPTY} You have labelled **{done}** article(s). Thank you!", message, "")
         shown = new_shown_id()
         self.items.put(who.session, {"id": item["id"], "text": item["text"], "shown": shown})
         # Checks and ordinary items are counted together (feedback.labelling.progress): the count never tells them apart.
@@ -223,14 +222,13 @@ class BufferedQueue:
         done_n = q.store.progress(who.annotator)
         left = q.store.queue_left(who.annotator, q.policy)
         out["progress"] = (f"You have labelled **{done_n}**, **{max(left, 1)}** left." if left or held
-                           else f"Nothing left to label. You have labelled **{done_n}** article(s). Thank you!")
+                           else f"{EMPTY} You have labelled **{done_n}** article(s). Thank you!")
         return out
 
     def _refill(self, who: Identity, key: str, held: list[dict[str, Any]], room: int) -> bool:
         """Add up to `room` items to `held`; False when none was left to add."""
         q = self.queue
         assert q.store is not None
-        q.before_next()
         for _ in range(room):
             mine = {int(item["id"]) for item in held}
             # Held for this tab as it is chosen; one another tab holds comes only when nothing else is left.
