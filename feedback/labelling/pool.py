@@ -123,14 +123,17 @@ def _queue_items(annotator: str, required: int) -> sa.Select[Any]:
 
 def _draw(db: sa.Connection, annotator: str, policy: QueuePolicy, items: sa.Select[Any]) -> dict[str, Any] | None:
     """One of `items` for `annotator`: from the most uncertain few, or on a traffic turn from the newest traffic."""
-    # Unscored items are not "least sure": they come after scored ones, oldest first (traffic order).
-    uncertain = (items.where(pool.c.traffic == 0)
-                 .order_by(pool.c.uncertainty.desc().nulls_last(), pool.c.id).limit(policy.spread))
+    ranked = items.where(pool.c.traffic == 0)
+    uncertain = (ranked.where(pool.c.uncertainty.is_not(None))
+                 .order_by(pool.c.uncertainty.desc(), pool.c.id).limit(policy.spread))
+    # Items the champion has not scored yet (feedback.labelling.scoring scores them within seconds) are not
+    # "least sure": they come after scored ones, the oldest few first, never mixed in with the most uncertain.
+    unscored = ranked.where(pool.c.uncertainty.is_(None)).order_by(pool.c.id).limit(policy.spread)
     # The traffic set's newest unlabelled items (see feedback.traffic.traffic_set): a traffic turn picks one at random.
     traffic = items.where(pool.c.traffic == 1).order_by(pool.c.id.desc()).limit(policy.traffic_recent)
-    turns = [uncertain, traffic]  # the other kind when this kind has none left
+    turns = [uncertain, unscored, traffic]  # the next kind when this kind has none left
     if traffic_turn(db, annotator, policy.traffic_share):
-        turns.reverse()
+        turns = [traffic, uncertain, unscored]
     candidates = next((found for query in turns if (found := rows(db, query))), [])
     # Each annotator draws from the most uncertain few in their own order, so streams differ and a
     # check cannot be spotted as the one item that is not the same for every fresh identity.

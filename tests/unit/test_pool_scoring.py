@@ -117,3 +117,20 @@ def test_the_page_queue_serves_unscored_items_at_once_without_scoring(tmp_path: 
     out = actions.buffered.sync(json.dumps({"ops": [], "have": [], "want": 5}), object())
     assert len(out["items"]) == 5 and not out["error"]
     assert store.stats()["pool"]["scored"] == 0
+
+
+def test_unscored_items_are_never_mixed_in_with_the_least_sure(tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path / "f.db")
+    store.add_to_pool([f"Scored story {i}" for i in range(3)], source="t")
+    store.rescore(lambda texts: np.tile([0.4, 0.3, 0.2, 0.1], (len(texts), 1)), "v1")
+    store.add_to_pool([f"New unscored story {i}" for i in range(5)], source="t")
+    policy = QueuePolicy(traffic_share=0.0)
+    served = []
+    for _ in range(8):
+        item = store.next_item("anon:a", policy, holder="tab")
+        assert item is not None
+        served.append(item["text"])
+        store.skip("anon:a", item["id"])
+    # The three scored ones first (the least sure), then the new ones.
+    assert sorted(served[:3]) == [f"Scored story {i}" for i in range(3)]
+    assert sorted(served[3:]) == [f"New unscored story {i}" for i in range(5)]
