@@ -58,7 +58,7 @@
         p.appendChild(document.createTextNode(line));
       });
     } else {
-      p.textContent = q.empty ? "No article to label yet: articles come from this site's maintainer (see below)."
+      p.textContent = q.empty ? "No article to label yet: articles come from this site's maintainer (see above)."
         : "Loading the next article…";
     }
     article.appendChild(p);
