@@ -243,6 +243,15 @@ class FeedbackStore:
         """
         return self._pool.next_item(annotator, policy, exclude=exclude, ahead=ahead, holder=holder)
 
+    def next_items(
+        self, annotator: str, policy: QueuePolicy, count: int, *, exclude: Collection[int] = (), ahead: int = 0,
+        holder: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The next `count` items `next_item` would give this annotator one after another (the first at `ahead`,
+        the next at `ahead` + 1, each excluding the ones before), fewer when fewer are left; read, chosen and (with
+        `holder`) held in one transaction."""
+        return self._pool.next_items(annotator, policy, count, exclude=exclude, ahead=ahead, holder=holder)
+
     def hold(self, holder: str, item_ids: Collection[int], policy: QueuePolicy) -> None:
         """Hold queue items for `holder` (a tab) for `policy.reservation_s` seconds from now, renewing holds it
         has; other holders are given them only when nothing else is left (`feedback.labelling.reservations`)."""

@@ -143,6 +143,49 @@ def _draw(db: sa.Connection, annotator: str, policy: QueuePolicy, items: sa.Sele
     return item
 
 
+@dataclass(frozen=True)
+class _CheckState:
+    """What decides whether a known-answer check is due for an annotator: checks answered, answers, skips, and the
+    checks left to them (read once for a batch of items)."""
+
+    checks: int
+    answered: int
+    skipped: int
+    left: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, db: sa.Connection, annotator: str) -> _CheckState:
+        answered_checks = (
+            sa.select(sa.func.count(pool.c.gold_label), sa.func.count())
+            .select_from(answers.outerjoin(pool, pool.c.text_hash == answers.c.text_hash))
+            .where(answers.c.annotator == annotator, answers.c.status.not_in(WITHDRAWN))
+        )
+        checks, answered = (int(n) for n in db.execute(answered_checks).one())
+        skipped = count(db, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
+        left = rows(db, sa.select(pool).where(pool.c.gold_label.is_not(None), unseen(annotator)))
+        return cls(checks, answered, skipped, left)
+
+    def due(self, annotator: str, policy: QueuePolicy, exclude: Collection[int], ahead: int) -> dict[str, Any] | None:
+        """The check due at `ahead` items past the annotator's answers, or None."""
+        if not self.left:
+            return None
+        # The draw is keyed by the set of checks, which visitors do not know, so its outcome cannot be
+        # predicted from an annotator id; it is fixed for a given position, so a reload does not re-roll.
+        salt = text_hash(",".join(sorted(row["text_hash"] for row in self.left)))
+        # `ahead`: items the page already holds, unanswered (web.page.labelling's buffer) come before this one.
+        position = self.answered + max(int(ahead), 0)
+        draw = int(text_hash(f"{salt}:{annotator}:{position}:{self.skipped}")[:12], 16) / 16**12
+        if not check_due(self.checks, draw, min_checks=policy.min_checks, share=policy.check_share):
+            return None
+        left = [row for row in self.left if int(row["id"]) not in exclude]
+        if not left:
+            return None
+        # A per-annotator order, so annotators comparing notes do not see the same sequence of checks.
+        item = dict(min(left, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}")))
+        item.pop("gold_label")  # what the screen shows must not give the answer away
+        return item
+
+
 class Pool:
     """The texts waiting for labels, their uncertainty under the champion, and who skipped what."""
 
@@ -256,27 +299,42 @@ class Pool:
         holder: str | None = None,
     ) -> dict[str, Any] | None:
         """The item this annotator should label next, or None; see `FeedbackStore.next_item`."""
+        found = self.next_items(annotator, policy, 1, exclude=exclude, ahead=ahead, holder=holder)
+        return found[0] if found else None
+
+    def next_items(
+        self, annotator: str, policy: QueuePolicy, count: int, *, exclude: Collection[int] = (), ahead: int = 0,
+        holder: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The next `count` items for this annotator, in order (fewer when fewer are left); see
+        `FeedbackStore.next_items`."""
         annotator = check_annotator(annotator)
-        exclude = frozenset(int(item_id) for item_id in exclude)
-        item = self.due_check(annotator, policy, exclude=exclude, ahead=ahead)
-        if item is not None:
-            return item
+        excluded = {int(item_id) for item_id in exclude}
         mark_new_items(self._db, policy.traffic_share)
-        items = _queue_items(annotator, policy.labels_required)
-        if exclude:
-            items = items.where(pool.c.id.not_in(sorted(exclude)))
-        if holder is None:
-            with self._db.read() as db:
-                return _draw(db, annotator, policy, items)
-        # Chosen and held in one transaction under one lock, so two replicas choosing at once never hold the same
-        # item while another is free; an item others hold is shared only when nothing else is left.
         now = self._clock()
-        with self._db.write(reservations.SCOPE) as db:
-            item = (_draw(db, annotator, policy, items.where(~reservations.held_by_others(holder, now)))
-                    or _draw(db, annotator, policy, items))
-            if item is not None:
-                reservations.hold(db, holder, [int(item["id"])], now, policy.reservation_s)
-        return item
+        taken: list[dict[str, Any]] = []
+        ordinary: list[int] = []
+        # With a holder, chosen and held in one transaction under one lock, so two replicas choosing at once never
+        # hold the same item while another is free; an item others hold is shared only when nothing else is left.
+        with self._db.write(reservations.SCOPE) if holder is not None else self._db.read() as db:
+            checks = _CheckState.read(db, annotator)
+            for position in range(max(int(count), 0)):
+                item = checks.due(annotator, policy, excluded, ahead + position)
+                if item is None:
+                    items = _queue_items(annotator, policy.labels_required)
+                    if excluded:
+                        items = items.where(pool.c.id.not_in(sorted(excluded)))
+                    free = items.where(~reservations.held_by_others(holder, now)) if holder is not None else None
+                    item = (free is not None and _draw(db, annotator, policy, free)) or _draw(db, annotator, policy, items)
+                    if item is not None:
+                        ordinary.append(int(item["id"]))
+                if item is None:
+                    break
+                taken.append(item)
+                excluded.add(int(item["id"]))
+            if holder is not None and ordinary:
+                reservations.hold(db, holder, ordinary, now, policy.reservation_s)
+        return taken
 
     def hold(self, holder: str, item_ids: Collection[int], policy: QueuePolicy) -> None:
         """Hold `item_ids` for `holder` for `policy.reservation_s` from now (renewing holds it has)."""
@@ -293,31 +351,9 @@ class Pool:
     ) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None; see `FeedbackStore.due_check`."""
         annotator = check_annotator(annotator)
-        answered_checks = (
-            sa.select(sa.func.count(pool.c.gold_label), sa.func.count())
-            .select_from(answers.outerjoin(pool, pool.c.text_hash == answers.c.text_hash))
-            .where(answers.c.annotator == annotator, answers.c.status.not_in(WITHDRAWN))
-        )
         with self._db.read() as db:
-            checks, answered = (int(n) for n in db.execute(answered_checks).one())
-            skipped = count(db, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
-            left = rows(db, sa.select(pool).where(pool.c.gold_label.is_not(None), unseen(annotator)))
-        if not left:
-            return None
-        # The draw is keyed by the set of checks, which visitors do not know, so its outcome cannot be
-        # predicted from an annotator id; it is fixed for a given position, so a reload does not re-roll.
-        salt = text_hash(",".join(sorted(row["text_hash"] for row in left)))
-        # `ahead`: items the page already holds, unanswered (web.page.labelling's buffer) come before this one.
-        draw = int(text_hash(f"{salt}:{annotator}:{answered + max(int(ahead), 0)}:{skipped}")[:12], 16) / 16**12
-        if not check_due(checks, draw, min_checks=policy.min_checks, share=policy.check_share):
-            return None
-        left = [row for row in left if int(row["id"]) not in exclude]
-        if not left:
-            return None
-        # A per-annotator order, so annotators comparing notes do not see the same sequence of checks.
-        item = min(left, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"))
-        item.pop("gold_label")  # what the screen shows must not give the answer away
-        return item
+            checks = _CheckState.read(db, annotator)
+        return checks.due(annotator, policy, {int(item_id) for item_id in exclude}, ahead)
 
     def skip(self, annotator: str, item_id: int, max_skips: int | None = None) -> None:
         """Remember that the annotator skipped an item, so it is not offered to them again."""

@@ -229,14 +229,11 @@ class BufferedQueue:
         """Add up to `room` items to `held`; False when none was left to add."""
         q = self.queue
         assert q.store is not None
-        for _ in range(room):
-            mine = {int(item["id"]) for item in held}
-            # Held for this tab as it is chosen; one another tab holds comes only when nothing else is left.
-            item = q.store.next_item(who.annotator, q.policy, exclude=mine, ahead=len(held), holder=key)
-            if item is None:
-                return False
-            held.append({"id": int(item["id"]), "text": item["text"], "shown": new_shown_id()})
-        return True
+        mine = {int(item["id"]) for item in held}
+        # Held for this tab as they are chosen; one another tab holds comes only when nothing else is left.
+        items = q.store.next_items(who.annotator, q.policy, room, exclude=mine, ahead=len(held), holder=key)
+        held.extend({"id": int(item["id"]), "text": item["text"], "shown": new_shown_id()} for item in items)
+        return len(items) == room
 
     def _apply(
         self, who: Identity, key: str, op: dict[str, Any], held: list[dict[str, Any]], done: list[list[str]]
