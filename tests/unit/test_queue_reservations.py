@@ -124,3 +124,16 @@ def test_a_hold_expires_so_a_closed_tab_does_not_keep_its_items(make_store: Stor
     sync(two, Tab("b2"), have=[item["shown"] for item in mine])
     clock.now += POLICY.reservation_s / 2 + 1
     assert texts(sync(one, Tab("b3"))) == a
+
+
+def test_a_batch_is_held_at_once_and_other_holders_get_the_rest_first(make_store: StoreFactory, tmp_path: Path) -> None:
+    clock = Clock()
+    one, two = (make_store(tmp_path / "f.db", clock=clock) for _ in range(2))
+    one.add_to_pool([f"Batch story {i}" for i in range(6)], source="t")
+    mine = one.next_items("anon:a", POLICY, 4, holder="tab-a")
+    assert len({item["id"] for item in mine}) == 4
+    theirs = two.next_items("anon:b", POLICY, 4, holder="tab-b")
+    # The two nobody held come first, then two tab-a holds (nothing else is left); none twice.
+    assert len({item["id"] for item in theirs}) == 4
+    assert {item["id"] for item in theirs[:2]}.isdisjoint(item["id"] for item in mine)
+    assert len({item["id"] for item in theirs[2:]} & {item["id"] for item in mine}) == 2
