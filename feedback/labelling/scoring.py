@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -20,6 +21,9 @@ log = logging.getLogger(__name__)
 Scorer = Callable[[list[str]], np.ndarray]
 # Small batches: each forward pass is short, so the requests served beside it on the same cores wait little.
 BATCH = 32
+# After each batch the thread rests this many times as long as the batch took: a whole pool scored again after a
+# new champion takes at most half the cores' time, and labellers' requests find the cores free half of it.
+REST = 1.0
 
 
 class Rescorable(Protocol):
@@ -35,11 +39,23 @@ class PoolScoring:
     probabilities in label order. A failed round is logged and tried again at the next look.
     """
 
-    def __init__(self, store: Rescorable, version: Callable[[], str | None], scorer: Scorer, interval_s: float) -> None:
-        self._store, self._version, self._scorer, self._interval_s = store, version, scorer, interval_s
+    def __init__(
+        self, store: Rescorable, version: Callable[[], str | None], scorer: Scorer, interval_s: float,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._store, self._version, self._interval_s, self._clock = store, version, interval_s, clock
+        self._inner = scorer
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def _scorer(self, texts: list[str]) -> np.ndarray:
+        """The champion's probabilities for one batch, then a rest as long as REST times the batch took (cut short
+        when the thread is stopped)."""
+        started = self._clock()
+        probabilities = self._inner(texts)
+        self._stopped.wait(REST * max(self._clock() - started, 0.0))
+        return probabilities
 
     def run_once(self) -> int:
         """Score what the champion has not scored; how many items were scored."""

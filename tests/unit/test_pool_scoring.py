@@ -134,3 +134,21 @@ def test_unscored_items_are_never_mixed_in_with_the_least_sure(tmp_path: Path) -
     # The three scored ones first (the least sure), then the new ones.
     assert sorted(served[:3]) == [f"Scored story {i}" for i in range(3)]
     assert sorted(served[3:]) == [f"New unscored story {i}" for i in range(5)]
+
+
+def test_after_each_batch_the_thread_rests_as_long_as_the_batch_took(tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path / "f.db")
+    store.add_to_pool([f"Paced story {i}" for i in range(70)], source="t")  # three batches of at most 32
+    now = [0.0]
+    batches: list[int] = []
+
+    def scorer(texts: list[str]) -> np.ndarray:
+        batches.append(len(texts))
+        now[0] += 0.25  # each batch "takes" 0.25 s on the fake clock
+        return np.tile([0.4, 0.3, 0.2, 0.1], (len(texts), 1))
+
+    scoring = PoolScoring(store, lambda: "v1", scorer, interval_s=60, clock=lambda: now[0])
+    rests: list[float] = []
+    scoring._stopped.wait = lambda timeout=None: rests.append(timeout) or False  # type: ignore[method-assign]
+    assert scoring.run_once() == 70
+    assert batches == [32, 32, 6] and rests == [0.25, 0.25, 0.25]
