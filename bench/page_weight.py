@@ -5,7 +5,9 @@ A load is what a browser fetches that the app makes: the page (`/`, its configur
 (`/theme.css`), as a fresh visitor (no cookies) whose browser accepts compressed responses. The framework's
 hashed scripts, styles and fonts are the same for every Gradio app and cached, so they are left out. For each app it
 prints the bytes on the wire (headers and body) and the server time per load (request sent to last byte, on
-loopback), the median of `--loads` loads taken in turns, and NewsLoop's ratio to the floor.
+loopback), the median of `--loads` loads taken in turns, and NewsLoop's ratio to the floor. It also counts the
+server events a fresh page sends as it opens (the page's load events and what they trigger in turn, from its
+configuration): each one goes through Gradio's queue beside the visitors' own requests.
 
     python -m bench.page_weight
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
 import statistics
 import subprocess
@@ -69,6 +72,23 @@ def load_once(url: str) -> Load:
     finally:
         conn.close()
     return Load(total, seconds)
+
+
+def load_events(url: str) -> int:
+    """Server events a fresh page sends when it opens: its `load` events and every event chained after them."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        conn.request("GET", "/config", headers={k: v for k, v in BROWSER_HEADERS.items() if k != "Accept-Encoding"})
+        config = json.loads(conn.getresponse().read())
+    finally:
+        conn.close()
+    fired: set[int] = set()
+    for dep in config["dependencies"]:  # chained events come after the event they follow
+        trigger = dep.get("trigger_after")
+        if any(target[1] == "load" for target in dep["targets"]) or (trigger is not None and trigger in fired):
+            fired.add(dep["id"])
+    return sum(1 for dep in config["dependencies"] if dep["id"] in fired and dep.get("backend_fn"))
 
 
 def wait_up(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 300.0) -> None:
@@ -133,15 +153,15 @@ def measure(urls: dict[str, str], loads: int) -> dict[str, list[Load]]:
     return taken
 
 
-def table(taken: dict[str, list[Load]], floor: str) -> str:
+def table(taken: dict[str, list[Load]], events: dict[str, int], floor: str) -> str:
     medians = {name: (statistics.median(x.bytes for x in runs), statistics.median(x.seconds for x in runs))
                for name, runs in taken.items()}
     floor_bytes, floor_s = medians[floor]
-    lines = ["| page | bytes on the wire | server time per load | bytes vs floor | time vs floor |",
-             "|---|---:|---:|---:|---:|"]
+    lines = ["| page | bytes on the wire | server time per load | bytes vs floor | time vs floor | events on opening |",
+             "|---|---:|---:|---:|---:|---:|"]
     for name, (size, seconds) in medians.items():
         lines.append(f"| {name} | {size / 1000:.1f} KB | {seconds * 1000:.1f} ms | {size / floor_bytes:.2f}x | "
-                     f"{seconds / floor_s:.2f}x |")
+                     f"{seconds / floor_s:.2f}x | {events[name]} |")
     return "\n".join(lines)
 
 
@@ -163,11 +183,13 @@ def main(argv: list[str] | None = None) -> int:
         with started(floor_cmd, floor_env, work / "floor.log", floor_port) as floor_url, \
                 started([sys.executable, "app.py"], newsloop_env(work / "home", app_port), work / "app.log",
                         app_port) as app_url:
-            taken = measure({floor_name: floor_url, app_name: app_url}, args.loads)
+            urls = {floor_name: floor_url, app_name: app_url}
+            taken = measure(urls, args.loads)
             load = os.getloadavg()[0]
+            events = {name: load_events(url) for name, url in urls.items()}
     print(f"Page weight per fresh visitor's load ({' and '.join(PATHS)}, compressed where the server compresses), "
           f"median of {args.loads}:\n")
-    print(table(taken, floor_name))
+    print(table(taken, events, floor_name))
     # The servers' own CPU counts in the load average too: a figure well above the loads' one client says others ran.
     print(f"\nMachine: {os.cpu_count()} cores, load average {load:.2f} over the last minute at the end of the run.")
     return 0
