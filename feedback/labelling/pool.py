@@ -314,10 +314,11 @@ class Pool:
         now = self._clock()
         taken: list[dict[str, Any]] = []
         ordinary: list[int] = []
+        with self._db.read() as db:  # outside the lock below: no other tab's holds change what checks are due
+            checks = _CheckState.read(db, annotator)
         # With a holder, chosen and held in one transaction under one lock, so two replicas choosing at once never
         # hold the same item while another is free; an item others hold is shared only when nothing else is left.
         with self._db.write(reservations.SCOPE) if holder is not None else self._db.read() as db:
-            checks = _CheckState.read(db, annotator)
             for position in range(max(int(count), 0)):
                 item = checks.due(annotator, policy, excluded, ahead + position)
                 if item is None:
