@@ -36,6 +36,7 @@ from feedback.database.shared_state import (
     database_lock,
     shared_failure_throttle,
 )
+from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
 from feedback.traffic.served import save_tallies
 from web.admin.actions import AdminActions
@@ -107,11 +108,12 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
     identities = identity_service(settings)
     page_state, admin_state = shared_web_state(settings, store)
     metrics = serving_metrics(settings, classifier, store)
+    scoring = pool_scoring(settings, classifier, store)
     actions = NewsLoopActions(
         metrics.metered(classifier, "page"),
         metrics.counting_answers(store),
         limits=PageLimits.from_settings(settings), queue=settings.queue, identities=identities, refused=metrics.page_refusal,
-        **page_state
+        pool_added=scoring.nudge if scoring else None, **page_state
     )
     admin = None
     if settings.hosting.admin_enabled:
@@ -156,6 +158,9 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
     server = build_server(demo, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
     # What this server tallied since its last write is written as it stops (a restart, a Space's redeploy).
     server.router.on_shutdown.append(metrics.estimates.flush)
+    if scoring is not None:  # the pool is scored while the server runs, never inside a labeller's request
+        server.router.on_startup.append(scoring.start)
+        server.router.on_shutdown.append(scoring.stop)
     if settings.serving.metrics:  # outermost: what the guards inside refuse is counted too
         routes = [*server.routes, *(route for router in routers for route in router.routes)]  # templates, unprefixed
         server.add_middleware(MetricsMiddleware, metrics=metrics, routes=routes)
@@ -170,6 +175,15 @@ def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackS
     pool_left = (lambda: store.pool_left(required)) if store is not None else None
     save = (lambda writer, tallies: save_tallies(store.database, writer, tallies)) if store is not None else None
     return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save))
+
+
+def pool_scoring(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> PoolScoring | None:
+    """The background scorer of the pool (feedback.labelling.scoring): the champion scores what it has not scored
+    every `pool_scoring_s` seconds; none without a store."""
+    if store is None:
+        return None
+    return PoolScoring(store, lambda: classifier.version, classifier.proba_in_label_order,
+                       settings.serving.pool_scoring_s)
 
 
 def metrics_routers(metrics: Metrics, settings: Settings) -> list[APIRouter]:
@@ -269,6 +283,8 @@ def main(verbose: bool = False) -> None:
     service.refresh()
     service.start_watching()
     store = FeedbackStore.from_settings(settings)
+    if settings.queue.demo_pool:
+        store.offer_demo_pool()  # something to label from the first minute; a first import replaces it
     start_schedule(settings)
     serve(build_app(service, settings, store), settings.serving.host, settings.serving.port)
 

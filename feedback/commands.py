@@ -29,6 +29,8 @@ def import_pool(store: FeedbackStore, file: Path, *, source: str | None = None, 
     report = store.import_pool(file, source=source, checks=checks)
     what = "known-answer checks" if checks else "items"
     print(f"imported {report.added} new {what} from {file} ({report.duplicates} duplicates skipped)")
+    if report.demo_removed:
+        print(f"they replace the demo pool: {report.demo_removed} unanswered demo articles removed")
 
 
 def export(store: FeedbackStore, *, fmt: str, out: Path | None = None) -> None:

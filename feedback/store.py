@@ -184,9 +184,15 @@ class FeedbackStore:
         Every row is validated first; any bad row raises PoolImportError naming its line and nothing is
         written. Texts already in the pool (same text_hash) are skipped and counted as duplicates. With
         `checks`, every row needs a `label` and the rows become known-answer checks: the queue mixes
-        them in (see `next_item`) and the trust rules score annotators on them.
+        them in (see `next_item`) and the trust rules score annotators on them. An import of articles (not
+        checks) that adds any removes the demo articles nobody answered (`offer_demo_pool`).
         """
         return self._pool.import_file(path, source=source, checks=checks)
+
+    def offer_demo_pool(self) -> int:
+        """Put the shipped demo articles (`feedback.labelling.demo`) in the pool if it is empty, marked with the
+        source 'demo'; returns how many. The first `import_pool` of articles removes those nobody answered."""
+        return self._pool.offer_demo()
 
     def add_to_pool(
         self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,
@@ -219,7 +225,8 @@ class FeedbackStore:
         return self._pool.gold_labels()
 
     def next_item(
-        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
+        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0,
+        holder: str | None = None,
     ) -> dict[str, Any] | None:
         """The pool item this annotator should label next, or None when none is left.
 
@@ -231,8 +238,28 @@ class FeedbackStore:
         come after scored ones, oldest first. A returned check does not carry its label.
         `exclude`: item ids not to return (those a page already holds); `ahead`: how many items that page holds
         unanswered, so a check is due by the position this item will have in the annotator's stream.
+        `holder` (a tab): the ordinary item returned is held for it in the database (`hold`), and items other
+        holders hold are returned only when no other is left, so tabs on any replica are not handed the same item.
         """
-        return self._pool.next_item(annotator, policy, exclude=exclude, ahead=ahead)
+        return self._pool.next_item(annotator, policy, exclude=exclude, ahead=ahead, holder=holder)
+
+    def next_items(
+        self, annotator: str, policy: QueuePolicy, count: int, *, exclude: Collection[int] = (), ahead: int = 0,
+        holder: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The next `count` items `next_item` would give this annotator one after another (the first at `ahead`,
+        the next at `ahead` + 1, each excluding the ones before), fewer when fewer are left; read, chosen and (with
+        `holder`) held in one transaction."""
+        return self._pool.next_items(annotator, policy, count, exclude=exclude, ahead=ahead, holder=holder)
+
+    def hold(self, holder: str, item_ids: Collection[int], policy: QueuePolicy) -> None:
+        """Hold queue items for `holder` (a tab) for `policy.reservation_s` seconds from now, renewing holds it
+        has; other holders are given them only when nothing else is left (`feedback.labelling.reservations`)."""
+        self._pool.hold(holder, item_ids, policy)
+
+    def release(self, holder: str, item_ids: Collection[int] | None = None) -> None:
+        """End `holder`'s hold on `item_ids` (answered, skipped or dropped), or on all its items when None."""
+        self._pool.release(holder, item_ids)
 
     def due_check(self, annotator: str, policy: QueuePolicy) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None when none is due or left.

@@ -137,6 +137,10 @@ class ServingSection(Section):
     onnx_threads: int = setting(0, ge=0, description="ONNX Runtime intra-op threads; 0 = all cores.")
     max_input_chars: int = setting(20_000, ge=100, description="Longer input is refused with a message.")
     reload_interval_s: float = setting(2.0, gt=0.0, description="How often the app checks for a new champion.")
+    pool_scoring_s: float = setting(
+        5.0, gt=0.0, description="How often the app looks for pool items its champion has not scored, and scores them "
+        "in the background (after an import, an upload or a new champion).",
+    )
     batch_wait_ms: float = setting(
         3.0, ge=0.0, le=100.0, description="Wait for concurrent requests to batch; 0 = off."
     )

@@ -110,6 +110,10 @@ class QueuePolicy(Section):
     )
     check_share: float = setting(0.1, ge=0.0, le=1.0, description="Share of later queue items that are checks.")
     max_skips: int = setting(200, ge=0, description="Queue skips one annotator may make; beyond it, the queue asks for an answer.")
+    demo_pool: bool = setting(
+        True, description="Put the shipped demo articles in an empty pool at start, so a fresh install has something "
+        "to label; a first import of articles replaces those nobody answered.",
+    )
     spread: int = internal(16, ge=1)  # each annotator's next item is drawn from this many of the most uncertain ones
     # The traffic set: this share of pool items (by a salted hash of the text, fixed when the queue first
     # sees the item) is kept out of the uncertainty order, and this share of queue turns offers one of them,
@@ -117,6 +121,9 @@ class QueuePolicy(Section):
     # on: they are the gate's unbiased sample of what users send (see feedback.training.snapshot).
     traffic_share: float = setting(0.2, ge=0.0, lt=1.0, description="Share of pool and queue that is traffic.")
     traffic_recent: int = internal(1000, ge=1)
+    # An item a tab holds (its buffer, feedback.labelling.reservations) goes to other tabs only once nothing else is
+    # left for them, or after this long without the tab asking (a tab closed mid-way).
+    reservation_s: float = internal(300.0, gt=0.0)
 
 
 class StoreLimits(Section):

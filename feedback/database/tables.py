@@ -90,5 +90,13 @@ served_tallies = sa.Table(
     sa.Column("updated_at", sa.Text, nullable=False),
 )
 
+reservations = sa.Table(
+    "reservations", metadata,
+    sa.Column("item_id", sa.Integer, primary_key=True),
+    sa.Column("holder", sa.Text, primary_key=True),
+    sa.Column("expires_at", FLOAT8, nullable=False),
+    sa.Index("reservations_expires", "expires_at"),
+)
+
 # What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items).
 COPIED = (answers, pool, skips, served_tallies)

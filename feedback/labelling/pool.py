@@ -17,6 +17,8 @@ from feedback.database.db import Database, iso_time
 from feedback.database.query import count, first, insert_on_conflict, rows
 from feedback.database.tables import answers, pool, skips
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling import reservations
+from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE, drop_unanswered_demo, pool_is_empty
 from feedback.labelling.pool_files import cleaned, read_pool_file
 from feedback.traffic.traffic_set import mark_new_items, traffic_turn
 from feedback.trust.rules import check_due
@@ -59,11 +61,12 @@ def settled(required: int) -> sa.ColumnElement[bool]:
 
 @dataclass(frozen=True)
 class ImportReport:
-    """What an import did: rows read, items added, and rows skipped as already in the pool."""
+    """What an import did: rows read, items added, rows skipped as already in the pool, demo items replaced."""
 
     rows: int
     added: int
     duplicates: int
+    demo_removed: int = 0  # unanswered demo articles the import replaced (feedback.labelling.demo)
 
 
 def margin_uncertainty(probabilities: np.ndarray) -> np.ndarray:
@@ -118,6 +121,71 @@ def _queue_items(annotator: str, required: int) -> sa.Select[Any]:
     return sa.select(pool).where(pool.c.gold_label.is_(None), unseen(annotator), ~settled(required))
 
 
+def _draw(db: sa.Connection, annotator: str, policy: QueuePolicy, items: sa.Select[Any]) -> dict[str, Any] | None:
+    """One of `items` for `annotator`: from the most uncertain few, or on a traffic turn from the newest traffic."""
+    ranked = items.where(pool.c.traffic == 0)
+    uncertain = (ranked.where(pool.c.uncertainty.is_not(None))
+                 .order_by(pool.c.uncertainty.desc(), pool.c.id).limit(policy.spread))
+    # Items the champion has not scored yet (feedback.labelling.scoring scores them within seconds) are not
+    # "least sure": they come after scored ones, the oldest few first, never mixed in with the most uncertain.
+    unscored = ranked.where(pool.c.uncertainty.is_(None)).order_by(pool.c.id).limit(policy.spread)
+    # The traffic set's newest unlabelled items (see feedback.traffic.traffic_set): a traffic turn picks one at random.
+    traffic = items.where(pool.c.traffic == 1).order_by(pool.c.id.desc()).limit(policy.traffic_recent)
+    turns = [uncertain, unscored, traffic]  # the next kind when this kind has none left
+    if traffic_turn(db, annotator, policy.traffic_share):
+        turns = [traffic, uncertain, unscored]
+    candidates = next((found for query in turns if (found := rows(db, query))), [])
+    # Each annotator draws from the most uncertain few in their own order, so streams differ and a
+    # check cannot be spotted as the one item that is not the same for every fresh identity.
+    item = min(candidates, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)
+    if item is not None:
+        item.pop("gold_label")
+    return item
+
+
+@dataclass(frozen=True)
+class _CheckState:
+    """What decides whether a known-answer check is due for an annotator: checks answered, answers, skips, and the
+    checks left to them (read once for a batch of items)."""
+
+    checks: int
+    answered: int
+    skipped: int
+    left: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, db: sa.Connection, annotator: str) -> _CheckState:
+        answered_checks = (
+            sa.select(sa.func.count(pool.c.gold_label), sa.func.count())
+            .select_from(answers.outerjoin(pool, pool.c.text_hash == answers.c.text_hash))
+            .where(answers.c.annotator == annotator, answers.c.status.not_in(WITHDRAWN))
+        )
+        checks, answered = (int(n) for n in db.execute(answered_checks).one())
+        skipped = count(db, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
+        left = rows(db, sa.select(pool).where(pool.c.gold_label.is_not(None), unseen(annotator)))
+        return cls(checks, answered, skipped, left)
+
+    def due(self, annotator: str, policy: QueuePolicy, exclude: Collection[int], ahead: int) -> dict[str, Any] | None:
+        """The check due at `ahead` items past the annotator's answers, or None."""
+        if not self.left:
+            return None
+        # The draw is keyed by the set of checks, which visitors do not know, so its outcome cannot be
+        # predicted from an annotator id; it is fixed for a given position, so a reload does not re-roll.
+        salt = text_hash(",".join(sorted(row["text_hash"] for row in self.left)))
+        # `ahead`: items the page already holds, unanswered (web.page.labelling's buffer) come before this one.
+        position = self.answered + max(int(ahead), 0)
+        draw = int(text_hash(f"{salt}:{annotator}:{position}:{self.skipped}")[:12], 16) / 16**12
+        if not check_due(self.checks, draw, min_checks=policy.min_checks, share=policy.check_share):
+            return None
+        left = [row for row in self.left if int(row["id"]) not in exclude]
+        if not left:
+            return None
+        # A per-annotator order, so annotators comparing notes do not see the same sequence of checks.
+        item = dict(min(left, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}")))
+        item.pop("gold_label")  # what the screen shows must not give the answer away
+        return item
+
+
 class Pool:
     """The texts waiting for labels, their uncertainty under the champion, and who skipped what."""
 
@@ -130,7 +198,19 @@ class Pool:
         """Add the texts of a CSV/JSONL file, all or nothing; see `FeedbackStore.import_pool`."""
         path = Path(path)
         rows = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=checks)
-        return self._add_rows(rows, source or path.name)
+        # A host's articles to label replace the demo pool (checks are not articles to label: they leave it).
+        return self._add_rows(rows, source or path.name, replaces_demo=not checks)
+
+    def offer_demo(self) -> int:
+        """Put the shipped demo articles in the pool when it is empty (source 'demo'); how many were added."""
+        rows = read_pool_file(DEMO_FILE, max_chars=self._limits.max_text_chars)
+        added_at = iso_time(self._clock())
+        with self._db.write() as db:
+            if not pool_is_empty(db):
+                return 0
+            added = sum(_insert_pool_row(db, row, DEMO_SOURCE, added_at) for row in rows)
+        log.info("the pool was empty: %d demo articles added (a first import replaces them)", added)
+        return added
 
     def add(
         self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,
@@ -158,15 +238,21 @@ class Pool:
             raise PoolImportError(f"{len(problems)} bad texts; nothing was added: {listed}", problems)
         return self._add_rows(rows, source, None if labels is not None else held)
 
-    def _add_rows(self, rows: list[PoolRow], source: str, held: tuple[str, str] | None = None) -> ImportReport:
+    def _add_rows(
+        self, rows: list[PoolRow], source: str, held: tuple[str, str] | None = None, *, replaces_demo: bool = False
+    ) -> ImportReport:
         added_at = iso_time(self._clock())
-        added = 0
+        added = demo_removed = 0
         # One transaction: a crash part-way leaves the pool exactly as it was.
         with self._db.write() as db:
             for row in rows:
                 added += _insert_pool_row(db, row, source, added_at, held)
-        report = ImportReport(rows=len(rows), added=added, duplicates=len(rows) - added)
+            if replaces_demo and added and source != DEMO_SOURCE:
+                demo_removed = drop_unanswered_demo(db)
+        report = ImportReport(rows=len(rows), added=added, duplicates=len(rows) - added, demo_removed=demo_removed)
         log.info("pool import from %s: %d added, %d duplicates", source, report.added, report.duplicates)
+        if demo_removed:
+            log.info("the import replaced the demo pool: %d unanswered demo articles removed", demo_removed)
         return report
 
     def rescore(self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256) -> int:
@@ -185,7 +271,8 @@ class Pool:
             with self._db.write() as db:
                 db.execute(score, [{"score": float(value), "model": model_version, "item": item_id}
                                    for (item_id, _), value in zip(batch, scores, strict=True)])
-        log.info("rescored %d pool items with model %s", len(pending), model_version)
+        if pending:  # the background scorer looks every few seconds: only rounds that scored something are logged
+            log.info("rescored %d pool items with model %s", len(pending), model_version)
         return len(pending)
 
     def held(self, limit: int = 200) -> list[dict[str, Any]]:
@@ -208,63 +295,66 @@ class Pool:
             return read_gold(db)
 
     def next_item(
-        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
+        self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0,
+        holder: str | None = None,
     ) -> dict[str, Any] | None:
         """The item this annotator should label next, or None; see `FeedbackStore.next_item`."""
+        found = self.next_items(annotator, policy, 1, exclude=exclude, ahead=ahead, holder=holder)
+        return found[0] if found else None
+
+    def next_items(
+        self, annotator: str, policy: QueuePolicy, count: int, *, exclude: Collection[int] = (), ahead: int = 0,
+        holder: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The next `count` items for this annotator, in order (fewer when fewer are left); see
+        `FeedbackStore.next_items`."""
         annotator = check_annotator(annotator)
-        exclude = frozenset(int(item_id) for item_id in exclude)
-        item = self.due_check(annotator, policy, exclude=exclude, ahead=ahead)
-        if item is None:
-            mark_new_items(self._db, policy.traffic_share)
-            items = _queue_items(annotator, policy.labels_required)
-            if exclude:
-                items = items.where(pool.c.id.not_in(sorted(exclude)))
-            uncertain = (items.where(pool.c.traffic == 0)
-                         .order_by(pool.c.uncertainty.desc().nulls_last(), pool.c.id).limit(policy.spread))
-            # The traffic set's newest unlabelled items (see feedback.traffic.traffic_set): a traffic turn picks one at random.
-            traffic = items.where(pool.c.traffic == 1).order_by(pool.c.id.desc()).limit(policy.traffic_recent)
-            with self._db.read() as db:
-                turns = [uncertain, traffic]  # the other kind when this kind has none left
-                if traffic_turn(db, annotator, policy.traffic_share):
-                    turns.reverse()
-                candidates = next((found for query in turns if (found := rows(db, query))), [])
-            # Each annotator draws from the most uncertain few in their own order, so streams differ and a
-            # check cannot be spotted as the one item that is not the same for every fresh identity.
-            item = min(candidates, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"), default=None)
-            if item is not None:
-                item.pop("gold_label")
-        return item
+        excluded = {int(item_id) for item_id in exclude}
+        mark_new_items(self._db, policy.traffic_share)
+        now = self._clock()
+        taken: list[dict[str, Any]] = []
+        ordinary: list[int] = []
+        with self._db.read() as db:  # outside the lock below: no other tab's holds change what checks are due
+            checks = _CheckState.read(db, annotator)
+        # With a holder, chosen and held in one transaction under one lock, so two replicas choosing at once never
+        # hold the same item while another is free; an item others hold is shared only when nothing else is left.
+        with self._db.write(reservations.SCOPE) if holder is not None else self._db.read() as db:
+            for position in range(max(int(count), 0)):
+                item = checks.due(annotator, policy, excluded, ahead + position)
+                if item is None:
+                    items = _queue_items(annotator, policy.labels_required)
+                    if excluded:
+                        items = items.where(pool.c.id.not_in(sorted(excluded)))
+                    free = items.where(~reservations.held_by_others(holder, now)) if holder is not None else None
+                    item = (free is not None and _draw(db, annotator, policy, free)) or _draw(db, annotator, policy, items)
+                    if item is not None:
+                        ordinary.append(int(item["id"]))
+                if item is None:
+                    break
+                taken.append(item)
+                excluded.add(int(item["id"]))
+            if holder is not None and ordinary:
+                reservations.hold(db, holder, ordinary, now, policy.reservation_s)
+        return taken
+
+    def hold(self, holder: str, item_ids: Collection[int], policy: QueuePolicy) -> None:
+        """Hold `item_ids` for `holder` for `policy.reservation_s` from now (renewing holds it has)."""
+        with self._db.write(reservations.SCOPE) as db:
+            reservations.hold(db, holder, item_ids, self._clock(), policy.reservation_s)
+
+    def release(self, holder: str, item_ids: Collection[int] | None = None) -> None:
+        """End `holder`'s hold on `item_ids` (all of them when None)."""
+        with self._db.write(reservations.SCOPE) as db:
+            reservations.release(db, holder, item_ids)
 
     def due_check(
         self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
     ) -> dict[str, Any] | None:
         """The known-answer check this annotator should answer now, or None; see `FeedbackStore.due_check`."""
         annotator = check_annotator(annotator)
-        answered_checks = (
-            sa.select(sa.func.count(pool.c.gold_label), sa.func.count())
-            .select_from(answers.outerjoin(pool, pool.c.text_hash == answers.c.text_hash))
-            .where(answers.c.annotator == annotator, answers.c.status.not_in(WITHDRAWN))
-        )
         with self._db.read() as db:
-            checks, answered = (int(n) for n in db.execute(answered_checks).one())
-            skipped = count(db, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
-            left = rows(db, sa.select(pool).where(pool.c.gold_label.is_not(None), unseen(annotator)))
-        if not left:
-            return None
-        # The draw is keyed by the set of checks, which visitors do not know, so its outcome cannot be
-        # predicted from an annotator id; it is fixed for a given position, so a reload does not re-roll.
-        salt = text_hash(",".join(sorted(row["text_hash"] for row in left)))
-        # `ahead`: items the page already holds, unanswered (web.page.labelling's buffer) come before this one.
-        draw = int(text_hash(f"{salt}:{annotator}:{answered + max(int(ahead), 0)}:{skipped}")[:12], 16) / 16**12
-        if not check_due(checks, draw, min_checks=policy.min_checks, share=policy.check_share):
-            return None
-        left = [row for row in left if int(row["id"]) not in exclude]
-        if not left:
-            return None
-        # A per-annotator order, so annotators comparing notes do not see the same sequence of checks.
-        item = min(left, key=lambda row: text_hash(f"{annotator}:{row['text_hash']}"))
-        item.pop("gold_label")  # what the screen shows must not give the answer away
-        return item
+            checks = _CheckState.read(db, annotator)
+        return checks.due(annotator, policy, {int(item_id) for item_id in exclude}, ahead)
 
     def skip(self, annotator: str, item_id: int, max_skips: int | None = None) -> None:
         """Remember that the annotator skipped an item, so it is not offered to them again."""

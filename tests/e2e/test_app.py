@@ -16,6 +16,7 @@ from feedback.store import FeedbackStore
 from feedback.traffic.traffic_set import is_traffic_turn
 from testkit.models import tiny_settings
 from testkit.server import launched_app
+from testkit.stack import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +129,8 @@ def test_queue_serves_a_1000_row_pool_from_its_most_uncertain_items(served, tmp_
     lines = ["text"] + [f"Report {i}: news about the {topics[i % 8]} number {i} and its {topics[(i * 3) % 8]}" for i in range(1000)]
     pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert store.import_pool(pool).added == 1000
+    # The server scores the pool in the background (feedback.labelling.scoring), not in the queue's requests.
+    wait_until(lambda: (lambda p: p["scored"] == p["items"])(store.stats()["pool"]), 120, "the pool scored")
 
     c = client(url)
     first_text, progress, _, shown = c.predict(api_name="/queue_next")

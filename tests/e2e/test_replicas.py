@@ -134,7 +134,11 @@ def classify(url: str, text: str) -> dict:
         return json.loads(response.read())
 
 
+TABS = 12  # fewer than the demo pool's articles
+
+
 def test_replicas_share_feedback_survive_a_kill_and_follow_the_champion(stack: Stack) -> None:
+    from gradio_client import Client
     from mlflow.tracking import MlflowClient
 
     from testkit.models import build_tiny_champion
@@ -151,6 +155,19 @@ def test_replicas_share_feedback_survive_a_kill_and_follow_the_champion(stack: S
         [result] = classify(url, SPORTS)["results"]
         # Calibrated, the starter makes "Sports" a clear first on this description-like sentence, not a certainty.
         assert result["label"] == "Sports" and result["probabilities"]["Sports"] > 0.5, result
+
+    # Tabs on both replicas are never handed the same article while others remain: each item a tab is given is
+    # held for it in the shared database (what there is to label: the demo pool the first replica offered).
+    tabs = [Client([url_a, url_b][i % 2], verbose=False, download_files=False, analytics_enabled=False)
+            for i in range(TABS)]
+
+    def first_item(i: int) -> str:
+        text, _progress, _message, shown = tabs[i].predict(api_name="/queue_next")
+        assert shown, text
+        return str(text)
+
+    given = at_once(TABS, first_item)  # all asking at once, half on each replica
+    assert len(set(given)) == TABS, given
 
     # A team that bootstraps on its own data replaces the starter: the bootstrap mirrors the server first (the
     # starter is its v0001), trains (here the tiny test model, so the retrains below take seconds), registers v0002.

@@ -263,7 +263,8 @@ class AdminActions:
         except FeedbackError as exc:
             return f"Nothing imported: {exc}"
         what = "known-answer check(s)" if checks else "article(s)"
-        return f"Imported {report.added} {what} ({report.duplicates} already in the pool)."
+        replaced = f" They replace the demo pool ({report.demo_removed} demo articles removed)." if report.demo_removed else ""
+        return f"Imported {report.added} {what} ({report.duplicates} already in the pool).{replaced}"
 
     @admin_only("")
     def export(self, fmt: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -100,13 +99,16 @@ class NewsLoopActions:
         queue_limit: Limiter | None = None,
         queue_items: SessionMap | None = None,
         refused: Callable[[str], None] | None = None,
+        pool_added: Callable[[], None] | None = None,
     ) -> None:
         """The limiters and the queue-item map default to this process's memory; replicas pass ones kept in
         the shared database (see `app.shared_web_state`). `refused` hears why each classification is refused
-        ("invalid", "too_long", "empty", "rate_limited": the server's metrics count them)."""
+        ("invalid", "too_long", "empty", "rate_limited": the server's metrics count them); `pool_added` hears
+        that a correction joined the pool (the background scorer then scores it at once)."""
         self.classifier = classifier
         self.store = store
         self.refused = refused or (lambda reason: None)
+        self.pool_added = pool_added or (lambda: None)
         self.limits = limits
         self.queue = queue
         self.identities = identities
@@ -115,10 +117,8 @@ class NewsLoopActions:
         self.queue_items: SessionMap = queue_items or BoundedMap(capacity, budget, queue_item_bytes)
         self.classify_limit: Limiter = classify_limit or RateLimiter(limits.classify_per_minute, 60.0)
         self.queue_limit: Limiter = queue_limit or RateLimiter(limits.queue_per_minute, 60.0)
-        self._scored_version: str | None = None
-        self._rescore_lock = threading.Lock()
         self.labelling = LabellingQueue(classifier, store, policy=queue, identities=identities, limit=self.queue_limit,
-                                        items=self.queue_items, before_next=self._rescore_if_needed)
+                                        items=self.queue_items)
         self.buffered = BufferedQueue(self.labelling)  # the page's queue tab: items held ahead, answers sent behind
 
     # Classify.
@@ -233,20 +233,9 @@ class NewsLoopActions:
         try:
             added = self.store.add_to_pool([text[: self.store.limits.max_text_chars]], source="correction", held=held)
             if added.added:
-                self._scored_version = None  # score the new item before the queue serves it
+                self.pool_added()
         except FeedbackError:
             pass  # a text the pool refuses stays a stored answer only
-
-    # The labelling queue's order (its buttons are `self.labelling`).
-    def _rescore_if_needed(self) -> None:
-        """Order the pool by the current champion's uncertainty (once per champion)."""
-        version = self.classifier.version
-        if self.store is None or version is None or version == self._scored_version:
-            return
-        with self._rescore_lock:
-            if version != self._scored_version:
-                self.store.rescore(self.classifier.proba_in_label_order, version)
-                self._scored_version = version
 
     def undo(self, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None) -> str:
         """Withdraw this person's last answer given on the Classify tab (the queue has its own undo)."""

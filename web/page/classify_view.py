@@ -112,7 +112,7 @@ def _answer(actions: NewsLoopActions, choice: str) -> Callable[..., list[Any]]:
 def article_html(text: str | None) -> str:
     """The queue article as a focusable, labelled region (escaped: articles are data, never markup)."""
     if not text:
-        return '<article tabindex="-1" aria-label="Article to label"><p>No article to show.</p></article>'
+        return '<article tabindex="-1" aria-label="Article to label"><p>No article to label yet.</p></article>'
     return (f'<article tabindex="0" aria-label="Article to label">'
             f'<p>{html.escape(text).replace(chr(10), "<br>")}</p></article>')
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,10 +17,12 @@ from web.page.session_memory import SessionMap
 from web.server.identity import Identity, IdentityService
 
 QUEUE_STALE = "that article is no longer on screen. Here is the one to label."
+# What an empty queue says: where articles come from, and how the maintainer adds them (never "press again").
+EMPTY = ("Nothing left to label for you. Articles to label come from this site's maintainer, who adds them with "
+         "`newsloop import FILE` or the upload in the admin view.")
 # The page's buffer (web/page/queue.js): how many items one tab may hold, unanswered, and what one sync may carry.
 BUFFER = 5
 MAX_OPS = 8
-LEASE_S = 300.0  # an item held by one tab is handed to others only once nothing else is left, or after this long
 _DONE_KEPT = 32  # answered ids a tab's state remembers, so a resent answer is "saved" again, never stored twice
 _LOCKS = 64
 
@@ -45,8 +45,8 @@ class QueueView:
 class LabellingQueue:
     """The queue's actions for one server. Each item a tab is shown gets a server-issued id, kept in `items`
     with the item; an answer or skip must name it, so a key pressed twice, or a request from a stale page,
-    never lands on an article that was not on that screen. `before_next` runs before an item is picked
-    (the page orders the pool by its champion's uncertainty there)."""
+    never lands on an article that was not on that screen. The pool is scored in the background
+    (`feedback.labelling.scoring`), never in a labeller's request."""
 
     def __init__(
         self,
@@ -57,7 +57,6 @@ class LabellingQueue:
         identities: IdentityService,
         limit: Limiter,
         items: SessionMap,
-        before_next: Callable[[], None] = lambda: None,
     ) -> None:
         self.classifier = classifier
         self.store = store
@@ -65,7 +64,6 @@ class LabellingQueue:
         self.identities = identities
         self.limit = limit
         self.items = items
-        self.before_next = before_next
 
     def _queue_refusal(self, who: Identity) -> QueueView | None:
         if self.store is None:
@@ -78,8 +76,8 @@ class LabellingQueue:
 
     def _next(self, who: Identity, message: str = "") -> QueueView:
         assert self.store is not None
-        self.before_next()
-        return self._show(who, self.store.next_item(who.annotator, self.policy), message)
+        self.store.release(who.session)  # what this tab was shown is answered, skipped or replaced
+        return self._show(who, self.store.next_item(who.annotator, self.policy, holder=who.session), message)
 
     def _show(self, who: Identity, item: dict[str, Any] | None, message: str = "") -> QueueView:
         """Put `item` on this tab's screen under a fresh id (None: nothing left)."""
@@ -87,7 +85,7 @@ class LabellingQueue:
         done = self.store.progress(who.annotator)
         if item is None:
             self.items.pop(who.session)
-            return QueueView("", f"Nothing left to label. You have labelled **{done}** article(s). Thank you!", message, "")
+            return QueueView("", f"{EMPTY} You have labelled **{done}** article(s). Thank you!", message, "")
         shown = new_shown_id()
         self.items.put(who.session, {"id": item["id"], "text": item["text"], "shown": shown})
         # Checks and ordinary items are counted together (feedback.labelling.progress): the count never tells them apart.
@@ -153,6 +151,8 @@ class LabellingQueue:
         if undone is None or undone.get("item_id") is None:
             return QueueView(None, None, "Nothing to undo in the queue.", None)
         message = f"Undone: **{undone['user_label']}** for {snippet(undone['text'])}. Label it again."
+        self.store.release(who.session)
+        self.store.hold(who.session, [int(undone["item_id"])], self.policy)
         return self._show(who, {"id": undone["item_id"], "text": undone["text"]}, message)
 
 
@@ -160,31 +160,13 @@ class BufferedQueue:
     """The page's buffered queue (web/page/queue.js): one `sync` carries the tab's answers, skips and undos, in
     the order they were made, and tops its buffer up to `BUFFER` items. Each item is put in the tab's state under
     a server-issued id; an answer naming any other id is refused, so the rules of `LabellingQueue` hold
-    unchanged: every op counts against the queue's rate limit (a refill costs one only when it comes alone)."""
+    unchanged: every op counts against the queue's rate limit (a refill costs one only when it comes alone).
+    The items a tab holds are held for it in the feedback database (`FeedbackStore.hold`), so no tab on any replica
+    is handed them while others remain."""
 
-    def __init__(self, queue: LabellingQueue, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, queue: LabellingQueue) -> None:
         self.queue = queue
-        self.clock = clock
-        self._leases: dict[int, tuple[str, float]] = {}  # item id -> (the tab holding it, until when)
-        self._lease_lock = threading.Lock()
         self._locks = [threading.Lock() for _ in range(_LOCKS)]
-
-    # Leases: an item one tab holds goes to other tabs only when nothing else is left for them.
-    def _leased_by_others(self, key: str) -> set[int]:
-        now = self.clock()
-        with self._lease_lock:
-            for item_id in [i for i, (_, until) in self._leases.items() if until <= now]:
-                del self._leases[item_id]
-            return {item_id for item_id, (holder, _) in self._leases.items() if holder != key}
-
-    def _lease(self, key: str, item_id: int) -> None:
-        with self._lease_lock:
-            self._leases[item_id] = (key, self.clock() + LEASE_S)
-
-    def _release(self, key: str, item_id: int) -> None:
-        with self._lease_lock:
-            if self._leases.get(item_id, ("", 0.0))[0] == key:
-                del self._leases[item_id]
 
     def sync(self, payload: object, request: Any = None, profile: Any = None) -> dict[str, Any]:
         """`payload` (JSON): {"ops": [{"op": "answer", "shown", "label"} | {"op": "skip", "shown"} | {"op": "undo"}],
@@ -205,10 +187,12 @@ class BufferedQueue:
             done: list[list[str]] = [d for d in state.get("done", []) if isinstance(d, list) and len(d) == 2]
             held: list[dict[str, Any]] = [h for h in state.get("held", []) if isinstance(h, dict)]
             keep = have | {op.get("shown") for op in ops}
-            for item in held:
-                if item["shown"] not in keep:
-                    self._release(key, int(item["id"]))
+            dropped = [int(item["id"]) for item in held if item["shown"] not in keep]
+            if dropped:
+                q.store.release(key, dropped)
             held = [item for item in held if item["shown"] in keep]
+            if held:  # still this tab's: renewed, so a tab that keeps asking never loses what it holds
+                q.store.hold(key, [int(item["id"]) for item in held], q.policy)
             charged = False
             for n, op in enumerate(ops):
                 wait = q.limit.check(who.address)
@@ -238,25 +222,18 @@ class BufferedQueue:
         done_n = q.store.progress(who.annotator)
         left = q.store.queue_left(who.annotator, q.policy)
         out["progress"] = (f"You have labelled **{done_n}**, **{max(left, 1)}** left." if left or held
-                           else f"Nothing left to label. You have labelled **{done_n}** article(s). Thank you!")
+                           else f"{EMPTY} You have labelled **{done_n}** article(s). Thank you!")
         return out
 
     def _refill(self, who: Identity, key: str, held: list[dict[str, Any]], room: int) -> bool:
         """Add up to `room` items to `held`; False when none was left to add."""
         q = self.queue
         assert q.store is not None
-        q.before_next()
-        for _ in range(room):
-            mine = {int(item["id"]) for item in held}
-            others = self._leased_by_others(key)
-            item = q.store.next_item(who.annotator, q.policy, exclude=mine | others, ahead=len(held))
-            if item is None and others:  # nothing else left: share an item another tab holds
-                item = q.store.next_item(who.annotator, q.policy, exclude=mine, ahead=len(held))
-            if item is None:
-                return False
-            held.append({"id": int(item["id"]), "text": item["text"], "shown": new_shown_id()})
-            self._lease(key, int(item["id"]))
-        return True
+        mine = {int(item["id"]) for item in held}
+        # Held for this tab as they are chosen; one another tab holds comes only when nothing else is left.
+        items = q.store.next_items(who.annotator, q.policy, room, exclude=mine, ahead=len(held), holder=key)
+        held.extend({"id": int(item["id"]), "text": item["text"], "shown": new_shown_id()} for item in items)
+        return len(items) == room
 
     def _apply(
         self, who: Identity, key: str, op: dict[str, Any], held: list[dict[str, Any]], done: list[list[str]]
@@ -270,7 +247,7 @@ class BufferedQueue:
                 return {"shown": "", "status": "nothing", "message": "Nothing to undo in the queue."}
             item = {"id": int(undone["item_id"]), "text": undone["text"], "shown": new_shown_id()}
             held.insert(0, item)
-            self._lease(key, item["id"])
+            q.store.hold(key, [item["id"]], q.policy)
             return {"shown": "", "status": "undone", "item": {"shown": item["shown"], "text": item["text"]},
                     "message": f"Undone: **{undone['user_label']}** for {snippet(undone['text'])}. Label it again."}
         found = next((item for item in held if names_shown(shown, item["shown"])), None)
@@ -287,7 +264,7 @@ class BufferedQueue:
             except FeedbackError as exc:
                 return {"shown": shown, "status": "refused", "message": f"Not skipped: {exc}."}
             held.remove(found)
-            self._release(key, found["id"])
+            q.store.release(key, [found["id"]])
             done.append([found["shown"], ""])
             return {"shown": shown, "status": "skipped", "message": f"Skipped {snippet(found['text'])}."}
         topic = topic_of(op.get("label"))
@@ -307,7 +284,7 @@ class BufferedQueue:
         except FeedbackError as exc:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {exc}"}
         held.remove(found)
-        self._release(key, found["id"])
+        q.store.release(key, [found["id"]])
         done.append([found["shown"], topic])
         return {"shown": shown, "status": "saved", "message": f"Saved as **{topic}**: {snippet(found['text'])}."}
 

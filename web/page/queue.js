@@ -29,7 +29,7 @@
   window.newsloopQueue = q;
 
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-  const md = (s) => esc(s).replace(/\*\*(.+?)\*\*/g, "<strong>$1</strong>");
+  const md = (s) => esc(s).replace(/\*\*(.+?)\*\*/g, "<strong>$1</strong>").replace(/`(.+?)`/g, "<code>$1</code>");
   const snippet = (text) => {
     const words = text.split(/\s+/).filter(Boolean);
     return "“" + words.slice(0, 8).join(" ") + (words.length > 8 ? "…" : "") + "”";
@@ -58,7 +58,8 @@
         p.appendChild(document.createTextNode(line));
       });
     } else {
-      p.textContent = q.empty ? "No article to show." : "Loading the next article…";
+      p.textContent = q.empty ? "No article to label yet: articles come from this site's maintainer (see above)."
+        : "Loading the next article…";
     }
     article.appendChild(p);
     const focused = document.activeElement === old;
@@ -102,8 +103,9 @@
     renderArticle();
   }
 
-  function notTaken(why) {
-    q.sign = `Not taken: ${why} Press again.`;
+  // `again`: whether pressing again can help (not when the queue is empty: only the maintainer can fill it).
+  function notTaken(why, again = true) {
+    q.sign = `Not taken: ${why}` + (again ? " Press again." : "");
     const el = part("#queue-ack .q-sign");
     if (el) {
       el.classList.remove("flash");
@@ -125,7 +127,8 @@
       return false;
     }
     if (!q.current) {
-      notTaken(q.empty ? "there is no article to label." : "the next article has not arrived yet.");
+      if (q.empty) notTaken("there is no article to label; articles come from this site's maintainer.", false);
+      else notTaken("the next article has not arrived yet.");
       return false;
     }
     if (performance.now() - q.shownAt < q.guardMs) {

@@ -20,6 +20,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 
 from core.settings.config import LimitsSection
@@ -36,6 +37,7 @@ from web.server.gradio_internals import (
 )
 from web.server.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
 from web.server.origin_guard import OriginGuard, OriginPolicy
+from web.server.page_cache import PageCache
 
 EarlyCheck = Callable[[Request], "str | None"]
 
@@ -215,6 +217,10 @@ async def _refuse(send: Any, status: int, detail: str, retry_after: int | None =
     await send({"type": "http.response.body", "body": body})
 
 
+GZIP_MIN_BYTES = 1024  # smaller bodies gain too little for the work
+GZIP_LEVEL = 6  # the usual trade: most of level 9's saving for about half its CPU per response
+
+
 def build_server(
     demo: gr.Blocks, identities: IdentityService, options: ServerOptions, is_admin: Callable[[Any], bool] = lambda _: False
 ) -> FastAPI:
@@ -244,6 +250,11 @@ def build_server(
     # browser ids must exist before the guard looks.
     fair_share = FairShare(options.events_per_address, queue_holds(demo))
     early = handler_ids(demo, options.early_refusals)
+    # Innermost: what the app answers is compressed for a browser that accepts it (the page's configuration shrinks
+    # to about a sixth); Starlette leaves event streams (the queue's answers) and small bodies as they are.
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=GZIP_LEVEL)
+    if options.auth is None:  # with Gradio's sign-in the page names its user: built per request, as Gradio does
+        app.add_middleware(PageCache)  # the page, compressed, built once per address it is reached under
     # Gradio answers any origin's CORS request with credentials unless the app configures CORS itself (its
     # CustomCORSMiddleware defers to a Starlette CORSMiddleware on the parent app): name only the app's own.
     app.add_middleware(CORSMiddleware, allow_origins=options.origins.cors_origins, allow_credentials=True,
