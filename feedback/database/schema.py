@@ -139,7 +139,7 @@ def _v9(op: Operations) -> None:
     )
 
 
-def _v11(op: Operations) -> None:
+def _v10(op: Operations) -> None:
     """Queue items held for a tab (`feedback.labelling.reservations`): who holds each and until when, so every
     replica hands a tab only items no other tab holds while others remain. One row per item and holder."""
     op.create_table(
@@ -150,7 +150,7 @@ def _v11(op: Operations) -> None:
 
 
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
-MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v11}
+MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).
