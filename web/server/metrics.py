@@ -46,8 +46,8 @@ from core.storage.paths import HomePaths
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, utc_day
 from feedback.validate import Status
-from web.page.actions import Classifier
 from web.server.identity import ASGIApp, Scope
+from web.server.serving import Classifier
 
 log = logging.getLogger(__name__)
 
