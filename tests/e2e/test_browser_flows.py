@@ -77,7 +77,7 @@ def to_admin(page) -> None:  # type: ignore[no-untyped-def]
     already (a reload), stay."""
     if "/admin/" not in page.url:
         page.click("#maintainers a")
-        page.wait_for_url("**/admin/")
+        page.wait_for_url("**/admin/", wait_until="domcontentloaded")
     page.wait_for_selector("#admin-password, #admin-panel", state="attached")
     page.wait_for_selector("#admin-login, #admin-logout >> visible=true")
 

@@ -23,8 +23,9 @@ def build_admin_page(admin: AdminActions, *, hf_sign_in: bool = False) -> gr.Blo
     """The maintainers' page, wired to `admin`. `hf_sign_in` adds Hugging Face's sign-in button (on a Space with OAuth):
     an account on NEWSLOOP_ADMIN_USERS is an admin without the password."""
     with gr.Blocks(title="NewsLoop: maintainers") as demo:
-        gr.Markdown(f'# NewsLoop: maintainers\n<a href="{PAGE_LINK}" id="labellers-link">Labellers\' page</a>',
-                    elem_id="admin-header")
+        gr.Markdown("# NewsLoop: maintainers")
+        # gr.HTML, not Markdown: Gradio opens a Markdown link in a new tab.
+        gr.HTML(f'<a href="{PAGE_LINK}" id="labellers-link">Labellers\' page</a>', elem_id="labellers")
         if hf_sign_in:
             gr.LoginButton()
         build_admin(admin, demo)

@@ -32,6 +32,7 @@ def build_page(actions: NewsLoopActions, *, hf_sign_in: bool = False, admin_link
         build_queue_sync(actions)
         model_note = gr.Markdown(actions.model_note(), elem_id="model-note")
         if admin_link:
-            gr.Markdown(f'<a href="{ADMIN_LINK}" id="maintainers-link">Maintainers</a>', elem_id="maintainers")
+            # gr.HTML, not Markdown: Gradio opens a Markdown link in a new tab.
+            gr.HTML(f'<a href="{ADMIN_LINK}" id="maintainers-link">Maintainers</a>', elem_id="maintainers")
         demo.load(lambda: actions.model_note(), outputs=model_note, api_visibility="private")
     return demo
