@@ -111,6 +111,11 @@ def test_the_page_is_a_space_with_hugging_face_sign_in(space: Space) -> None:
     # Gradio's own OAuth routes are attached: the real ones (the local mock would need a Hub token to start).
     assert visitor.http.get("/logout", follow_redirects=False).status_code in (302, 307)
     assert visitor.http.get("/login/huggingface", follow_redirects=False).status_code != 404
+    # The maintainers' page has its own button (an account on NEWSLOOP_ADMINS signs in there without a password).
+    # (a fresh connection: the sign-in route above leaves its own closed)
+    admin_config = space.visitor().get(f"{ADMIN_PAGE}/config").json()
+    assert "Sign in with Hugging Face" in [c["props"].get("value") for c in admin_config["components"]
+                                           if c.get("type") == "button"]
 
 
 def test_a_signed_in_answer_is_stored_as_that_account_verified(space: Space) -> None:
