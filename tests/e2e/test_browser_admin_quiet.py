@@ -71,8 +71,8 @@ def test_the_admin_view_raises_no_alarm_idle_or_through_a_refused_and_a_promoted
     url, _ = served
     caplog.set_level(logging.WARNING)
     page = open_page(browser, url)
-    page.evaluate(WATCH_ERRORS_JS)
     to_admin(page)
+    page.evaluate(WATCH_ERRORS_JS)  # on the maintainers' page, where it watches
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
     _wait_for_text(page, "#admin-tiles", "answers")
