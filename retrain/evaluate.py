@@ -11,7 +11,7 @@ import numpy as np
 
 from core.data import Example
 from core.evaluation.decision import GateResult
-from core.evaluation.metrics import evaluate_probabilities
+from core.evaluation.metrics import classification_metrics, evaluate_probabilities
 from core.registry.versions import ModelVersion
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import GateConfig
@@ -44,6 +44,20 @@ def served_probs(version: ModelVersion, examples: list[Example]) -> np.ndarray:
         if probs.shape[0] == len(examples):
             return probs
     return OnnxClassifier(version.path).proba_in_label_order([ex.text for ex in examples])
+
+
+def validation_scores(champion: ModelVersion, challenger: ModelVersion, as_labelled: list[Example],
+                      as_corrected: list[Example]) -> dict[str, dict[str, dict[str, float]]]:
+    """Accuracy and macro-F1 of both models on the base validation as labelled and as corrected by the label fixes:
+    {"as_labelled": {"champion": {...}, "challenger": {...}}, "as_corrected": {...}}."""
+    scores: dict[str, dict[str, dict[str, float]]] = {}
+    for part, examples in (("as_labelled", as_labelled), ("as_corrected", as_corrected)):
+        y = [e.label for e in examples]
+        scores[part] = {}
+        for who, version in (("champion", champion), ("challenger", challenger)):
+            metrics = classification_metrics(y, served_probs(version, examples).argmax(axis=1))
+            scores[part][who] = {"accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"], "n": metrics["n"]}
+    return scores
 
 
 def judge(
