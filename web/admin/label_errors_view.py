@@ -42,7 +42,8 @@ def decision_label(row: dict[str, Any]) -> str:
             Action.KEEP: f"kept {row['label_before']}", Action.EXCLUDE: f"excluded ({row['label_before']})"}
     when = str(row.get("decided_at", ""))[:16].replace("T", " ")
     text = " ".join(str(row["text"]).split())
-    return f"#{row['id']} · {what[Action(row['action'])]} · {row['decided_by']} · {when}\n{text[:160]}"
+    text = text if len(text) <= 160 else text[:159] + "…"
+    return f"#{row['id']} · {what[Action(row['action'])]} · {row['decided_by']} · {when}\n{text}"
 
 
 class LabelErrorsPanel:
