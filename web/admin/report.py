@@ -30,7 +30,9 @@ def decision_numbers(run: RunRecord | None) -> dict[str, Any]:
     if run is None:
         return {}
     record = run.as_dict()
-    return {k: record[k] for k in ("decision", "reasons", "rows", "seconds", "challenger")} | {
+    # The label fixes read through, and validation as labelled and as corrected, only where there were any.
+    fixes = {k: record[k] for k in ("label_fixes", "validation_scores") if record.get(k)}
+    return {k: record[k] for k in ("decision", "reasons", "rows", "seconds", "challenger")} | fixes | {
         "rules": [r.to_dict() for r in run.rules]}
 
 
