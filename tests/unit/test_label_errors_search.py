@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from core.command_line import ExitCode
 from core.data import Example, load_corpus
 from core.labels import LABELS
 from core.settings.policies import TrustPolicy
+from core.text import text_hash
 from feedback.store import FeedbackStore
 from newsloop.cli import main
 from retrain.label_errors import cached_embeddings, flip_labels, out_of_fold_probs, search
@@ -146,3 +148,16 @@ def test_bad_decisions_exit_with_bad_input(home: Path, capsys: pytest.CaptureFix
     assert "candidate id must be a whole number" in capsys.readouterr().err
     assert main(["review", "label-errors", "list"]) == ExitCode.OK
     assert _json(capsys) == {"search": None, "total": 0, "listed": 0, "candidates": []}
+
+
+def test_seed_rows_are_named_by_the_seed_file_and_read_through_fixes() -> None:
+    from core.data import load_seed
+    from feedback.training.fixes import LabelFixes
+    from retrain.label_errors import base_rows
+
+    corpus = load_seed()
+    first = corpus.train[0]
+    fixes = LabelFixes(exclude=frozenset({("base", text_hash(first.text), LABELS[first.label])}))
+    rows = base_rows(corpus, "seed", fixes)
+    assert len(rows) == len(corpus.train) + len(corpus.validation) - 1 and first.text not in {r.text for r in rows}
+    assert all(re.fullmatch(r"seed_news\.csv row \d+", r.origin) for r in rows)
