@@ -9,6 +9,13 @@ the clean labels, on the flipped ones, and on the flipped ones with the top 2k c
 
     NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors
     python -m bench.label_errors --quick     # seconds: 400 rows, a tiny random encoder (mechanics only)
+
+With --fixes HOME it measures a maintainer's real decisions instead: after `newsloop label-errors` and `newsloop
+review label-errors ...` in HOME, the champion's served accuracy on the base validation as labelled and as
+corrected, and the same linear models (over the champion's cached embeddings) trained on the base training rows as
+labelled and as corrected.
+
+    NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors --extra --fixes HOME
 """
 
 from __future__ import annotations
@@ -111,6 +118,57 @@ def _embeddings_only(given: np.ndarray, vectors: np.ndarray, seed: int) -> np.nd
                              given, cv=folds, method="predict_proba")
 
 
+def measure_fixes(home: Path, data: str, *, val_fraction: float, extra: bool, max_length: int) -> str:
+    """The table of --fixes: what HOME's live label fixes change in the champion's and the linear models' scores."""
+    from core.registry.versions import ModelRegistry
+    from core.storage.paths import CHECKPOINT_DIR, HomePaths
+    from feedback.store import FeedbackStore
+    from feedback.training.fixes import LabelFixes, read_fixes
+    from retrain.evaluate import served_probs
+    from retrain.label_errors import base_rows
+
+    paths = HomePaths(home)
+    store = FeedbackStore(paths.feedback_db)
+    try:
+        fixes = read_fixes(store)
+    finally:
+        store.close()
+    corpus = load_corpus(data, val_fraction, extra)
+    champion = ModelRegistry(paths.models_dir).champion()
+    if champion is None:
+        raise SystemExit(f"{home} has no champion")
+    texts = [r.text for r in base_rows(corpus, data, LabelFixes())]  # the search's rows, in its order: its cache
+    vectors = cached_embeddings(paths.embeddings_cache, f"champion {champion.version}\0{max_length}", texts,
+                                encoder_embedder(str(champion.path / CHECKPOINT_DIR), max_length))
+    train_vectors, val_vectors = vectors[: len(corpus.train)], vectors[len(corpus.train):]
+    views = {"as labelled": (corpus.train, corpus.validation),
+             "as corrected": (fixes.examples(corpus.train), fixes.examples(corpus.validation))}
+    lines = [f"{corpus.description}: {len(fixes)} live fixes, {fixes.touched(corpus.train)} on base training rows, "
+             f"{fixes.touched(corpus.validation)} on validation rows", "",
+             "| validation | champion (served) | linear models trained as labelled | linear models trained as corrected |",
+             "|---|---|---|---|"]
+    keep_train = _kept(corpus.train, views["as corrected"][0])
+    keep_val = _kept(corpus.validation, views["as corrected"][1])
+    for view, (_, validation) in views.items():
+        val_rows = val_vectors if view == "as labelled" else val_vectors[keep_val]
+        probs = served_probs(champion, validation)
+        right = probs.argmax(axis=1) == np.array([e.label for e in validation])
+        cells = [f"{right.mean():.4f} ± {np.sqrt(right.mean() * (1 - right.mean()) / len(right)):.4f}"]
+        for train_view in views:
+            train = views[train_view][0]
+            train_rows = train_vectors if train_view == "as labelled" else train_vectors[keep_train]
+            acc, se = _linear_accuracy(train, [e.label for e in train], train_rows, validation, val_rows)
+            cells.append(f"{acc:.4f} ± {se:.4f}")
+        lines.append(f"| {view} ({len(validation)} rows) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _kept(rows: Sequence[Example], kept: Sequence[Example]) -> np.ndarray:
+    """The positions in `rows` of the rows `kept` still holds (the fixes leave excluded rows out, in order)."""
+    texts = {e.text for e in kept}
+    return np.array([i for i, e in enumerate(rows) if e.text in texts], dtype=np.int64)
+
+
 def report(result: dict[str, object]) -> str:
     lines = [f"{result['description']}: {result['rows']} training rows, {result['flipped']} labels flipped; "
              f"embeddings {result['embed_seconds']:.0f} s", "",
@@ -139,10 +197,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.add_argument("--max-length", type=int, default=MAX_LENGTH, help=f"tokens per text (default {MAX_LENGTH})")
     args.add_argument("--quick", action="store_true",
                       help=f"the first {QUICK_ROWS} rows and a tiny random encoder: seconds, mechanics only")
+    args.add_argument("--fixes", type=Path, default=None, metavar="HOME",
+                      help="instead, measure the live label fixes of this NEWSLOOP_HOME (see above)")
     options = args.parse_args(argv)
     configure_logging(logging.INFO)
     watch = CpuWatch()
     started = time.perf_counter()
+    if options.fixes is not None:
+        print(measure_fixes(options.fixes, options.data or default_data(), val_fraction=options.val_fraction,
+                            extra=options.extra, max_length=options.max_length))
+        print(f"\n{time.perf_counter() - started:.0f} s in all. {contention_note(watch.share())}")
+        return 0
     with tempfile.TemporaryDirectory() as scratch:
         result = run(options.data or default_data(), share=options.share, seed=options.seed,
                      rows=QUICK_ROWS if options.quick and not options.rows else options.rows, model=options.model,
