@@ -122,3 +122,39 @@ def test_relabel_one_exclude_two_undo_one_and_the_challenger_trains_on_exactly_t
     expected = [(e.text, LABELS.index(_other(e)) if e.text == relabelled else e.label)
                 for e in corpus.train if e.text != excluded]
     assert [(e.text, e.label) for e in seen[0].base] == expected
+
+
+@pytest.fixture
+def served_empty(tiny_home_copy: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The tiny app with no search yet; its Search button's child process reads this process's environment."""
+    from testkit.stack import TINY_ENV
+
+    for name, value in TINY_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("NEWSLOOP_HOME", str(tiny_home_copy))
+    settings = open_limits_settings(tiny_home_copy, admin_password=SecretStr(PASSWORD))
+    store = open_limits_store(settings.paths.feedback_db)
+    with launched_app(settings, store) as (url, _):
+        yield url
+    store.close()
+
+
+def test_the_search_button_runs_the_search_as_a_job_and_its_candidates_are_listed(browser, served_empty) -> None:  # type: ignore[no-untyped-def]
+    page = open_page(browser, served_empty)
+    tab(page, "Admin")
+    page.fill("#admin-password input", PASSWORD)
+    page.press("#admin-password input", "Enter")
+    _wait_for_text(page, "#label-errors-summary", "No search yet")
+    page.click("#label-errors-find")
+    _wait_for_text(page, "#label-errors-msg", "Searching for label errors")
+    # `newsloop label-errors` in a child process (torch never loads in the server): list again until it has stored
+    for _ in range(60):
+        page.click("#label-errors-refresh")
+        page.wait_for_timeout(2000)
+        if "possible label error" in page.inner_text("#label-errors-summary"):
+            break
+    summary = page.inner_text("#label-errors-summary")
+    assert "possible label error" in summary, summary
+    assert "seed_news.csv row" in page.inner_text("#label-errors-list")
+    assert not page.errors
+    page.context.close()
