@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -240,8 +241,10 @@ def search(
     vectors = cached_embeddings(cache_dir, f"{model_key}\0{max_length}", texts, embedder)
     probs = out_of_fold_probs(texts, [r.label for r in rows], vectors, seed)
     found = rank_candidates(rows, probs)
-    search_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime(clock()))
-    stored = store.label_errors.save_search(search_id, found[:limit] if limit else found)
+    # When, to the second, and a few random characters: two searches in one second stay apart.
+    search_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(clock()))}-{secrets.token_hex(2)}"
+    stored = store.label_errors.save_search(search_id, found[:limit] if limit else found, rows=len(rows),
+                                            candidates=len(found), model=model_key)
     return SearchReport(search_id, len(rows), sum(r.source is Source.BASE for r in rows),
                         sum(r.source is Source.ANSWER for r in rows), len(found), stored, model_key,
                         round(time.perf_counter() - started, 1))

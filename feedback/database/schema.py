@@ -150,9 +150,15 @@ def _v10(op: Operations) -> None:
 
 
 def _v11(op: Operations) -> None:
-    """Possible label errors (`feedback.trust.label_errors`): the candidates a search found (a base row, named by its
-    file and row, or a trusted answer's text), and every decision a maintainer made on one (relabel, keep or exclude
-    from training; who, when, the label before and after), kept when undone."""
+    """Possible label errors (`feedback.trust.label_errors`): each search (when, how many rows, with which model), the
+    candidates it found (a base row, named by its file and row, or a trusted answer's text), and every decision a
+    maintainer made on one (relabel, keep or exclude from training; who, when, the label before and after), kept
+    when undone."""
+    op.create_table(
+        "label_searches", _text("search_id", required=True), _text("created_at", required=True),
+        sa.Column("rows", sa.Integer, nullable=False), sa.Column("candidates", sa.Integer, nullable=False),
+        _text("model"), sa.PrimaryKeyConstraint("search_id"),
+    )
     op.create_table(
         "label_candidates", _id(), _text("search_id", required=True), _text("source", required=True),
         _text("text_hash", required=True), _text("origin", required=True), _text("text", required=True),

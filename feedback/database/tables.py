@@ -98,6 +98,15 @@ reservations = sa.Table(
     sa.Index("reservations_expires", "expires_at"),
 )
 
+label_searches = sa.Table(
+    "label_searches", metadata,
+    sa.Column("search_id", sa.Text, primary_key=True),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("rows", sa.Integer, nullable=False),  # rows the search read
+    sa.Column("candidates", sa.Integer, nullable=False),  # candidates it found (it may store fewer)
+    sa.Column("model", sa.Text),  # whose embeddings: "champion v0003", "base all-MiniLM-L6-v2"
+)
+
 label_candidates = sa.Table(
     "label_candidates", metadata,
     sa.Column("id", ROW_ID, sa.Identity(), primary_key=True),
@@ -131,4 +140,4 @@ label_fixes = sa.Table(
 
 # What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items); the label fixes go
 # with it because a retrain reads them from that copy.
-COPIED = (answers, pool, skips, served_tallies, label_candidates, label_fixes)
+COPIED = (answers, pool, skips, served_tallies, label_searches, label_candidates, label_fixes)

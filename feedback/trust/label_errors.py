@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from feedback.database.db import Database, iso_time
 from feedback.database.query import first, inserted_id, rows
-from feedback.database.tables import label_candidates, label_fixes
+from feedback.database.tables import label_candidates, label_fixes, label_searches
 from feedback.errors import FeedbackError
 from feedback.validate import canonical_label, check_row_id
 
@@ -108,8 +108,11 @@ class LabelErrors:
         self._db = db
         self._clock = clock
 
-    def save_search(self, search_id: str, found: Sequence[Candidate]) -> int:
-        """Store one search's candidates, most likely error first (their order is their rank); returns how many."""
+    def save_search(self, search_id: str, found: Sequence[Candidate], *, rows: int = 0, candidates: int | None = None,
+                    model: str = "") -> int:
+        """Record one search (it read `rows` rows with `model`'s embeddings and found `candidates`, by default as
+        many as `found`) and store `found`, most likely error first (their order is their rank); returns how many
+        were stored. A search that found nothing is recorded too: the panel then lists nothing, not an older search."""
         if not search_id:
             raise FeedbackError("a search needs an id")
         now = iso_time(self._clock())
@@ -120,16 +123,21 @@ class LabelErrors:
             "rank": rank, "created_at": now,
         } for rank, c in enumerate(found, start=1)]
         with self._db.write() as conn:
+            if first(conn, sa.select(label_searches.c.search_id).where(label_searches.c.search_id == search_id)):
+                raise FeedbackError(f"a search {search_id} is stored already")
+            conn.execute(sa.insert(label_searches).values(
+                search_id=search_id, created_at=now, rows=int(rows), model=model or None,
+                candidates=len(values) if candidates is None else int(candidates)))
             if values:
                 conn.execute(sa.insert(label_candidates), values)
         log.info("label-error search %s: %d candidate(s) stored", search_id, len(values))
         return len(values)
 
-    def latest_search(self) -> str | None:
-        """The id of the newest search stored, or None."""
+    def latest_search(self) -> dict[str, Any] | None:
+        """The newest search recorded (search_id, created_at, rows, candidates, model), or None."""
         with self._db.read() as conn:
-            row = first(conn, sa.select(label_candidates.c.search_id).order_by(label_candidates.c.id.desc()).limit(1))
-        return None if row is None else str(row["search_id"])
+            return first(conn, sa.select(label_searches)
+                         .order_by(label_searches.c.created_at.desc(), label_searches.c.search_id.desc()).limit(1))
 
     def open_candidates(self, limit: int = 200, source: str | None = None) -> tuple[list[dict[str, Any]], int]:
         """The newest search's candidates nobody has decided on for their label (a live decision), in rank order (at
@@ -137,7 +145,7 @@ class LabelErrors:
         search = self.latest_search()
         if search is None:
             return [], 0
-        where = [label_candidates.c.search_id == search, ~_live_on(label_candidates)]
+        where = [label_candidates.c.search_id == search["search_id"], ~_live_on(label_candidates)]
         if source:
             where.append(label_candidates.c.source == Source(source).value)
         limit = max(1, min(int(limit), MAX_SHOWN))

@@ -68,7 +68,7 @@ def test_relabel_one_exclude_two_undo_one_and_the_challenger_trains_on_exactly_t
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
     summary = _wait_for_text(page, "#label-errors-summary", "possible label error")
-    assert "**4**" in summary or "4 possible" in summary
+    assert "4 possible" in summary
     listed = page.inner_text("#label-errors-list")
     assert f"{LABELS[doubted[0].label]} → {_other(doubted[0])} 90%" in listed and "seed_news.csv row 50" in listed
 

@@ -21,6 +21,8 @@ ROWS = [Example("Stocks fall on rate fears", label_index("Sports")),
         Example("Striker signs for the champions", label_index("World")),
         Example("Quarterly profit beats forecasts", label_index("Sci/Tech"))]
 SUGGESTIONS = ["Business", "Sci/Tech", "World", "Sports", "Business"]
+NEW_YEAR = 1767225600.0  # 2026-01-01 00:00 UTC
+SEARCH = "the search of 2026-01-01 00:00 UTC (1,200 rows read, 5 found)"
 
 
 class _Jobs:
@@ -50,10 +52,10 @@ class _Admin:
 
 
 def _panel(tmp_path: Path, admin: bool = True) -> tuple[LabelErrorsPanel, FeedbackStore, list[int]]:
-    store = FeedbackStore(tmp_path / "feedback.db")
+    store = FeedbackStore(tmp_path / "feedback.db", clock=lambda: NEW_YEAR)
     store.label_errors.save_search("20260101-000000", [
         Candidate(Source.BASE, text_hash(e.text), f"train.csv row {i + 1}", e.text, LABELS[e.label], s, 0.9 - i / 10)
-        for i, (e, s) in enumerate(zip(ROWS, SUGGESTIONS, strict=True))])
+        for i, (e, s) in enumerate(zip(ROWS, SUGGESTIONS, strict=True))], rows=1200)
     ids = [r["id"] for r in store.label_errors.open_candidates()[0]]
     return LabelErrorsPanel(_Admin(store, admin)), store, ids  # type: ignore[arg-type]
 
@@ -61,7 +63,7 @@ def _panel(tmp_path: Path, admin: bool = True) -> tuple[LabelErrorsPanel, Feedba
 def test_the_list_shows_label_suggestion_how_sure_and_where_from(tmp_path: Path) -> None:
     panel, _, ids = _panel(tmp_path)
     summary, listing, decisions = panel.search(ANY, request=object())  # type: ignore[arg-type]
-    assert "**5** possible label error(s) from the search of 20260101-000000" in summary
+    assert summary.startswith(f"**5** possible label error(s) to decide, from {SEARCH}, the likeliest first.")
     assert listing["choices"][0] == (f"#{ids[0]} · Sports → Business 90% · train.csv row 1\nStocks fall on rate fears",
                                      ids[0])
     assert listing["value"] == [] and decisions["choices"] == []
@@ -88,7 +90,7 @@ def test_relabel_one_exclude_two_undo_one_then_training_reads_exactly_those(tmp_
     assert summary.startswith("**1** possible") and [v for _, v in listing["choices"]] == [ids[2]]  # undone: back
     panel.act("keep")([ids[2]], SUGGESTED, ANY, request=object())
     summary = panel.search(ANY, request=object())[0]  # type: ignore[arg-type]
-    assert summary == "Every candidate of the search of 20260101-000000 has been decided."
+    assert summary == f"Every candidate of {SEARCH} has been decided."
 
 
 def test_nothing_ticked_or_a_stranger_changes_nothing(tmp_path: Path) -> None:
@@ -98,6 +100,14 @@ def test_nothing_ticked_or_a_stranger_changes_nothing(tmp_path: Path) -> None:
     assert stranger.act("exclude")(ids, SUGGESTED, ANY, request=object())[0] == "Sign in first."
     assert stranger.find(request=object()) == "Sign in first."  # type: ignore[arg-type]
     assert store.label_errors.decisions() == []
+
+
+def test_a_search_that_found_nothing_says_so_instead_of_listing_an_older_one(tmp_path: Path) -> None:
+    panel, store, _ = _panel(tmp_path)
+    store.label_errors.save_search("20260102-000000", [], rows=1200)
+    summary, listing, _ = panel.search(ANY, request=object())  # type: ignore[arg-type]
+    assert summary == "No label looks wrong to the search of 2026-01-01 00:00 UTC (1,200 rows read, 0 found)."
+    assert listing["choices"] == []
 
 
 def test_search_button_starts_the_command_as_a_job(tmp_path: Path) -> None:

@@ -131,6 +131,18 @@ def test_trusted_answers_read_through_answer_fixes_in_the_retrains_snapshot(make
     assert len(split.fixes) == 2  # the copy carries the decisions (PostgreSQL's backup copies their tables)
 
 
+def test_each_search_is_recorded_and_the_newest_one_is_listed(make_store: StoreFactory, tmp_path: Path) -> None:
+    store = make_store(tmp_path / "feedback.db")
+    _search(store)
+    store.label_errors.save_search("s2", [], rows=4, candidates=0, model="champion v0002")
+    search = store.label_errors.latest_search()
+    assert search is not None and (search["search_id"], search["rows"], search["candidates"], search["model"]) == (
+        "s2", 4, 0, "champion v0002")
+    assert store.label_errors.open_candidates() == ([], 0)  # nothing found now: the older list is not shown
+    with pytest.raises(FeedbackError, match="stored already"):
+        store.label_errors.save_search("s2", [])
+
+
 @pytest.mark.parametrize(("action", "label", "error"), [
     ("delete", None, "unknown action"), ("keep", "World", "only a relabel takes a label"),
     ("relabel", "Sports", "has the label Sports already"),

@@ -69,13 +69,18 @@ class LabelErrorsPanel:
         search = store.label_errors.latest_search()
         if search is None:
             summary = "No search yet: press **Search for label errors** (or run `newsloop label-errors`)."
-        elif total:
-            more = f"; the first {len(rows)} are listed" if total > len(rows) else ""
-            summary = (f"**{total:,}** possible label error(s) from the search of {search}{more}, the likeliest "
-                       "first. Relabel sets the suggested topic (or the one chosen beside it); keep hides a row "
-                       "while it has that label; exclude leaves it out of training.")
         else:
-            summary = f"Every candidate of the search of {search} has been decided."
+            when = str(search["created_at"])[:16].replace("T", " ")
+            which = f"the search of {when} UTC ({search['rows']:,} rows read, {search['candidates']:,} found)"
+            if total:
+                more = f"; the first {len(rows)} are listed" if total > len(rows) else ""
+                summary = (f"**{total:,}** possible label error(s) to decide, from {which}{more}, the likeliest first. "
+                           "Relabel sets the suggested topic (or the one chosen beside it); keep hides a row while it "
+                           "has that label; exclude leaves it out of training.")
+            elif search["candidates"]:
+                summary = f"Every candidate of {which} has been decided."
+            else:
+                summary = f"No label looks wrong to {which}."
         decisions = store.label_errors.decisions(DECISIONS_SHOWN, live_only=True)
         return (summary, gr.update(choices=[(candidate_label(r), int(r["id"])) for r in rows], value=[]),
                 gr.update(choices=[(decision_label(r), int(r["id"])) for r in decisions], value=[]))
