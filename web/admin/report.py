@@ -68,6 +68,9 @@ def preview_text(ready: Readiness, expected: Expected, traffic: TrafficReport | 
                 + (f" and the traffic set's {parts.traffic:,}" if parts.traffic else "") + ".")
     else:
         plan = "With none to train on, it would stop before training: no new model, the current one stays."
+    if ready.label_fixes:
+        plan += (f" It reads the base data and the answers through your **{ready.label_fixes:,} label fix(es)**: "
+                 "relabelled rows with their new label, excluded rows left out, in validation too.")
     text = (f"A retrain would read the trusted feedback as **{parts.words()}**. {plan} It should take "
             f"{duration_words(expected)}, and the current model keeps serving meanwhile.\n\n"
             f"{traffic_sentence(ready.traffic)}\n\n{review_line(ready.credible_waiting)}")
