@@ -67,6 +67,8 @@ def test_relabel_one_exclude_two_undo_one_and_the_challenger_trains_on_exactly_t
     tab(page, "Admin")
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
+    _wait_for_text(page, "#admin-tiles", "answers")
+    page.get_by_text("Possible label errors", exact=True).click()  # the accordion lists when opened
     summary = _wait_for_text(page, "#label-errors-summary", "possible label error")
     assert "4 possible" in summary
     listed = page.inner_text("#label-errors-list")
@@ -144,6 +146,8 @@ def test_the_search_button_runs_the_search_as_a_job_and_its_candidates_are_liste
     tab(page, "Admin")
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
+    _wait_for_text(page, "#admin-tiles", "answers")
+    page.get_by_text("Possible label errors", exact=True).click()
     _wait_for_text(page, "#label-errors-summary", "No search yet")
     page.click("#label-errors-find")
     _wait_for_text(page, "#label-errors-msg", "Searching for label errors")

@@ -1,10 +1,10 @@
-"""The admin view's "Possible label errors" panel: the rows a search doubts (base rows and trusted answers), with the
-label they have, the topic the data suggests and how sure, and where each came from; tick them and relabel, keep or
-exclude them at once; undo recent decisions.
+"""The admin view's "Possible label errors" panel, an accordion that lists when opened: the rows a search doubts
+(base rows and trusted answers), with the label they have, the topic the data suggests and how sure, and where each
+came from; tick them and relabel, keep or exclude them at once; undo recent decisions.
 
 Keyboard (web/admin/review_keys.js): the arrows move (K is keep here, not up), Space ticks, L relabels the ticked
-rows, K keeps them, X excludes them; in the decisions list U undoes the ticked ones. The search itself runs as a child process
-(`newsloop label-errors` through `web.admin.jobs`), so torch never loads in the server.
+rows, K keeps them, X excludes them; in the decisions list U undoes the ticked ones. The search itself runs as a
+child process (`newsloop label-errors` through `web.admin.jobs`), so torch never loads in the server.
 """
 
 from __future__ import annotations
@@ -145,19 +145,14 @@ class LabelErrorsWidgets:
     """What the admin view wires beyond the panel itself."""
 
     panel: LabelErrorsPanel
-    source: Any  # the source filter: the input of every listing
-    shown: list[Any]  # the summary, the candidates and the decisions: outputs of every listing
     changes: list[Any]  # the relabel, keep, exclude and undo events, for follow-ups (the tiles' refresh)
-
-    def reload(self, event: Any) -> Any:
-        return event.then(self.panel.search, inputs=[self.source], outputs=self.shown, **PRIVATE)
 
 
 def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
     """The panel and its own events."""
     panel = LabelErrorsPanel(admin)
-    with gr.Column(elem_id="label-errors-panel"):
-        gr.Markdown("## Possible label errors")
+    # An accordion that lists when opened: a fresh page (every visitor's, signed in or not) sends no event for it.
+    with gr.Accordion("Possible label errors", open=False, elem_id="label-errors-panel") as box:
         gr.HTML('<p class="kbd-hint">Rows whose label the data doubts, from the base data and from trusted answers. '
                 "Keys in the list: <kbd>↑</kbd>/<kbd>↓</kbd> move, <kbd>Space</kbd> ticks, <kbd>L</kbd> relabels "
                 "the ticked rows, <kbd>K</kbd> keeps them, <kbd>X</kbd> excludes them; in the decisions, "
@@ -184,6 +179,7 @@ def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
                                          value=[])
             undo_btn = gr.Button("Undo ticked", size="sm", elem_id="label-fixes-undo")
     shown = [summary, listing, decisions]
+    box.expand(panel.search, inputs=source, outputs=shown, **PRIVATE)
     source.input(panel.search, inputs=source, outputs=shown, **PRIVATE)
     list_btn.click(panel.search, inputs=source, outputs=shown, **PRIVATE)
     all_btn.click(panel.select_all, inputs=source, outputs=shown, **PRIVATE)
@@ -195,4 +191,4 @@ def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
                                    (exclude_btn, Action.EXCLUDE))]
     changes.append(undo_btn.click(panel.undo, inputs=[decisions, source], outputs=[message, *shown],
                                   api_name="label_errors_undo", **PRIVATE))
-    return LabelErrorsWidgets(panel, source, shown, changes)
+    return LabelErrorsWidgets(panel, changes)

@@ -121,7 +121,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
     def whole_view(event: Any) -> Any:
         """After sign-in, a reload or Refresh: everything, the review list and the guidelines included."""
         reload_guidelines(event)
-        return label_errors.reload(review.reload(after_change(event, relist=False)))
+        return review.reload(after_change(event, relist=False))
 
     signed = [login_msg, panel, signin]
     whole_view(refresh_btn.click(lambda: None, **PRIVATE))
