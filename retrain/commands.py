@@ -346,7 +346,7 @@ def starter(
     return ExitCode.OK
 
 
-def label_errors(settings: Settings, *, limit: int = 1000) -> int:
+def label_errors(settings: Settings, *, limit: int = 1000, encoder: str = "champion") -> int:
     """Search the base rows and trusted answers for likely label errors and store the candidates for review
     (`newsloop review label-errors`, the admin tab's panel); ExitCode.BAD_INPUT when there are too few rows."""
     import contextlib
@@ -366,7 +366,8 @@ def label_errors(settings: Settings, *, limit: int = 1000) -> int:
         try:
             report = search(store, corpus, data.source, settings.trust_policy(), models_dir=settings.paths.models_dir,
                             cache_dir=settings.paths.embeddings_cache, base_model=settings.model.base_model,
-                            max_length=settings.train.max_length, limit=limit, seed=settings.train.seed)
+                            max_length=settings.train.max_length, limit=limit, seed=settings.train.seed,
+                            use_champion=encoder == "champion")
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT

@@ -216,18 +216,20 @@ def search(
     max_length: int,
     limit: int = 1000,
     seed: int = 0,
+    use_champion: bool = True,
     embedder: Embedder | None = None,
     clock: Callable[[], float] = time.time,
 ) -> SearchReport:
     """Search the base rows and trusted answers for label errors and store the candidates (at most `limit`).
 
-    Embeddings come from the champion's checkpoint when it has one, else from `base_model`; `embedder` replaces
-    both (tests)."""
+    Embeddings come from the champion's checkpoint when it has one (and `use_champion`), else from `base_model`;
+    `embedder` replaces both (tests). The champion trained on these very labels, so its embeddings lean towards them;
+    the base encoder never saw them."""
     started = time.perf_counter()
     fixes = read_fixes(store)
     rows = base_rows(corpus, data_source, fixes) + answer_rows(store, policy, fixes)
     if embedder is None:
-        champion = ModelRegistry(models_dir).champion()
+        champion = ModelRegistry(models_dir).champion() if use_champion else None
         checkpoint = champion.path / CHECKPOINT_DIR if champion is not None else None
         if checkpoint is not None and checkpoint.is_dir():
             model_key, source = f"champion {champion.version}", str(checkpoint)  # type: ignore[union-attr]  # set with checkpoint

@@ -161,3 +161,9 @@ def test_seed_rows_are_named_by_the_seed_file_and_read_through_fixes() -> None:
     rows = base_rows(corpus, "seed", fixes)
     assert len(rows) == len(corpus.train) + len(corpus.validation) - 1 and first.text not in {r.text for r in rows}
     assert all(re.fullmatch(r"seed_news\.csv row \d+", r.origin) for r in rows)
+
+
+def test_the_base_encoder_can_replace_the_champions_embeddings(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["label-errors", "--encoder", "base", "--limit", "3"]) == ExitCode.OK
+    report = _json(capsys)
+    assert report["model"] == "base all-MiniLM-L6-v2" and report["stored"] == min(3, report["candidates"])
