@@ -42,7 +42,7 @@ def served(tiny_home_copy: Path) -> Iterator[tuple[str, Settings, list[Example]]
     doubted = corpus.train[50:54]
     store.label_errors.save_search("20260101-000000", [
         Candidate(Source.BASE, text_hash(e.text), f"seed_news.csv row {50 + i}", e.text, LABELS[e.label], _other(e),
-                  0.9 - i / 10) for i, e in enumerate(doubted)])
+                  0.9 - i / 10) for i, e in enumerate(doubted)], rows=len(corpus.train) + len(corpus.validation))
     with launched_app(settings, store) as (url, _):
         yield url, settings, doubted
     store.close()

@@ -71,7 +71,8 @@ class LabelErrorsPanel:
             summary = "No search yet: press **Search for label errors** (or run `newsloop label-errors`)."
         else:
             when = str(search["created_at"])[:16].replace("T", " ")
-            which = f"the search of {when} UTC ({search['rows']:,} rows read, {search['candidates']:,} found)"
+            read = f"{search['rows']:,} rows read, " if search["rows"] else ""
+            which = f"the search of {when} UTC ({read}{search['candidates']:,} found)"
             if total:
                 more = f"; the first {len(rows)} are listed" if total > len(rows) else ""
                 summary = (f"**{total:,}** possible label error(s) to decide, from {which}{more}, the likeliest first. "
