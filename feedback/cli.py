@@ -21,7 +21,10 @@ from core.settings.config import ConfigError, Settings, load_settings
 from feedback import commands
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
+from feedback.trust.label_errors import MAX_SHOWN as LABEL_MAX_SHOWN
+from feedback.trust.label_errors import Action, Source
 from feedback.trust.review import HELD, MAX_SHOWN, ReviewFilter
+from feedback.trust.rules import MAINTAINER
 from feedback.validate import EXPORT_FORMATS, STATUSES
 
 ANY = "any"
@@ -152,6 +155,68 @@ review.add_command(_set_status("rejected"))
 @_with_store
 def review_resolve(settings: Settings, store: FeedbackStore, text_hash: str, label: str) -> None:
     commands.review_resolve(store, text_hash, label)
+
+
+@review.group("label-errors", help="Possible label errors, as the admin page's panel shows them: list the newest "
+              "search's candidates (`newsloop label-errors` finds them), relabel, keep or exclude them one at a time or "
+              "many at once, list the decisions and undo one. Prints JSON.")
+def label_errors() -> None:
+    """`newsloop review label-errors`."""
+
+
+_BY = click.option("--by", default=MAINTAINER, show_default=True, help="who decides, recorded with the decision")
+
+
+@label_errors.command("list", help="The newest search's candidates nobody has decided on, most likely error first, and "
+                      "how many there are in all.")
+@click.option("--source", type=click.Choice([*(s.value for s in Source), ANY]), default=ANY, show_default=True,
+              help="base rows, trusted answers, or any")
+@click.option("--limit", type=click.IntRange(1, LABEL_MAX_SHOWN), default=50, show_default=True, help="candidates listed")
+@_with_store
+def label_errors_list(settings: Settings, store: FeedbackStore, source: str, limit: int) -> None:
+    commands.label_errors_list(store, _any(source), limit)
+
+
+def _decide(action: Action) -> click.Command:
+    words = {Action.RELABEL: "Relabel the candidates with these IDS (each to its suggested label, or --label): they "
+             "train with the new label", Action.KEEP: "Keep the label of the candidates with these IDS: never "
+             "proposed again while they have it", Action.EXCLUDE: "Exclude the rows of the candidates with these IDS "
+             "from training (and from the validation a retrain judges on)"}[action]
+
+    @click.command(action.value, help=f"{words}; in one transaction. Says which were decided, which had a decision "
+                   "already and which do not exist.")
+    @click.argument("ids", nargs=-1, type=int, required=True)
+    @_BY
+    @click.option("--label", default=None, hidden=action is not Action.RELABEL,
+                  help="the new label for every one (default: each one's suggested label)")
+    @_with_store
+    def command(settings: Settings, store: FeedbackStore, ids: Sequence[int], by: str, label: str | None) -> None:
+        commands.label_errors_decide(store, ids, action, by, label)
+
+    return command
+
+
+for _action in Action:
+    label_errors.add_command(_decide(_action))
+
+
+@label_errors.command("undo", help="Take back the decisions with these IDS (see `decisions`): their rows train as "
+                      "before, and their candidates are listed again.")
+@click.argument("ids", nargs=-1, type=int, required=True)
+@_BY
+@_with_store
+def label_errors_undo(settings: Settings, store: FeedbackStore, ids: Sequence[int], by: str) -> None:
+    commands.label_errors_undo(store, ids, by)
+
+
+@label_errors.command("decisions", help="The decisions, newest first, with who, when, the label before and after, "
+                      "and whether each was undone.")
+@click.option("--limit", type=click.IntRange(1, LABEL_MAX_SHOWN), default=50, show_default=True,
+              help="decisions listed")
+@click.option("--live", is_flag=True, help="only those not undone")
+@_with_store
+def label_errors_decisions(settings: Settings, store: FeedbackStore, limit: int, live: bool) -> None:
+    commands.label_errors_decisions(store, limit, live)
 
 
 COMMANDS: dict[str, click.Command] = {

@@ -1,4 +1,4 @@
-"""The feedback store's commands (`newsloop import`, `export`, `stats`, `tables`, `review`): each does its work
+"""The feedback store's commands (`newsloop import`, `export`, `stats`, `tables`, `review`, `review label-errors`): each does its work
 and prints its result; feedback.cli parses their options, opens the store and turns errors into exit statuses."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sqlite_utils
 from core.settings.policies import TrustPolicy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
+from feedback.trust.label_errors import Action
 from feedback.trust.review import ReviewFilter, review_message
 
 
@@ -83,3 +84,27 @@ def review_set(store: FeedbackStore, ids: Sequence[int], status: str) -> None:
 def review_resolve(store: FeedbackStore, text_hash: str, label: str) -> None:
     """Settle a text people disagree on with a reviewed label (its answers accepted or rejected to match)."""
     _print_json(asdict(store.reviews.resolve(text_hash, label)))
+
+
+def label_errors_list(store: FeedbackStore, source: str | None, limit: int) -> None:
+    """The newest search's undecided candidates, most likely error first, and how many there are in all."""
+    found, total = store.label_errors.open_candidates(limit, source)
+    _print_json({"search": store.label_errors.latest_search(), "total": total, "listed": len(found),
+                 "candidates": found})
+
+
+def label_errors_decide(store: FeedbackStore, ids: Sequence[int], action: Action, by: str, label: str | None) -> None:
+    """Relabel, keep or exclude the named candidates at once; says what was decided, by id."""
+    report = store.label_errors.decide(ids, action, by, label)
+    _print_json(asdict(report) | {"message": report.message()})
+
+
+def label_errors_undo(store: FeedbackStore, ids: Sequence[int], by: str) -> None:
+    """Take back the named decisions."""
+    undone = store.label_errors.undo(ids, by)
+    _print_json({"undone": undone, "not_live": sorted(set(ids) - set(undone))})
+
+
+def label_errors_decisions(store: FeedbackStore, limit: int, live_only: bool) -> None:
+    """The decisions, newest first."""
+    _print_json({"decisions": store.label_errors.decisions(limit, live_only=live_only)})

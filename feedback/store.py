@@ -17,6 +17,7 @@ from feedback.labelling.guidelines import GuidelineBook
 from feedback.labelling.pool import ImportReport, Pool
 from feedback.labelling.progress import pool_left, queue_left
 from feedback.trust.crowd import Crowd
+from feedback.trust.label_errors import LabelErrors
 from feedback.trust.review import ReviewReport, Reviews
 from feedback.validate import KINDS
 
@@ -48,6 +49,7 @@ class FeedbackStore:
         self.reviews = Reviews(self._db, clock)  # find answers by filter, review many, settle disagreements
         self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
         self.crowd = Crowd(self._db)  # per-person counts and the answers people share, for the people panel
+        self.label_errors = LabelErrors(self._db, clock)  # possible label errors and the decisions on them
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:

@@ -22,9 +22,10 @@ def train_challenger(
     rows: TrainingRows,
     factory: ModelFactory,
     tracker: Tracker,
+    label_fixes: int = 0,
 ) -> tuple[NewsClassifier, PreTrainedTokenizerBase, dict[str, Any]]:
-    """Train on `rows` toward their replay targets and log the run; returns the model, its tokenizer and
-    the meta its version will carry."""
+    """Train on `rows` toward their replay targets and log the run (with `label_fixes`, the live label fixes its
+    rows were read through); returns the model, its tokenizer and the meta its version will carry."""
     policy, config = setup.policy, setup.train
     model, tokenizer = factory(champion)
     targets = replay_targets(
@@ -35,7 +36,7 @@ def train_challenger(
         train_params(config, base_name, setup.dropout, **rows.counts)
         | {"warm_start": policy.warm_start, "feedback_weight": policy.feedback_weight,
            "feedback_repeats": rows.feedback_repeats,
-           "distill_weight": policy.distill_weight, "champion": champion.version}
+           "distill_weight": policy.distill_weight, "champion": champion.version, "label_fixes": label_fixes}
     )
     train(
         model, tokenizer, rows.texts, rows.labels, config, weights=rows.weights(policy.feedback_weight), targets=targets,
@@ -48,6 +49,7 @@ def train_challenger(
         "data": f"{corpus.description} + {len(rows.feedback)} feedback rows",
         "rows": rows.counts,
         "parent": champion.version,
+        "label_fixes": label_fixes,
         "train_config": config.model_dump(),
     }
     return model, tokenizer, meta

@@ -134,10 +134,23 @@ def starter(settings: Settings, **options: Any) -> int:
     return commands.starter(settings, **options)
 
 
+@click.command(help="Search the base rows and trusted answers for labels that look wrong (out-of-fold probabilities, "
+               "confident learning) and store the candidates for review: `newsloop review label-errors`, or the admin "
+               f"page. Prints JSON. Exit status: {ExitCode.OK:d} done, {ExitCode.BAD_INPUT:d} too few rows or bad data.")
+@click.option("--limit", type=click.IntRange(0), default=1000, show_default=True,
+              help="candidates stored, most likely error first; 0 = all")
+@click.option("--encoder", type=click.Choice(["champion", "base"]), default="champion", show_default=True,
+              help="whose embeddings: the champion's (trained on these labels), or the base encoder's "
+              "(NEWSLOOP_BASE_MODEL, which never saw them)")
+@_with_settings
+def label_errors(settings: Settings, **options: Any) -> int:
+    return commands.label_errors(settings, **options)
+
+
 # The alias's names; `newsloop` names `run` "retrain".
 COMMANDS: dict[str, click.Command] = {
     "bootstrap": bootstrap, "run": run, "rollback": rollback, "watch": watch, "evaluate": evaluate,
-    "status": status, "baseline": baseline, "starter": starter,
+    "status": status, "baseline": baseline, "starter": starter, "label-errors": label_errors,
 }
 
 

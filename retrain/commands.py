@@ -344,3 +344,32 @@ def starter(
     )
     _print({"source_version": chosen.version, "validation": meta["validation"], "file_bytes": meta["file_bytes"]})
     return ExitCode.OK
+
+
+def label_errors(settings: Settings, *, limit: int = 1000, encoder: str = "champion") -> int:
+    """Search the base rows and trusted answers for likely label errors and store the candidates for review
+    (`newsloop review label-errors`, the admin page's panel); ExitCode.BAD_INPUT when there are too few rows."""
+    import contextlib
+    from dataclasses import asdict
+
+    from core.data import load_corpus_or_seed
+    from core.host.cpu_share import yield_cpu
+    from feedback.store import FeedbackStore
+
+    settings = yield_cpu(settings)  # before torch starts a thread: threads inherit the priority
+    from retrain.label_errors import search
+
+    data = settings.data
+    corpus = load_corpus_or_seed(data.source, data.val_fraction, data.use_extra)
+    settings.paths.feedback_db.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+        try:
+            report = search(store, corpus, data.source, settings.trust_policy(), models_dir=settings.paths.models_dir,
+                            cache_dir=settings.paths.embeddings_cache, base_model=settings.model.base_model,
+                            max_length=settings.train.max_length, limit=limit, seed=settings.train.seed,
+                            use_champion=encoder == "champion")
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return ExitCode.BAD_INPUT
+    _print(asdict(report))
+    return ExitCode.OK

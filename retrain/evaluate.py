@@ -11,7 +11,7 @@ import numpy as np
 
 from core.data import Example
 from core.evaluation.decision import GateResult
-from core.evaluation.metrics import evaluate_probabilities
+from core.evaluation.metrics import classification_metrics, evaluate_probabilities
 from core.registry.versions import ModelVersion
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import GateConfig
@@ -44,6 +44,31 @@ def served_probs(version: ModelVersion, examples: list[Example]) -> np.ndarray:
         if probs.shape[0] == len(examples):
             return probs
     return OnnxClassifier(version.path).proba_in_label_order([ex.text for ex in examples])
+
+
+def validation_scores(champion: ModelVersion, challenger: ModelVersion, as_labelled: list[Example],
+                      as_corrected: list[Example]) -> dict[str, dict[str, dict[str, float]]]:
+    """Accuracy and macro-F1 of both models on the base validation as labelled and as corrected by the label fixes:
+    {"as_labelled": {"champion": {...}, "challenger": {...}}, "as_corrected": {...}}."""
+    scores: dict[str, dict[str, dict[str, float]]] = {"as_labelled": {}, "as_corrected": {}}
+    for who, version in (("champion", champion), ("challenger", challenger)):
+        # Scored once, on the union of both views' texts: the corrected view differs only in labels and left-out
+        # rows, so its predictions are the same rows' (a second scoring could differ in int8 rounding).
+        texts = {e.text: None for e in [*as_labelled, *as_corrected]}
+        union = [Example(text, 0) for text in texts]
+        predicted = dict(zip(texts, score_texts(version, union, as_labelled).argmax(axis=1), strict=True))
+        for part, examples in (("as_labelled", as_labelled), ("as_corrected", as_corrected)):
+            metrics = classification_metrics([e.label for e in examples], [predicted[e.text] for e in examples])
+            scores[part][who] = {"accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"], "n": metrics["n"]}
+    return scores
+
+
+def score_texts(version: ModelVersion, texts: list[Example], validation: list[Example]) -> np.ndarray:
+    """Served probabilities of `texts`: the cached validation probabilities when they are `validation`'s texts in
+    order (the export's cache), else scored through the serving path."""
+    if [e.text for e in texts] == [e.text for e in validation]:
+        return served_probs(version, validation)
+    return OnnxClassifier(version.path).proba_in_label_order([e.text for e in texts])
 
 
 def judge(

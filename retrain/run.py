@@ -14,15 +14,16 @@ import re
 import time
 from collections.abc import Callable
 
-from core.data import load_corpus_or_seed
+from core.data import Corpus, load_corpus_or_seed
 from core.evaluation.decision import FeedbackParts, Rule, RuleResult
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
 from core.registry.versions import ChampionChanged, ModelRegistry
 from core.settings.policies import GateConfig
+from feedback.training.fixes import LabelFixes
 from feedback.training.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
-from retrain.evaluate import judge
+from retrain.evaluate import judge, validation_scores
 from retrain.model import ModelFactory, starting_point
 from retrain.publish import log_exported, publish
 from retrain.setup import RetrainSetup
@@ -77,6 +78,15 @@ def retrain(
         return result
 
 
+def read_through(corpus: Corpus, fixes: LabelFixes) -> Corpus:
+    """The base rows as a retrain reads them: relabelled where a maintainer fixed a label, excluded rows left out
+    of training and of the validation the gate judges on."""
+    if not fixes:
+        return corpus
+    return Corpus(fixes.examples(corpus.train), fixes.examples(corpus.validation), corpus.test,
+                  f"{corpus.description}, read through {len(fixes)} label fix(es)")
+
+
 def track_decision(tracker: Tracker, result: RunRecord, gate: GateConfig) -> None:
     """The decision in MLflow: the gate's settings as params, every rule's verdict and the headline numbers as
     tags (the full record is the run's gate.json artifact)."""
@@ -110,7 +120,13 @@ def _retrain(
     snapshot = backup_database(setup.feedback_location, setup.paths.backups_dir)
     split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction)
     result.last_answer_id = split.last_answer_id
-    corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
+    as_labelled = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
+    corpus = read_through(as_labelled, split.fixes)
+    result.label_fixes = {"live": len(split.fixes), "base_train": split.fixes.touched(as_labelled.train),
+                          "base_validation": split.fixes.touched(as_labelled.validation)}
+    if split.fixes:
+        log.info("label fixes: %d live, %d touch base training rows, %d base validation rows", len(split.fixes),
+                 result.label_fixes["base_train"], result.label_fixes["base_validation"])
     rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed,
                     setup.policy.feedback_repeats)
     counts = rows.counts
@@ -127,7 +143,7 @@ def _retrain(
         return
 
     stage(Stage.TRAINING)
-    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker)
+    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes))
 
     stage(Stage.EXPORT)
     exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)
@@ -137,6 +153,10 @@ def _retrain(
 
     stage(Stage.GATE)
     result.gate = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker, split.traffic)
+    if result.label_fixes["base_validation"]:  # both scores while the fixes touch what the gate judged on
+        result.validation_scores = validation_scores(champion, challenger, as_labelled.validation, corpus.validation)
+        tracker.log_metrics({f"validation_{part}_{who}_accuracy": score["accuracy"]
+                             for part, models in result.validation_scores.items() for who, score in models.items()})
     promoted = False
     if result.gate.promote:
         stage(Stage.PROMOTE)

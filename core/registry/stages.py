@@ -108,6 +108,10 @@ class RunRecord:
     last_answer_id: int = 0
     error: str = ""
     finished_at: str = ""
+    # The maintainer's label fixes the run read through: live ones, and how many base training and validation rows
+    # they touched; while they touch validation, both models' scores on it as labelled and as corrected.
+    label_fixes: dict[str, int] = field(default_factory=dict)
+    validation_scores: dict[str, Any] = field(default_factory=dict)
 
     @property
     def rules(self) -> list[RuleResult]:
@@ -138,6 +142,8 @@ class RunRecord:
             "mlflow_run_id": self.mlflow_run_id,
             "last_answer_id": self.last_answer_id,
             "error": self.error,
+            "label_fixes": dict(self.label_fixes),
+            "validation_scores": dict(self.validation_scores),
         }
 
     @classmethod
@@ -157,6 +163,8 @@ class RunRecord:
             last_answer_id=int(data.get("last_answer_id") or 0),
             error=str(data.get("error") or ""),
             finished_at=finished_at,
+            label_fixes={str(k): int(v) for k, v in (data.get("label_fixes") or {}).items()},
+            validation_scores=dict(data.get("validation_scores") or {}),
         )
 
 

@@ -68,6 +68,10 @@ class HomePaths:
         return self.home / "logs"  # logs of jobs the admin view starts
 
     @property
+    def embeddings_cache(self) -> Path:
+        return self.home / "cache" / "embeddings"  # pooled embeddings of the label-error search, by model and data
+
+    @property
     def mlflow_db(self) -> Path:
         return self.home / "mlflow.db"
 

@@ -149,8 +149,36 @@ def _v10(op: Operations) -> None:
     op.create_index("reservations_expires", "reservations", ["expires_at"])
 
 
+def _v11(op: Operations) -> None:
+    """Possible label errors (`feedback.trust.label_errors`): each search (when, how many rows, with which model), the
+    candidates it found (a base row, named by its file and row, or a trusted answer's text), and every decision a
+    maintainer made on one (relabel, keep or exclude from training; who, when, the label before and after), kept
+    when undone."""
+    op.create_table(
+        "label_searches", _text("search_id", required=True), _text("created_at", required=True),
+        sa.Column("rows", sa.Integer, nullable=False), sa.Column("candidates", sa.Integer, nullable=False),
+        _text("model"), sa.PrimaryKeyConstraint("search_id"),
+    )
+    op.create_table(
+        "label_candidates", _id(), _text("search_id", required=True), _text("source", required=True),
+        _text("text_hash", required=True), _text("origin", required=True), _text("text", required=True),
+        _text("given_label", required=True), _text("suggested_label", required=True),
+        sa.Column("probability", FLOAT8, nullable=False), sa.Column("rank", sa.Integer, nullable=False),
+        _text("created_at", required=True),
+    )
+    op.create_index("label_candidates_search", "label_candidates", ["search_id", "rank"])
+    op.create_table(
+        "label_fixes", _id(), sa.Column("candidate_id", sa.Integer), _text("source", required=True),
+        _text("text_hash", required=True), _text("text", required=True), _text("action", required=True),
+        _text("label_before", required=True), _text("label_after"), _text("decided_by", required=True),
+        _text("decided_at", required=True), _text("undone_at"), _text("undone_by"),
+    )
+    op.create_index("label_fixes_row", "label_fixes", ["source", "text_hash"])
+
+
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
-MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10}
+MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10,
+                             11: _v11}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).

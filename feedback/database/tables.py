@@ -98,5 +98,46 @@ reservations = sa.Table(
     sa.Index("reservations_expires", "expires_at"),
 )
 
-# What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items).
-COPIED = (answers, pool, skips, served_tallies)
+label_searches = sa.Table(
+    "label_searches", metadata,
+    sa.Column("search_id", sa.Text, primary_key=True),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("rows", sa.Integer, nullable=False),  # rows the search read
+    sa.Column("candidates", sa.Integer, nullable=False),  # candidates it found (it may store fewer)
+    sa.Column("model", sa.Text),  # whose embeddings: "champion v0003", "base all-MiniLM-L6-v2"
+)
+
+label_candidates = sa.Table(
+    "label_candidates", metadata,
+    sa.Column("id", ROW_ID, sa.Identity(), primary_key=True),
+    sa.Column("search_id", sa.Text, nullable=False),
+    sa.Column("source", sa.Text, nullable=False),  # "base" or "answer"
+    sa.Column("text_hash", sa.Text, nullable=False),
+    sa.Column("origin", sa.Text, nullable=False),  # where from, in words: "train.csv row 12", "answer #7 by user:ann"
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("given_label", sa.Text, nullable=False),
+    sa.Column("suggested_label", sa.Text, nullable=False),
+    sa.Column("probability", FLOAT8, nullable=False),  # the suggested label's out-of-fold probability
+    sa.Column("rank", sa.Integer, nullable=False),  # its place in the search's ranking, 1 = likeliest error
+    sa.Column("created_at", sa.Text, nullable=False),
+)
+
+label_fixes = sa.Table(
+    "label_fixes", metadata,
+    sa.Column("id", ROW_ID, sa.Identity(), primary_key=True),
+    sa.Column("candidate_id", sa.Integer),
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("text_hash", sa.Text, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("action", sa.Text, nullable=False),  # "relabel", "keep" or "exclude"
+    sa.Column("label_before", sa.Text, nullable=False),
+    sa.Column("label_after", sa.Text),  # the new label of a relabel; NULL otherwise
+    sa.Column("decided_by", sa.Text, nullable=False),
+    sa.Column("decided_at", sa.Text, nullable=False),
+    sa.Column("undone_at", sa.Text),
+    sa.Column("undone_by", sa.Text),
+)
+
+# What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items); the label fixes go
+# with it because a retrain reads them from that copy.
+COPIED = (answers, pool, skips, served_tallies, label_searches, label_candidates, label_fixes)

@@ -15,6 +15,7 @@ from core.evaluation.paired import SampleSize, traffic_sample_size
 from core.registry.stages import RunRecord
 from core.settings.policies import GateConfig, RetrainPolicy, TrustPolicy
 from feedback.store import FeedbackStore
+from feedback.training.fixes import read_fixes
 from feedback.training.snapshot import split_trusted, traffic_hashes
 from feedback.trust.credible import credible_waiting
 from feedback.trust.rules import TrustedExample, select_trusted
@@ -32,6 +33,7 @@ class Readiness:
     holdout: int  # ... hold out to judge with
     traffic: SampleSize  # the traffic set: labels now, and labels needed to detect the target gain
     credible_waiting: int  # suspicious answers from signed-in or checked people, waiting for review
+    label_fixes: int = 0  # a maintainer's live label fixes (relabels, exclusions) the retrain reads rows through
 
     @property
     def enough(self) -> bool:
@@ -67,7 +69,8 @@ def readiness(store: FeedbackStore, trust: TrustPolicy, policy: RetrainPolicy, g
     """Everything the retrain preview and `retrain status` say about the feedback, in one pass over the answers."""
     rows = store.answers()
     trusted = select_trusted(rows, store.gold_labels(), trust)
-    split = split_trusted(trusted, traffic_hashes(store), policy.holdout_fraction)
+    fixes = read_fixes(store)
+    split = split_trusted(fixes.trusted(trusted), traffic_hashes(store), policy.holdout_fraction)
     # The GAIN rule tests each non-empty set and, with more than one, all rows pooled (retrain.gate).
     sets = 1 + bool(split.holdout) + 1  # base validation, the holdout if any, the traffic set
     tests = sets + 1
@@ -79,6 +82,7 @@ def readiness(store: FeedbackStore, trust: TrustPolicy, policy: RetrainPolicy, g
         holdout=len(split.holdout),
         traffic=traffic_sample_size(len(split.traffic), gate, tests, _measured(last_run)),
         credible_waiting=credible_waiting(store.database, trust),
+        label_fixes=len(fixes),
     )
 
 

@@ -1,4 +1,5 @@
-"""Feedback for a retrain: back the database up, then read its trusted answers as train, holdout and traffic parts."""
+"""Feedback for a retrain: back the database up, then read its trusted answers as train, holdout and traffic parts, and
+the maintainer's label fixes the retrain applies to the base rows."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from core.text import text_hash
 from feedback.database.db import is_database_url
 from feedback.store import FeedbackStore
 from feedback.traffic.traffic_set import read_traffic
+from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.trust.rules import TrustedExample, select_trusted
 
 # Salts the holdout split so it is independent of the unsalted base-data split (see core.data.is_validation).
@@ -23,12 +25,14 @@ HOLDOUT_SALT = "feedback-holdout"
 @dataclass(frozen=True)
 class FeedbackSplit:
     """Trusted feedback: the traffic set's texts (judge only, see feedback.traffic.traffic_set), the rest split by text
-    hash into train and holdout; and the newest answer id the snapshot held."""
+    hash into train and holdout; the newest answer id the snapshot held; and the live label fixes (already applied
+    to these parts; the retrain applies them to the base rows)."""
 
     train: list[Example]
     holdout: list[Example]
     last_answer_id: int
     traffic: list[Example] = field(default_factory=list)
+    fixes: LabelFixes = field(default_factory=LabelFixes)
 
     @property
     def parts(self) -> FeedbackParts:
@@ -36,10 +40,12 @@ class FeedbackSplit:
         return FeedbackParts(train=len(self.train), holdout=len(self.holdout), traffic=len(self.traffic))
 
 
-def read_trusted(store: FeedbackStore, policy: TrustPolicy) -> list[TrustedExample]:
-    """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`). Not logged here:
-    what matters is how many of them train, which the run logs once it knows (`FeedbackParts.words`)."""
-    return select_trusted(store.answers(), store.gold_labels(), policy)
+def read_trusted(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes | None = None) -> list[TrustedExample]:
+    """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`), read through the
+    label fixes (`fixes`, else the store's own): relabelled texts with their new label, excluded ones left out. Not
+    logged here: what matters is how many of them train, which the run logs once it knows (`FeedbackParts.words`)."""
+    fixes = read_fixes(store) if fixes is None else fixes
+    return fixes.trusted(select_trusted(store.answers(), store.gold_labels(), policy))
 
 
 def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Path | None:
@@ -70,12 +76,14 @@ def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fractio
         return FeedbackSplit(train=[], holdout=[], last_answer_id=0)
     store = FeedbackStore(snapshot_db)
     try:
-        trusted = read_trusted(store, policy)
+        fixes = read_fixes(store)
+        trusted = read_trusted(store, policy, fixes)
         last_id = max((row["id"] for row in store.answers(limit=1)), default=0)
         split = split_trusted(trusted, traffic_hashes(store), holdout_fraction)
     finally:
         store.close()
-    return FeedbackSplit(train=split.train, holdout=split.holdout, last_answer_id=last_id, traffic=split.traffic)
+    return FeedbackSplit(train=split.train, holdout=split.holdout, last_answer_id=last_id, traffic=split.traffic,
+                         fixes=fixes)
 
 
 def trusted_parts(store: FeedbackStore, policy: TrustPolicy, holdout_fraction: float) -> FeedbackParts:

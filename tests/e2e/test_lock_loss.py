@@ -54,7 +54,7 @@ def file_data(path: str) -> dict:
 
 
 def sign_in(admin: Visitor) -> None:
-    """As the admin tab does: the login event's ticket, redeemed for a fresh browser id (web.admin.routes)."""
+    """As the admin page does: the login event's ticket, redeemed for a fresh browser id (web.admin.routes)."""
     message, ticket = admin.call("login", PASSWORD)
     redeemed = admin.post("/admin/session", json={"ticket": ticket})
     assert redeemed.status_code == 200, (message, redeemed.text)

@@ -157,6 +157,16 @@ def test_the_numbers_accordion_holds_every_rule() -> None:
     assert numbers["rows"]["feedback_train"] == 14
     assert [r["rule"] for r in numbers["rules"]] == [r.rule.value for r in run.rules]
     assert report.decision_numbers(None) == {}
+    assert "label_fixes" not in numbers and "validation_scores" not in numbers  # a run without fixes: not mentioned
+
+
+def test_the_numbers_accordion_gives_both_validation_scores_while_fixes_touch_validation() -> None:
+    run = record_for("label_recall")
+    run.label_fixes = {"live": 3, "base_train": 1, "base_validation": 2}
+    run.validation_scores = {"as_labelled": {"champion": {"accuracy": 0.9}}, "as_corrected": {"champion": {"accuracy": 0.91}}}
+    numbers = report.decision_numbers(run)
+    assert numbers["label_fixes"]["base_validation"] == 2
+    assert numbers["validation_scores"]["as_corrected"]["champion"]["accuracy"] == 0.91
 
 
 def test_traffic_sentence_states_the_need_and_its_assumptions() -> None:

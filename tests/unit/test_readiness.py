@@ -91,6 +91,24 @@ def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: 
     assert "⚠️ **Alert:** Estimated accuracy on headline texts is 60.0%" in quoted
 
 
+def test_preview_counts_the_label_fixes_and_reads_answers_through_them(store: FeedbackStore) -> None:
+    from core.text import text_hash
+    from feedback.trust.label_errors import Candidate, Source
+
+    for i in range(4):
+        answer(store, i, "user:ann", verified=True)
+    store.label_errors.save_search("s1", [Candidate(Source.ANSWER, text_hash("story 1"), "answer #2", "story 1",
+                                                    LABELS[1], LABELS[2], 0.9)])
+    [candidate] = store.label_errors.open_candidates()[0]
+    ready = readiness(store, TrustPolicy(), RetrainPolicy(), GateConfig(), None)
+    assert ready.label_fixes == 0 and ready.train + ready.holdout == 4
+    assert "label fix" not in report.preview_text(ready, Expected(seconds=576.0, runs=3))
+    store.label_errors.decide([candidate["id"]], "exclude", by="admin")
+    ready = readiness(store, TrustPolicy(), RetrainPolicy(), GateConfig(), None)
+    assert ready.label_fixes == 1 and ready.train + ready.holdout == 3  # the excluded text trains no more
+    assert "through your **1 label fix(es)**" in report.preview_text(ready, Expected(seconds=576.0, runs=3))
+
+
 def test_true_looking_corrections_come_first_in_review(store: FeedbackStore) -> None:
     store.add_to_pool(["check one", "check two", "check three"], source="checks", labels=["World"] * 3)
     checked, failing = "anon:checked", "anon:guesser"

@@ -30,7 +30,9 @@ def decision_numbers(run: RunRecord | None) -> dict[str, Any]:
     if run is None:
         return {}
     record = run.as_dict()
-    return {k: record[k] for k in ("decision", "reasons", "rows", "seconds", "challenger")} | {
+    # The label fixes read through, and validation as labelled and as corrected, only where there were any.
+    fixes = {k: record[k] for k in ("label_fixes", "validation_scores") if record.get(k)}
+    return {k: record[k] for k in ("decision", "reasons", "rows", "seconds", "challenger")} | fixes | {
         "rules": [r.to_dict() for r in run.rules]}
 
 
@@ -66,6 +68,9 @@ def preview_text(ready: Readiness, expected: Expected, traffic: TrafficReport | 
                 + (f" and the traffic set's {parts.traffic:,}" if parts.traffic else "") + ".")
     else:
         plan = "With none to train on, it would stop before training: no new model, the current one stays."
+    if ready.label_fixes:
+        plan += (f" It reads the base data and the answers through your **{ready.label_fixes:,} label fix(es)**: "
+                 "relabelled rows with their new label, excluded rows left out, in validation too.")
     text = (f"A retrain would read the trusted feedback as **{parts.words()}**. {plan} It should take "
             f"{duration_words(expected)}, and the current model keeps serving meanwhile.\n\n"
             f"{traffic_sentence(ready.traffic)}\n\n{review_line(ready.credible_waiting)}")

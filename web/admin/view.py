@@ -1,7 +1,9 @@
-"""The admin view's layout and wiring: sign-in, tiles, retrain, plots, review, people, guidelines, pool, export.
+"""The admin view's layout and wiring: sign-in, tiles, retrain, plots, review, label errors, people, guidelines, pool,
+export.
 
 What each part shows comes from its own module: `web.admin.dashboard` (tiles, plots, decision, progress),
-`web.admin.review_view`, `web.admin.people_view` and `web.admin.guidelines_view`; what the buttons do from `web.admin.actions`.
+`web.admin.review_view`, `web.admin.label_errors_view`, `web.admin.people_view` and `web.admin.guidelines_view`; what
+the buttons do from `web.admin.actions`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import gradio as gr
 from web.admin.actions import EXPORTS, AdminActions
 from web.admin.dashboard import POLL_S, WATCH_S, AdminDashboard, DashboardParts
 from web.admin.guidelines_view import build_guidelines_editor
+from web.admin.label_errors_view import build_label_errors
 from web.admin.people_view import build_people
 from web.admin.review_view import build_review
 
@@ -75,6 +78,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
             with gr.Accordion("Drift: what is served against the model's own data", open=False, elem_id="drift-panel"):
                 drift = gr.Markdown(elem_id="traffic-drift")
             review = build_review(admin)
+            label_errors = build_label_errors(admin)
             people, people_outputs = build_people(admin, after=lambda event: after_change(event))
             reload_guidelines = build_guidelines_editor(admin)
             gr.Markdown("## Run history")
@@ -142,7 +146,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
     start_btn.click(admin.launch_retrain, outputs=[job_msg, confirm, timer], **PRIVATE).then(
         dash.poll, outputs=dash.outputs, **PRIVATE)
     after_change(rollback_btn.click(admin.rollback, outputs=job_msg, **PRIVATE))
-    for event in review.changes:
+    for event in [*review.changes, *label_errors.changes]:
         after_change(event, relist=False)  # the review events list again themselves
     after_change(pool_file.upload(admin.import_pool, inputs=[pool_file, pool_checks], outputs=pool_msg, **PRIVATE))
     export_btn.click(admin.export, inputs=export_fmt, outputs=export_file, **PRIVATE)

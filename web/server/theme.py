@@ -57,9 +57,9 @@ footer, footer a, footer button { color: var(--neutral-700) !important; }
 .tile .n { font-size: 1.6em; font-weight: 700; color: var(--neutral-900); }
 .tile .what { color: var(--neutral-700); }
 /* The admin review list: every answer on its own full-width line, its text in full; the list scrolls. */
-#review-list .wrap { flex-direction: column; flex-wrap: nowrap; gap: 6px; max-height: 60vh; overflow-y: auto; }
-#review-list label { width: 100%; align-items: flex-start; }
-#review-list label span { white-space: pre-line; line-height: 1.45; }
+#review-list .wrap, #label-errors-list .wrap, #label-fixes-list .wrap { flex-direction: column; flex-wrap: nowrap; gap: 6px; max-height: 60vh; overflow-y: auto; }
+#review-list label, #label-errors-list label, #label-fixes-list label { width: 100%; align-items: flex-start; }
+#review-list label span, #label-errors-list label span, #label-fixes-list label span { white-space: pre-line; line-height: 1.45; }
 .disagreement { border: 1px solid var(--neutral-300); border-radius: 8px; padding: 8px 12px; gap: 4px; }
 .disagreement p { margin: 0 0 4px 0; }
 .guidelines .prose { font-size: 0.95em; }

@@ -1,0 +1,224 @@
+"""Does the label-error search find flipped labels? Flip a share of the base training rows' labels at random (seeded),
+search them as `newsloop label-errors` does, and print recall@2k (of k flipped rows, the share in the ranking's top 2k)
+and precision@k (the share of its top k that are flipped), for each feature set and for their combination.
+
+The embeddings come from a base encoder that never trained on these rows (default: the packaged all-MiniLM-L6-v2);
+the shipped starter trained on their clean labels, so its embeddings would know the answer. The last table is a
+linear-model proxy for the retrain, not a fine-tune: validation accuracy of the combined linear models trained on
+the clean labels, on the flipped ones, and on the flipped ones with the top 2k candidates set to their true labels.
+
+    NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors
+    python -m bench.label_errors --quick     # seconds: 400 rows, a tiny random encoder (mechanics only)
+
+With --fixes HOME it measures a maintainer's real decisions instead: after `newsloop label-errors` and `newsloop
+review label-errors ...` in HOME, the champion's served accuracy on the base validation as labelled and as
+corrected, and the same linear models (over the champion's cached embeddings) trained on the base training rows as
+labelled and as corrected.
+
+    NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors --extra --fixes HOME
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import CpuWatch, contention_note
+from bench.options import add_data, add_val_fraction, default_data, parser
+from core.data import Example, load_corpus
+from core.evaluation.label_issues import find_label_issues, recall_precision
+from core.logs import configure_logging
+from core.settings.policies import MAX_LENGTH
+from retrain.label_errors import cached_embeddings, encoder_embedder, flip_labels, out_of_fold_probs, pooled
+
+QUICK_ROWS = 400
+
+
+def _tiny_embedder(max_length: int):  # type: ignore[no-untyped-def]  # the Embedder of retrain.label_errors
+    from transformers import AutoTokenizer
+
+    from retrain.model import resolve_base_model, tiny_model
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        model = tiny_model()
+        return pooled(model.encoder, AutoTokenizer.from_pretrained(resolve_base_model("")), texts, max_length)
+
+    return embed
+
+
+def _linear_accuracy(train: Sequence[Example], labels: Sequence[int], train_vectors: np.ndarray,
+                     validation: Sequence[Example], val_vectors: np.ndarray) -> tuple[float, float]:
+    """Validation accuracy (and its standard error) of the search's two linear models, averaged, fit on `labels`."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    tfidf = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2),
+                          LogisticRegression(C=10.0, max_iter=2000)).fit([e.text for e in train], labels)
+    dense = make_pipeline(StandardScaler(), LogisticRegression(C=0.5, max_iter=2000)).fit(train_vectors, labels)
+    probs = (tfidf.predict_proba([e.text for e in validation]) + dense.predict_proba(val_vectors)) / 2
+    right = probs.argmax(axis=1) == np.array([e.label for e in validation])
+    return float(right.mean()), float(np.sqrt(right.mean() * (1 - right.mean()) / len(right)))
+
+
+def run(data: str, *, share: float, seed: int, rows: int, model: str, quick: bool, val_fraction: float,
+        extra: bool, cache: Path, max_length: int) -> dict[str, object]:
+    corpus = load_corpus(data, val_fraction, extra)
+    clean = corpus.train[:rows] if rows else corpus.train
+    noisy, flipped = flip_labels(clean, share, seed)
+    texts = [e.text for e in noisy]
+    given = np.array([e.label for e in noisy])
+    embed = _tiny_embedder(max_length) if quick else encoder_embedder(model, max_length)
+    key = f"bench {'tiny' if quick else model or 'all-MiniLM-L6-v2'}\0{max_length}"
+    started = time.perf_counter()
+    vectors = cached_embeddings(cache, key, texts + [e.text for e in corpus.validation], embed)
+    train_vectors, val_vectors = vectors[: len(texts)], vectors[len(texts):]
+    embed_seconds = time.perf_counter() - started
+    results = []
+    for name, features, text_part in (("TF-IDF", None, True), ("embeddings", train_vectors, False),
+                                      ("embeddings + TF-IDF", train_vectors, True)):
+        started = time.perf_counter()
+        if text_part:
+            probs = out_of_fold_probs(texts, given, features, seed)
+        else:
+            probs = _embeddings_only(given, train_vectors, seed)
+        issues = find_label_issues(probs, given)
+        recall, precision = recall_precision(issues.order, flipped)
+        in_candidates = len(set(issues.candidate_rows.tolist()) & set(flipped.tolist()))
+        results.append({"features": name, "recall_at_2k": recall, "precision_at_k": precision,
+                        "candidates": issues.candidates, "flipped_in_candidates": in_candidates,
+                        "seconds": time.perf_counter() - started, "order": issues.order})
+    best = results[-1]
+    top = np.asarray(best["order"])[: 2 * len(flipped)]
+    fixed = given.copy()
+    fixed[top] = [clean[i].label for i in top.tolist()]  # a reviewer setting each top candidate to its true label
+    accuracy = {name: _linear_accuracy(noisy, labels, train_vectors, corpus.validation, val_vectors)
+                for name, labels in (("clean labels", [e.label for e in clean]), ("flipped", given.tolist()),
+                                     ("flipped, top 2k fixed", fixed.tolist()))}
+    return {"rows": len(noisy), "flipped": len(flipped), "validation": len(corpus.validation),
+            "description": corpus.description, "embed_seconds": embed_seconds, "results": results,
+            "accuracy": accuracy}
+
+
+def _embeddings_only(given: np.ndarray, vectors: np.ndarray, seed: int) -> np.ndarray:
+    """The embeddings' own out-of-fold probabilities (the search averages them with TF-IDF's)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=seed)
+    return cross_val_predict(make_pipeline(StandardScaler(), LogisticRegression(C=0.5, max_iter=2000)), vectors,
+                             given, cv=folds, method="predict_proba")
+
+
+def measure_fixes(home: Path, data: str, *, val_fraction: float, extra: bool, max_length: int) -> str:
+    """The table of --fixes: what HOME's live label fixes change in the champion's and the linear models' scores."""
+    from core.registry.versions import ModelRegistry
+    from core.storage.paths import CHECKPOINT_DIR, HomePaths
+    from feedback.store import FeedbackStore
+    from feedback.training.fixes import LabelFixes, read_fixes
+    from retrain.evaluate import served_probs
+    from retrain.label_errors import base_rows
+
+    paths = HomePaths(home)
+    store = FeedbackStore(paths.feedback_db)
+    try:
+        fixes = read_fixes(store)
+    finally:
+        store.close()
+    corpus = load_corpus(data, val_fraction, extra)
+    champion = ModelRegistry(paths.models_dir).champion()
+    if champion is None:
+        raise SystemExit(f"{home} has no champion")
+    texts = [r.text for r in base_rows(corpus, data, LabelFixes())]  # the search's rows, in its order: its cache
+    vectors = cached_embeddings(paths.embeddings_cache, f"champion {champion.version}\0{max_length}", texts,
+                                encoder_embedder(str(champion.path / CHECKPOINT_DIR), max_length))
+    train_vectors, val_vectors = vectors[: len(corpus.train)], vectors[len(corpus.train):]
+    views = {"as labelled": (corpus.train, corpus.validation),
+             "as corrected": (fixes.examples(corpus.train), fixes.examples(corpus.validation))}
+    lines = [f"{corpus.description}: {len(fixes)} live fixes, {fixes.touched(corpus.train)} on base training rows, "
+             f"{fixes.touched(corpus.validation)} on validation rows", "",
+             "| validation | champion (served) | linear models trained as labelled | linear models trained as corrected |",
+             "|---|---|---|---|"]
+    keep_train = _kept(corpus.train, views["as corrected"][0])
+    keep_val = _kept(corpus.validation, views["as corrected"][1])
+    # Scored once: the corrected view holds the same texts (fewer, relabelled), so the same predictions.
+    said = dict(zip([e.text for e in corpus.validation], served_probs(champion, corpus.validation).argmax(axis=1),
+                    strict=True))
+    for view, (_, validation) in views.items():
+        val_rows = val_vectors if view == "as labelled" else val_vectors[keep_val]
+        right = np.array([said[e.text] == e.label for e in validation])
+        cells = [f"{right.mean():.4f} ± {np.sqrt(right.mean() * (1 - right.mean()) / len(right)):.4f}"]
+        for train_view in views:
+            train = views[train_view][0]
+            train_rows = train_vectors if train_view == "as labelled" else train_vectors[keep_train]
+            acc, se = _linear_accuracy(train, [e.label for e in train], train_rows, validation, val_rows)
+            cells.append(f"{acc:.4f} ± {se:.4f}")
+        lines.append(f"| {view} ({len(validation)} rows) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _kept(rows: Sequence[Example], kept: Sequence[Example]) -> np.ndarray:
+    """The positions in `rows` of the rows `kept` still holds (the fixes leave excluded rows out, in order)."""
+    texts = {e.text for e in kept}
+    return np.array([i for i, e in enumerate(rows) if e.text in texts], dtype=np.int64)
+
+
+def report(result: dict[str, object]) -> str:
+    lines = [f"{result['description']}: {result['rows']} training rows, {result['flipped']} labels flipped; "
+             f"embeddings {result['embed_seconds']:.0f} s", "",
+             "| features | recall@2k | precision@k | candidates | flipped among them | seconds |",
+             "|---|---|---|---|---|---|"]
+    for row in result["results"]:  # type: ignore[attr-defined]
+        lines.append(f"| {row['features']} | {row['recall_at_2k']:.3f} | {row['precision_at_k']:.3f} | "
+                     f"{row['candidates']} | {row['flipped_in_candidates']} | {row['seconds']:.0f} |")
+    lines += ["", f"| linear models trained on | validation accuracy ({result['validation']} rows) | standard error |",
+              "|---|---|---|"]
+    for name, (acc, se) in result["accuracy"].items():  # type: ignore[attr-defined]
+        lines.append(f"| {name} | {acc:.4f} | {se:.4f} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser(__doc__, "python -m bench.label_errors")
+    add_data(args)
+    add_val_fraction(args)
+    args.add_argument("--share", type=float, default=0.03, help="share of training rows flipped (default 0.03)")
+    args.add_argument("--seed", type=int, default=0, help="seed of the flips and the folds (default 0)")
+    args.add_argument("--rows", type=int, default=0, help="use the first N training rows (default all)")
+    args.add_argument("--extra", action="store_true", help="also the folder's train_*.csv files (default train.csv)")
+    args.add_argument("--model", default="", help="base encoder for the embeddings (default all-MiniLM-L6-v2)")
+    args.add_argument("--cache", type=Path, default=None, help="embeddings cache folder (default: a temporary one)")
+    args.add_argument("--max-length", type=int, default=MAX_LENGTH, help=f"tokens per text (default {MAX_LENGTH})")
+    args.add_argument("--quick", action="store_true",
+                      help=f"the first {QUICK_ROWS} rows and a tiny random encoder: seconds, mechanics only")
+    args.add_argument("--fixes", type=Path, default=None, metavar="HOME",
+                      help="instead, measure the live label fixes of this NEWSLOOP_HOME (see above)")
+    options = args.parse_args(argv)
+    configure_logging(logging.INFO)
+    watch = CpuWatch()
+    started = time.perf_counter()
+    if options.fixes is not None:
+        print(measure_fixes(options.fixes, options.data or default_data(), val_fraction=options.val_fraction,
+                            extra=options.extra, max_length=options.max_length))
+        print(f"\n{time.perf_counter() - started:.0f} s in all. {contention_note(watch.share())}")
+        return 0
+    with tempfile.TemporaryDirectory() as scratch:
+        result = run(options.data or default_data(), share=options.share, seed=options.seed,
+                     rows=QUICK_ROWS if options.quick and not options.rows else options.rows, model=options.model,
+                     quick=options.quick, val_fraction=options.val_fraction, extra=options.extra,
+                     cache=options.cache or Path(scratch), max_length=options.max_length)
+    print(report(result))
+    print(f"\n{time.perf_counter() - started:.0f} s in all. {contention_note(watch.share())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

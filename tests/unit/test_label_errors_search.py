@@ -1,0 +1,169 @@
+"""The label-error search (retrain.label_errors) and its two command lines: `newsloop label-errors` finds and
+stores candidates, `newsloop review label-errors` decides on them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.command_line import ExitCode
+from core.data import Example, load_corpus
+from core.labels import LABELS
+from core.settings.policies import TrustPolicy
+from core.text import text_hash
+from feedback.store import FeedbackStore
+from newsloop.cli import main
+from retrain.label_errors import cached_embeddings, flip_labels, out_of_fold_probs, search
+
+WORDS = [["minister", "election", "troops", "embassy", "treaty"], ["striker", "match", "coach", "season", "goal"],
+         ["shares", "profit", "merger", "investors", "bank"], ["software", "chip", "internet", "laptop", "space"]]
+
+
+def _rows(n: int, seed: int = 0) -> list[Example]:
+    """Texts whose words say their topic: any sane out-of-fold model recovers the label."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        label = i % 4
+        words = list(rng.choice(WORDS[label], size=4))
+        rows.append(Example(f"{i} " + " ".join(words), label))
+    return rows
+
+
+def _write_folder(folder: Path, rows: list[Example]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "train.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["label", "text"])
+        writer.writerows([[e.label + 1, e.text] for e in rows])
+    return folder
+
+
+def _noise(texts: object) -> np.ndarray:
+    return np.random.default_rng(1).normal(size=(len(texts), 8))  # type: ignore[arg-type]
+
+
+def _word_counts(texts: object) -> np.ndarray:
+    """A stand-in encoder that reads the text: counts of the topic words."""
+    vocab = sum(WORDS, [])
+    return np.array([[text.split().count(w) for w in vocab] for text in texts], dtype=float)  # type: ignore[attr-defined]
+
+
+def test_out_of_fold_probs_find_flipped_labels() -> None:
+    noisy, flipped = flip_labels(_rows(200), 0.03, seed=0)
+    assert len(flipped) == 6 and all(noisy[i].label != _rows(200)[i].label for i in flipped)
+    probs = out_of_fold_probs([e.text for e in noisy], [e.label for e in noisy], _noise([e.text for e in noisy]))
+    assert probs.shape == (200, 4) and np.allclose(probs.sum(axis=1), 1.0)
+    given = probs[np.arange(200), [e.label for e in noisy]]
+    assert set(np.argsort(given)[:6].tolist()) == set(flipped.tolist())
+
+
+def test_too_few_rows_are_refused() -> None:
+    with pytest.raises(ValueError, match="too few rows"):
+        out_of_fold_probs(["a", "b"], [0, 1], None)
+
+
+def test_embeddings_are_cached_by_model_and_texts(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def embed(texts: object) -> np.ndarray:
+        calls.append(1)
+        return _noise(texts)
+
+    first = cached_embeddings(tmp_path, "m1", ["a", "b"], embed)
+    assert np.array_equal(cached_embeddings(tmp_path, "m1", ["a", "b"], embed), first) and len(calls) == 1
+    cached_embeddings(tmp_path, "m2", ["a", "b"], embed)
+    cached_embeddings(tmp_path, "m1", ["a", "c"], embed)
+    assert len(calls) == 3
+
+
+def test_search_stores_base_rows_and_answers_with_where_they_came_from(tmp_path: Path) -> None:
+    clean = _rows(160)
+    noisy, flipped = flip_labels(clean, 0.03, seed=2)
+    folder = _write_folder(tmp_path / "data", noisy)
+    store = FeedbackStore(tmp_path / "feedback.db")
+    answer = "99 " + " ".join(WORDS[1][:4])  # a sports text a person called Business
+    store.record(text=answer, user_label="Business", annotator="user:ann", kind="correct", verified=True)
+    report = search(store, load_corpus(str(folder), 0.1, True), str(folder), TrustPolicy(labels_required=1),
+                    models_dir=tmp_path / "models", cache_dir=tmp_path / "cache", base_model="", max_length=32,
+                    embedder=_word_counts)
+    assert report.base_rows == 160 and report.answer_rows == 1 and report.stored == report.candidates
+    found, total = store.label_errors.open_candidates(limit=500)
+    assert total == report.candidates
+    by_text = {row["text"]: row for row in found}
+    caught = [i for i in flipped.tolist() if noisy[i].text in by_text]
+    assert len(caught) >= len(flipped) - 1  # a flip the model is barely sure of may stay below its threshold
+    for i in caught:
+        row = by_text[noisy[i].text]
+        assert row["origin"] == f"train.csv row {i + 1}" and row["source"] == "base"
+        assert (row["given_label"], row["suggested_label"]) == (LABELS[noisy[i].label], LABELS[clean[i].label])
+    assert by_text[answer]["origin"].startswith("answer #1 by user:ann, ")
+    assert by_text[answer]["suggested_label"] == "Sports" and by_text[answer]["source"] == "answer"
+
+
+@pytest.fixture
+def home(tiny_home_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    rows = _rows(120)
+    noisy, _ = flip_labels(rows, 0.05, seed=3)
+    monkeypatch.setenv("NEWSLOOP_HOME", str(tiny_home_copy))
+    monkeypatch.setenv("NEWSLOOP_DATA", str(_write_folder(tmp_path / "data", noisy)))
+    monkeypatch.setenv("NEWSLOOP_MAX_LENGTH", "32")
+    return tiny_home_copy
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+    return json.loads(capsys.readouterr().out)
+
+
+def test_find_then_decide_and_undo_from_the_command_line(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["label-errors", "--limit", "5"]) == ExitCode.OK  # the tiny champion's embeddings, cached
+    report = _json(capsys)
+    assert report["model"].startswith("champion ") and report["stored"] == min(5, report["candidates"]) > 2
+    assert list((home / "cache" / "embeddings").glob("*.npy"))
+
+    assert main(["review", "label-errors", "list"]) == ExitCode.OK
+    listed = _json(capsys)
+    first, second, third = (c["id"] for c in listed["candidates"][:3])
+    assert main(["review", "label-errors", "relabel", str(first), "--by", "admin:ann"]) == ExitCode.OK
+    assert _json(capsys)["decided"] == {str(first): 1}
+    assert main(["review", "label-errors", "exclude", str(second), str(third)]) == ExitCode.OK
+    capsys.readouterr()
+    assert main(["review", "label-errors", "undo", "2", "9"]) == ExitCode.OK
+    assert _json(capsys) == {"undone": [2], "not_live": [9]}
+    assert main(["review", "label-errors", "decisions", "--live"]) == ExitCode.OK
+    live = _json(capsys)["decisions"]
+    assert [(d["id"], d["action"], d["decided_by"]) for d in live] == [(3, "exclude", "maintainer"),
+                                                                       (1, "relabel", "admin:ann")]
+    assert main(["review", "label-errors", "list", "--limit", "500"]) == ExitCode.OK
+    assert second in [c["id"] for c in _json(capsys)["candidates"]]  # its exclusion undone: listed again
+
+
+def test_bad_decisions_exit_with_bad_input(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["review", "label-errors", "keep", "0"]) == ExitCode.BAD_INPUT
+    assert "candidate id must be a whole number" in capsys.readouterr().err
+    assert main(["review", "label-errors", "list"]) == ExitCode.OK
+    assert _json(capsys) == {"search": None, "total": 0, "listed": 0, "candidates": []}
+
+
+def test_seed_rows_are_named_by_the_seed_file_and_read_through_fixes() -> None:
+    from core.data import load_seed
+    from feedback.training.fixes import LabelFixes
+    from retrain.label_errors import base_rows
+
+    corpus = load_seed()
+    first = corpus.train[0]
+    fixes = LabelFixes(exclude=frozenset({("base", text_hash(first.text), LABELS[first.label])}))
+    rows = base_rows(corpus, "seed", fixes)
+    assert len(rows) == len(corpus.train) + len(corpus.validation) - 1 and first.text not in {r.text for r in rows}
+    assert all(re.fullmatch(r"seed_news\.csv row \d+", r.origin) for r in rows)
+
+
+def test_the_base_encoder_can_replace_the_champions_embeddings(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["label-errors", "--encoder", "base", "--limit", "3"]) == ExitCode.OK
+    report = _json(capsys)
+    assert report["model"] == "base all-MiniLM-L6-v2" and report["stored"] == min(3, report["candidates"])

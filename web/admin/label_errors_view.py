@@ -1,0 +1,195 @@
+"""The admin view's "Possible label errors" panel, an accordion that lists when opened: the rows a search doubts
+(base rows and trusted answers), with the label they have, the topic the data suggests and how sure, and where each
+came from; tick them and relabel, keep or exclude them at once; undo recent decisions.
+
+Keyboard (web/admin/review_keys.js): the arrows move (K is keep here, not up), Space ticks, L relabels the ticked
+rows, K keeps them, X excludes them; in the decisions list U undoes the ticked ones. The search itself runs as a
+child process (`newsloop label-errors` through `web.admin.jobs`), so torch never loads in the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from core.labels import LABELS
+from feedback.errors import FeedbackError
+from feedback.trust.label_errors import Action, Source
+from feedback.trust.rules import MAINTAINER
+from web.admin.actions import AdminActions
+from web.admin.guard import admin_only, guarded_by
+
+PRIVATE: dict[str, Any] = {"api_visibility": "private"}
+ANY = "any"
+SUGGESTED = "suggested"  # relabel each ticked row to its own suggested topic
+SHOWN = 100  # candidates listed at once
+DECISIONS_SHOWN = 20  # recent decisions offered for undo
+NOTHING = "No feedback database on this server."
+
+
+def candidate_label(row: dict[str, Any]) -> str:
+    """One candidate as its checkbox reads: id, the label it has, the suggested one and how sure, where from, the text."""
+    return (f"#{row['id']} · {row['given_label']} → {row['suggested_label']} {row['probability']:.0%} · "
+            f"{row['origin']}\n{' '.join(str(row['text']).split())}")
+
+
+def decision_label(row: dict[str, Any]) -> str:
+    """One decision as its checkbox reads: what, on which label, who, when, and the text's start."""
+    what = {Action.RELABEL: f"relabelled {row['label_before']} → {row['label_after']}",
+            Action.KEEP: f"kept {row['label_before']}", Action.EXCLUDE: f"excluded ({row['label_before']})"}
+    when = str(row.get("decided_at", ""))[:16].replace("T", " ")
+    text = " ".join(str(row["text"]).split())
+    text = text if len(text) <= 160 else text[:159] + "…"
+    return f"#{row['id']} · {what[Action(row['action'])]} · {row['decided_by']} · {when}\n{text}"
+
+
+class LabelErrorsPanel:
+    """The panel's handlers, each wrapped in `admin_only`."""
+
+    def __init__(self, admin: AdminActions) -> None:
+        self.admin = admin
+
+    def _who(self, request: gr.Request, profile: gr.OAuthProfile | None) -> str:
+        who = self.admin.identities.identify(request, profile)
+        return who.annotator if who.verified else MAINTAINER
+
+    @admin_only(lambda _: ("Sign in first.", gr.skip(), gr.skip()))
+    def search(self, source: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Any, Any]:
+        """A line saying how many candidates are waiting, the list of them (none ticked), and the recent decisions."""
+        store = self.admin.store
+        if store is None:
+            return NOTHING, gr.skip(), gr.skip()
+        try:
+            rows, total = store.label_errors.open_candidates(SHOWN, None if source in (None, "", ANY) else source)
+        except (FeedbackError, ValueError) as exc:
+            return f"Cannot list: {exc}", gr.update(choices=[], value=[]), gr.skip()
+        search = store.label_errors.latest_search()
+        if search is None:
+            summary = "No search yet: press **Search for label errors** (or run `newsloop label-errors`)."
+        else:
+            when = str(search["created_at"])[:16].replace("T", " ")
+            read = f"{search['rows']:,} rows read, " if search["rows"] else ""
+            which = f"the search of {when} UTC ({read}{search['candidates']:,} found)"
+            if total:
+                more = f"; the first {len(rows)} are listed" if total > len(rows) else ""
+                summary = (f"**{total:,}** possible label error(s) to decide, from {which}{more}, the likeliest first. "
+                           "Relabel sets the suggested topic (or the one chosen beside it); keep hides a row while it "
+                           "has that label; exclude leaves it out of training.")
+            elif search["candidates"]:
+                summary = f"Every candidate of {which} has been decided."
+            else:
+                summary = f"No label looks wrong to {which}."
+        decisions = store.label_errors.decisions(DECISIONS_SHOWN, live_only=True)
+        return (summary, gr.update(choices=[(candidate_label(r), int(r["id"])) for r in rows], value=[]),
+                gr.update(choices=[(decision_label(r), int(r["id"])) for r in decisions], value=[]))
+
+    @admin_only(lambda _: ("Sign in first.", gr.skip(), gr.skip()))
+    def select_all(self, source: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Any, Any]:
+        """Tick every listed candidate (the list is read again, so what is ticked is what is shown)."""
+        summary, listing, decisions = self.search(source, request, profile)
+        if isinstance(listing, dict) and "choices" in listing:
+            listing["value"] = [value for _, value in listing["choices"]]
+        return summary, listing, decisions
+
+    def act(self, action: Action | str) -> Callable[..., tuple[str, str, Any, Any]]:
+        """Relabel, keep or exclude every ticked candidate, then list again."""
+        action = Action(action)
+
+        @guarded_by(self, lambda _: ("Sign in first.", gr.skip(), gr.skip(), gr.skip()))
+        def handler(ids: list[Any] | None, new_label: str, source: str, request: gr.Request,
+                    profile: gr.OAuthProfile | None = None) -> tuple[str, str, Any, Any]:
+            store = self.admin.store
+            if store is None:
+                return NOTHING, gr.skip(), gr.skip(), gr.skip()
+            if not ids:
+                return "Tick one or more rows first (Space ticks the focused one).", gr.skip(), gr.skip(), gr.skip()
+            label = new_label if action is Action.RELABEL and new_label and new_label != SUGGESTED else None
+            try:
+                message = store.label_errors.decide(ids, action, self._who(request, profile), label).message()
+            except FeedbackError as exc:
+                return f"Nothing changed: {exc}", gr.skip(), gr.skip(), gr.skip()
+            return (message, *self.search(source, request, profile))
+
+        return handler
+
+    @admin_only(lambda _: ("Sign in first.", gr.skip(), gr.skip(), gr.skip()))
+    def undo(self, ids: list[Any] | None, source: str, request: gr.Request,
+             profile: gr.OAuthProfile | None = None) -> tuple[str, str, Any, Any]:
+        """Take back the ticked decisions: their rows train as before and are listed again."""
+        store = self.admin.store
+        if store is None:
+            return NOTHING, gr.skip(), gr.skip(), gr.skip()
+        if not ids:
+            return "Tick one or more decisions to undo.", gr.skip(), gr.skip(), gr.skip()
+        try:
+            undone = store.label_errors.undo(ids, self._who(request, profile))
+        except FeedbackError as exc:
+            return f"Nothing changed: {exc}", gr.skip(), gr.skip(), gr.skip()
+        message = (f"Undid {len(undone)} decision(s): {', '.join(f'#{i}' for i in undone)}." if undone
+                   else "Those decisions were undone already.")
+        return (message, *self.search(source, request, profile))
+
+    @admin_only()
+    def find(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
+        """Start a search as a child process (`newsloop label-errors`), one job at a time."""
+        started = self.admin.jobs.start("label-errors")
+        if not started.startswith("Started"):
+            return started
+        return "Searching for label errors (minutes on a first search, seconds later); press **List again** then."
+
+
+@dataclass
+class LabelErrorsWidgets:
+    """What the admin view wires beyond the panel itself."""
+
+    panel: LabelErrorsPanel
+    changes: list[Any]  # the relabel, keep, exclude and undo events, for follow-ups (the tiles' refresh)
+
+
+def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
+    """The panel and its own events."""
+    panel = LabelErrorsPanel(admin)
+    # An accordion that lists when opened: a fresh page (every visitor's, signed in or not) sends no event for it.
+    with gr.Accordion("Possible label errors", open=False, elem_id="label-errors-panel") as box:
+        gr.HTML('<p class="kbd-hint">Rows whose label the data doubts, from the base data and from trusted answers. '
+                "Keys in the list: <kbd>↑</kbd>/<kbd>↓</kbd> move, <kbd>Space</kbd> ticks, <kbd>L</kbd> relabels "
+                "the ticked rows, <kbd>K</kbd> keeps them, <kbd>X</kbd> excludes them; in the decisions, "
+                "<kbd>U</kbd> undoes the ticked ones.</p>")
+        with gr.Row(elem_id="label-errors-filters"):
+            source = gr.Dropdown([("base rows and answers", ANY), ("base rows", Source.BASE.value),
+                                  ("trusted answers", Source.ANSWER.value)], value=ANY, label="From",
+                                 elem_id="label-errors-source")
+            new_label = gr.Dropdown([("the suggested topic", SUGGESTED), *LABELS], value=SUGGESTED,
+                                    label="Relabel to", elem_id="label-errors-new-label")
+            list_btn = gr.Button("List again", size="sm", elem_id="label-errors-refresh")
+            find_btn = gr.Button("Search for label errors", size="sm", elem_id="label-errors-find")
+        summary = gr.Markdown(elem_id="label-errors-summary", elem_classes=["live"])
+        listing = gr.CheckboxGroup(label="Candidates (full text)", elem_id="label-errors-list", choices=[], value=[])
+        with gr.Row(elem_id="label-errors-actions"):
+            all_btn = gr.Button("Tick all listed", size="sm", elem_id="label-errors-all")
+            none_btn = gr.Button("Untick all", size="sm", elem_id="label-errors-none")
+            relabel_btn = gr.Button("Relabel ticked", variant="primary", elem_id="label-errors-relabel")
+            keep_btn = gr.Button("Keep ticked", elem_id="label-errors-keep")
+            exclude_btn = gr.Button("Exclude ticked", variant="stop", elem_id="label-errors-exclude")
+        message = gr.Markdown(elem_id="label-errors-msg", elem_classes=["live"])
+        with gr.Accordion("Recent decisions (undo)", open=False, elem_id="label-fixes-panel"):
+            decisions = gr.CheckboxGroup(label="Decisions, newest first", elem_id="label-fixes-list", choices=[],
+                                         value=[])
+            undo_btn = gr.Button("Undo ticked", size="sm", elem_id="label-fixes-undo")
+    shown = [summary, listing, decisions]
+    box.expand(panel.search, inputs=source, outputs=shown, **PRIVATE)
+    source.input(panel.search, inputs=source, outputs=shown, **PRIVATE)
+    list_btn.click(panel.search, inputs=source, outputs=shown, **PRIVATE)
+    all_btn.click(panel.select_all, inputs=source, outputs=shown, **PRIVATE)
+    none_btn.click(lambda: gr.update(value=[]), outputs=listing, **PRIVATE)
+    find_btn.click(panel.find, outputs=message, **PRIVATE)
+    changes = [btn.click(panel.act(action), inputs=[listing, new_label, source], outputs=[message, *shown],
+                         api_name=f"label_errors_{action.value}", **PRIVATE)
+               for btn, action in ((relabel_btn, Action.RELABEL), (keep_btn, Action.KEEP),
+                                   (exclude_btn, Action.EXCLUDE))]
+    changes.append(undo_btn.click(panel.undo, inputs=[decisions, source], outputs=[message, *shown],
+                                  api_name="label_errors_undo", **PRIVATE))
+    return LabelErrorsWidgets(panel, changes)
