@@ -39,17 +39,19 @@ from feedback.database.shared_state import (
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
 from feedback.traffic.served import save_tallies
+from web.admin import page as admin_page
 from web.admin.actions import AdminActions
 from web.admin.jobs import RetrainJobs
 from web.admin.routes import admin_router
 from web.admin.sessions import TICKET_TTL_S
-from web.page.actions import Classifier, NewsLoopActions, PageLimits
-from web.page.tabs import build_page
+from web.page import tabs as labellers_page
+from web.page.actions import NewsLoopActions
 from web.server.api import build_api
-from web.server.asgi import ServerOptions, build_server, serve
+from web.server.asgi import Page, ServerOptions, build_server, serve
 from web.server.identity import IdentityService, ProxyPolicy
 from web.server.metrics import Metrics, MetricsMiddleware, ServedTallies, metrics_router
 from web.server.origin_guard import OriginPolicy
+from web.server.serving import Classifier, PageLimits
 
 log = logging.getLogger("newsloop.app")
 
@@ -135,9 +137,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             flush_served=metrics.estimates.flush,
             **admin_state,
         )
-    demo = build_page(actions, admin, hf_sign_in=settings.hosting.hf_sign_in)
-    # api_open=False: every event goes through the queue (its concurrency and size limits); no direct POST.
-    demo.queue(api_open=False, default_concurrency_limit=8, max_size=256)
+    pages = web_pages(actions, admin, settings.hosting.hf_sign_in)
     routers = [*api_routers(metrics.metered(classifier, "api"), actions, identities,
                             settings.serving.max_batch_texts),
                *([admin_router(admin)] if admin else []), *metrics_routers(metrics, settings)]
@@ -155,7 +155,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         early_refusals=[(actions.classify, metrics.counting_refusals(actions.classify_refusal)),
                         *([(admin.login, admin.sign_in_refusal)] if admin else [])],
     )
-    server = build_server(demo, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
+    server = build_server(pages, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
     # What this server tallied since its last write is written as it stops (a restart, a Space's redeploy).
     server.router.on_shutdown.append(metrics.estimates.flush)
     if scoring is not None:  # the pool is scored while the server runs, never inside a labeller's request
@@ -165,6 +165,20 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         routes = [*server.routes, *(route for router in routers for route in router.routes)]  # templates, unprefixed
         server.add_middleware(MetricsMiddleware, metrics=metrics, routes=routes)
     return server
+
+
+def web_pages(actions: NewsLoopActions, admin: AdminActions | None, hf_sign_in: bool) -> list[Page]:
+    """The labellers' page at / and, when an admin can sign in, the maintainers' at /admin/: two Gradio apps over the
+    same services, on one server. Nothing of the admin's is in the labellers' page but a link."""
+    pages = [Page(labellers_page.build_page(actions, hf_sign_in=hf_sign_in, admin_link=admin is not None),
+                  scripts=labellers_page.SCRIPTS)]
+    if admin is not None:
+        pages.append(Page(admin_page.build_admin_page(admin, hf_sign_in=hf_sign_in), path=admin_page.MOUNT_PATH,
+                          scripts=admin_page.SCRIPTS))
+    for page in pages:
+        # api_open=False: every event goes through the queue (its concurrency and size limits); no direct POST.
+        page.blocks.queue(api_open=False, default_concurrency_limit=8, max_size=256)
+    return pages
 
 
 def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> Metrics:

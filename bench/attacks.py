@@ -17,7 +17,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from testkit.attackers import Hit, blind_join, call_event, events, list_bomb_body, send_chunked, two_forwarded_lines
+from testkit.attackers import (
+    Hit,
+    blind_join,
+    call_event,
+    events,
+    list_bomb_body,
+    page_of,
+    send_chunked,
+    two_forwarded_lines,
+)
 
 
 def _timed(attack: str, send: Callable[[], httpx.Response]) -> Hit:
@@ -61,6 +70,7 @@ def queue_flood(url: str, address: str, joins: int = 600, seconds: float = 20.0)
 
 def sign_in_guessing(url: str, guessers: list[str], seconds: float = 20.0) -> list[Hit]:
     """Wrong admin passwords from several addresses at once, kept up for `seconds`."""
+    url = page_of(url, "login")  # the maintainers' page
     fn_index, deadline, hits = events(url)["login"], time.monotonic() + seconds, []
     lock = threading.Lock()
 

@@ -152,8 +152,18 @@ def tab(page, name: str) -> None:  # type: ignore[no-untyped-def]
     page.get_by_role("tab", name=name).locator("visible=true").first.click()
 
 
+def to_admin(page) -> None:  # type: ignore[no-untyped-def]
+    """Open the maintainers' page (/admin/) by the labellers' page's "Maintainers" link, or straight there."""
+    if page.locator("#maintainers a").count():
+        page.click("#maintainers a")
+        page.wait_for_url("**/admin/", wait_until="domcontentloaded")
+    else:
+        page.goto(page.url.split("?")[0].rstrip("/") + "/admin/", wait_until="domcontentloaded")
+    page.wait_for_selector("#admin-login >> visible=true")
+
+
 def shoot(url: str, article: str, out: Path) -> dict[str, str]:
-    """Classify, Label queue and Admin at each size; returns what the Classify tab showed, per size."""
+    """Classify, Label queue and the admin page at each size; returns what the Classify tab showed, per size."""
     from playwright.sync_api import sync_playwright
 
     shown: dict[str, str] = {}
@@ -185,7 +195,7 @@ def shoot(url: str, article: str, out: Path) -> dict[str, str]:
                 page.wait_for_function("() => (document.querySelector('#queue-article article')?.innerText || '').length > 20")
                 settle(page)
                 page.screenshot(path=str(out / f"queue-{size}.png"))
-                tab(page, "Admin")
+                to_admin(page)
                 page.fill("#admin-password input", PASSWORD)
                 page.press("#admin-password input", "Enter")
                 wait_text(page, "#admin-tiles", "answers")

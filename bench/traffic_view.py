@@ -22,7 +22,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from bench import options
-from bench.screenshots import CHROMIUM, PASSWORD, SIZES, settle, start_app, tab, wait_text
+from bench.screenshots import CHROMIUM, PASSWORD, SIZES, settle, start_app, to_admin, wait_text
 from core.data import InputForm, as_form, is_validation, read_csv
 from core.evaluation.estimate import Tally
 from core.input_forms import guess_form
@@ -95,7 +95,7 @@ def shoot(url: str, out: Path) -> None:
         page = browser.new_page(viewport=SIZES["desktop"])
         page.set_default_timeout(60_000)
         page.goto(url, wait_until="domcontentloaded")
-        tab(page, "Admin")
+        to_admin(page)
         page.fill("#admin-password input", PASSWORD)
         page.press("#admin-password input", "Enter")
         wait_text(page, "#traffic-alert", "alert")

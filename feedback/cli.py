@@ -157,7 +157,7 @@ def review_resolve(settings: Settings, store: FeedbackStore, text_hash: str, lab
     commands.review_resolve(store, text_hash, label)
 
 
-@review.group("label-errors", help="Possible label errors, as the admin tab's panel shows them: list the newest "
+@review.group("label-errors", help="Possible label errors, as the admin page's panel shows them: list the newest "
               "search's candidates (`newsloop label-errors` finds them), relabel, keep or exclude them one at a time or "
               "many at once, list the decisions and undo one. Prints JSON.")
 def label_errors() -> None:

@@ -91,8 +91,8 @@ def api_schema() -> dict[str, Any]:
 
     from core.serving.limits import RateLimiter
     from core.settings.config import Settings
-    from web.page.actions import PageLimits
     from web.server.api import build_api
+    from web.server.serving import PageLimits
 
     settings = Settings()
     limits = PageLimits.from_settings(settings)

@@ -136,7 +136,7 @@ def starter(settings: Settings, **options: Any) -> int:
 
 @click.command(help="Search the base rows and trusted answers for labels that look wrong (out-of-fold probabilities, "
                "confident learning) and store the candidates for review: `newsloop review label-errors`, or the admin "
-               f"tab. Prints JSON. Exit status: {ExitCode.OK:d} done, {ExitCode.BAD_INPUT:d} too few rows or bad data.")
+               f"page. Prints JSON. Exit status: {ExitCode.OK:d} done, {ExitCode.BAD_INPUT:d} too few rows or bad data.")
 @click.option("--limit", type=click.IntRange(0), default=1000, show_default=True,
               help="candidates stored, most likely error first; 0 = all")
 @click.option("--encoder", type=click.Choice(["champion", "base"]), default="champion", show_default=True,

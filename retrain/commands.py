@@ -348,7 +348,7 @@ def starter(
 
 def label_errors(settings: Settings, *, limit: int = 1000, encoder: str = "champion") -> int:
     """Search the base rows and trusted answers for likely label errors and store the candidates for review
-    (`newsloop review label-errors`, the admin tab's panel); ExitCode.BAD_INPUT when there are too few rows."""
+    (`newsloop review label-errors`, the admin page's panel); ExitCode.BAD_INPUT when there are too few rows."""
     import contextlib
     from dataclasses import asdict
 

@@ -5,6 +5,7 @@ blind queue joins and crowds of them, forged X-Forwarded-For lines, each from ad
 Run only against an app on loopback that you launched: these send hundreds of megabytes and floods of joins.
 
     python -m testkit.attackers URL EVENT EACH CLIENT...    # `crowd_joins` from a process of its own
+    python -m testkit.attackers URL page EACH CLIENT...     # `crowd_loads`: fresh visitors opening the page
 """
 
 from __future__ import annotations
@@ -47,9 +48,17 @@ def addresses(first_two: str) -> Iterator[str]:
 
 
 def events(url: str) -> dict[str, int]:
-    """The page's events by name (private ones included): fn_index for joins."""
+    """The events of the page at `url` by name (private ones included): fn_index for joins."""
     config = httpx.get(f"{url}config", timeout=30).json()
     return {dep["api_name"]: dep["id"] for dep in config["dependencies"] if dep.get("api_name")}
+
+
+def page_of(url: str, event: str) -> str:
+    """The URL of the app's page that has `event`: the labellers' page (`url`) or the maintainers' (`url`admin/)."""
+    for page in (url, f"{url}admin/"):
+        if event in events(page):
+            return page
+    raise KeyError(f"no page of {url} has the event {event!r}")
 
 
 def list_bomb_body(items: int) -> bytes:
@@ -132,6 +141,7 @@ def send_chunked(url: str, path: str, total: int, forwarded_for: str, timeout_s:
 def crowd_joins(url: str, event: str, clients: list[str], each: int, data: list[Any]) -> list[Hit]:
     """Every client joins `event` `each` times at once and never reads a result (a blind join): what the
     queue admits, and how fast it answers."""
+    url = page_of(url, event)
     fn_index = events(url)[event]
     workers = min(128, len(clients) * each)
     # One client, its connections pooled: a fresh client per request spends the machine's CPU on TLS setup.
@@ -151,12 +161,49 @@ def crowd_joins(url: str, event: str, clients: list[str], each: int, data: list[
         return list(pool.map(join, clients * each))
 
 
+PAGE_LOAD = ("", "theme.css")  # what a fresh visitor's browser fetches that the app makes (bench.page_weight's PATHS)
+CROWD = "page"  # the EVENT that makes `main` run `crowd_loads`
+
+
+def crowd_loads(url: str, clients: list[str], each: int, spread_s: float = 10.0) -> list[Hit]:
+    """Every client opens the page `each` times as a fresh visitor (no cookies, a browser's gzip), the loads spread
+    evenly over `spread_s` seconds (a shared link's crowd): each one's status and seconds (its page and theme)."""
+    visits = clients * each
+    gap = spread_s / max(len(visits), 1)
+    start = time.monotonic()
+
+    def visit(numbered: tuple[int, str]) -> Hit:
+        number, client = numbered
+        time.sleep(max(0.0, start + number * gap - time.monotonic()))
+        began, size, status = time.perf_counter(), 0, 0
+        headers = {"x-forwarded-for": client, "accept-encoding": "gzip", "accept": "text/html,*/*"}
+        try:
+            with httpx.Client(timeout=60) as http:  # a new connection: a fresh visitor's
+                for path in PAGE_LOAD:
+                    response = http.get(f"{url}{path}", headers=headers)
+                    status, size = response.status_code, size + len(response.content)
+                    if status != 200:
+                        break
+        except httpx.HTTPError:
+            status = 0
+        return Hit("page crowd", status, time.perf_counter() - began, size)
+
+    with ThreadPoolExecutor(32) as pool:
+        return list(pool.map(visit, enumerate(visits)))
+
+
 def main() -> None:
     """`python -m testkit.attackers URL EVENT EACH CLIENT...`: `crowd_joins` from a process of its own (so the
-    attacker's threads do not share the app's interpreter); prints one JSON line of the answers' statuses."""
+    attacker's threads do not share the app's interpreter), or `crowd_loads` for EVENT `page`; prints one JSON line
+    of the answers' statuses (and, for loads, the slowest load's seconds)."""
     import sys
 
     url, event, each, *clients = sys.argv[1:]
+    if event == CROWD:
+        loads = crowd_loads(url, clients, int(each))
+        print(json.dumps({"statuses": [h.status for h in loads], "details": [],
+                          "slowest_s": max(h.seconds for h in loads)}))
+        return
     hits = crowd_joins(url, event, clients, int(each), ["A crowd of one story"])
     print(json.dumps({"statuses": [h.status for h in hits], "details": sorted({h.detail for h in hits})}))
 

@@ -14,7 +14,7 @@ from core.settings.fields import Section, internal, setting
 # Shared by more than one policy or layer, so named once here.
 MAX_LENGTH = 192  # tokens a text is cut to: in training, in the export's metadata, and when serving a file without it
 DROPOUT = 0.3  # the classifier head's dropout (retrain.model.NewsClassifier), saved with each checkpoint
-SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (NEWSLOOP_SESSION_CAPACITY, web.page.session_memory)
+SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (NEWSLOOP_SESSION_CAPACITY, web.server.session_memory)
 LABELS_REQUIRED = 1  # agreeing labels a text needs (the queue hands it out until then; trust trains on it after)
 MIN_CHECKS = 3  # known-answer checks each annotator answers first, and before their check score counts
 

@@ -3,7 +3,7 @@ sessions and tickets, queue items.
 
 Rate limits are `core.serving.limits.RateLimiter` itself over a database store of events (`DatabaseWindows`); the other
 classes have the methods of the in-memory ones they replace (`web.admin.actions.AdminSessions`,
-`web.page.session_memory.BoundedMap`), so `app.py` picks one or the other. Times are
+`web.server.session_memory.BoundedMap`), so `app.py` picks one or the other. Times are
 wall-clock (`time.time`), the one clock machines share. Concurrency is the database's: every change is one
 write transaction (SQLite's BEGIN IMMEDIATE; on PostgreSQL an advisory lock per key, so a client's rate-limit
 check never waits for another client's or for answers being written).

@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+ADMIN = "/admin"  # the maintainers' page's path (web.admin.page.MOUNT_PATH)
+
 
 class EventError(RuntimeError):
     """The server answered an event with an error instead of outputs."""
@@ -34,8 +36,9 @@ class Visitor:
         self.forwarded_for = forwarded_for
         self.http = httpx.Client(base_url=self.url, timeout=60.0)
         self._events: dict[str, int] | None = None
+        self._pages: dict[str, str] = {}
         self.cookie: str | None = None
-        self.form_token = ""  # the anti-forgery token the page's script sends (web/page/forms.js): kept like a browser
+        self.form_token = ""  # the anti-forgery token the page's script sends (web/server/forms.js): kept like a browser
         self.send_form_token = True  # False: act as a page on another site, which cannot read it
         self.extra_headers: dict[str, str] = {}
         self.session_hash = uuid.uuid4().hex[:11]  # one browser tab: Gradio keys per-tab state by it
@@ -90,11 +93,23 @@ class Visitor:
             return [f"{refused.status}: {refused.detail}"] * 4
 
     def events(self) -> dict[str, int]:
-        """Every event's name -> fn_index, private ones included (the page config lists them all)."""
+        """Every event's name -> fn_index, private ones included (each page's config lists them all): the labellers'
+        page's, then the maintainers' page's (at /admin/, when the app has one) under names the first does not use."""
         if self._events is None:
-            config = self.get("/config").json()
-            self._events = {dep["api_name"]: dep["id"] for dep in config["dependencies"] if dep.get("api_name")}
+            self._events, self._pages = {}, {}
+            for page in ("", ADMIN):
+                response = self.get(f"{page}/config")
+                if response.status_code != 200:
+                    continue
+                for dep in response.json()["dependencies"]:
+                    if dep.get("api_name") and dep["api_name"] not in self._events:
+                        self._events[dep["api_name"]], self._pages[dep["api_name"]] = dep["id"], page
         return self._events
+
+    def page_of(self, event: str) -> str:
+        """The path of the page whose event `event` is ("" for the labellers', ADMIN for the maintainers')."""
+        self.events()
+        return self._pages[event]
 
     def call_with(self, event: str, headers: dict[str, str], *data: Any) -> list[Any]:
         """`call`, with `headers` (an Origin, a Referer) on the join and on the stream, as a page sends them."""
@@ -112,8 +127,9 @@ class Visitor:
         session = self.session_hash if session_hash is None else session_hash
         body = {"data": list(data), "fn_index": self.events()[event], "session_hash": session,
                 "event_data": None, "trigger_id": None}
+        page = self.page_of(event)
         # json.dumps escapes non-ASCII, so even a lone surrogate travels as a script would send it.
-        joined = self.post("/gradio_api/queue/join", content=json.dumps(body).encode(),
+        joined = self.post(f"{page}/gradio_api/queue/join", content=json.dumps(body).encode(),
                            headers={"content-type": "application/json"})
         if joined.status_code != 200:
             try:
@@ -121,7 +137,7 @@ class Visitor:
             except ValueError:
                 detail = joined.text[:200]
             raise JoinRefused(joined.status_code, detail)
-        with self.http.stream("GET", "/gradio_api/queue/data", params={"session_hash": session},
+        with self.http.stream("GET", f"{page}/gradio_api/queue/data", params={"session_hash": session},
                               headers=self._headers()) as stream:
             if stream.status_code != 200:
                 raise EventError(f"stream refused: {stream.status_code}")

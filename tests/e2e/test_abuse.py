@@ -28,7 +28,7 @@ import pytest
 
 from core.settings.config import PROJECT_ROOT, setting_fields
 from feedback.store import FeedbackStore
-from testkit.attackers import blind_join, list_bomb_body, send_chunked, two_forwarded_lines
+from testkit.attackers import CROWD, blind_join, list_bomb_body, send_chunked, two_forwarded_lines
 from testkit.models import MANY_PAGES
 from testkit.server import launched_app
 from tests.e2e.raw_http import Visitor
@@ -218,9 +218,9 @@ def test_the_proxys_forwarded_for_line_decides_even_after_the_clients_line(app: 
     assert codes[:31] == [200] * 31 and codes[31:] == [429, 429]
 
 
-def page_visitor_times(app: App, done: threading.Event) -> tuple[threading.Thread, list[float]]:
-    """Another visitor classifying on the page (through its event queue) one text after another until `done`;
-    the seconds each took (each must succeed)."""
+def page_visitor_times(app: App, done: threading.Event, every_s: float = 0.0) -> tuple[threading.Thread, list[float]]:
+    """Another visitor classifying on the page (through its event queue) one text after another (or one every
+    `every_s` seconds) until `done`; the seconds each took (each must succeed)."""
     visitor, times = Visitor(app.url, forwarded_for=address()), []
     visitor.call("classify", "Warm-up")
 
@@ -229,6 +229,7 @@ def page_visitor_times(app: App, done: threading.Event) -> tuple[threading.Threa
             started = time.perf_counter()
             assert visitor.call("classify", "The striker scored twice in the cup final.")[0]["label"]
             times.append(time.perf_counter() - started)
+            done.wait(max(0.0, every_s - times[-1]))
 
     thread = threading.Thread(target=honest, daemon=True)
     thread.start()
@@ -238,10 +239,15 @@ def page_visitor_times(app: App, done: threading.Event) -> tuple[threading.Threa
 def crowd(app: App, event: str, clients: list[str], each: int) -> tuple[Counter[int], list[str]]:
     """`testkit.attackers.crowd_joins` from a process of its own, so the crowd's threads do not slow this process's
     app by holding its interpreter: the statuses it got and what the refusals said."""
+    answer = crowd_answer(app, event, clients, each)
+    return Counter(answer["statuses"]), answer["details"]
+
+
+def crowd_answer(app: App, event: str, clients: list[str], each: int) -> dict[str, Any]:
     run = subprocess.run([sys.executable, "-m", "testkit.attackers", app.url, event, str(each), *clients],
                          capture_output=True, text=True, timeout=120, check=True, cwd=PROJECT_ROOT)
-    answer = json.loads(run.stdout.strip().splitlines()[-1])
-    return Counter(answer["statuses"]), answer["details"]
+    answer: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    return answer
 
 
 @pytest.mark.e2e  # a storm of hundreds of sign-ins (over a minute): the end-to-end step, not the default run
@@ -302,3 +308,35 @@ def test_twenty_addresses_joining_at_once_leave_a_visitor_served(app: App) -> No
     # 429: an address's share; 503: everyone's new pages this second (each new page costs the server ~25 ms).
     assert set(statuses) <= {200, 429, 503} and 0 < statuses[200] <= 60
     assert times and max(times) < 2.0 * MARGIN, f"the other visitor waited {max(times):.2f} s"
+
+
+@pytest.mark.e2e  # 128 page loads spread over 10 s, beside a visitor and a sign-in: the end-to-end step
+def test_a_crowd_opening_the_page_leaves_a_visitor_and_the_admins_sign_in_served(app: App) -> None:
+    """A shared link's crowd: 128 fresh visitors from 8 addresses open / (its page and theme) within about 10 s,
+    while a visitor classifies once a second and the admin signs in 2 s into it. Every load is served (the page
+    is built once and compressed; the admin's view is not in it), the visitor waits at most 1 s on any request and
+    the admin's sign-in at most 3 s (asserted with MARGIN, printed)."""
+    done = threading.Event()
+    thread, times = page_visitor_times(app, done, every_s=1.0)
+    admin_s: list[float] = []
+
+    def admin_signs_in() -> None:
+        time.sleep(2.0)  # into the crowd
+        admin = Visitor(app.url, forwarded_for=address())
+        started = time.perf_counter()
+        assert sign_in(admin) == "Signed in."
+        admin_s.append(time.perf_counter() - started)
+
+    admin_thread = threading.Thread(target=admin_signs_in, daemon=True)
+    try:
+        admin_thread.start()
+        answer = crowd_answer(app, CROWD, [address() for _ in range(8)], 16)
+        admin_thread.join(timeout=60)
+    finally:
+        done.set()
+        thread.join(timeout=30)
+    print(f"page crowd {dict(Counter(answer['statuses']))}, slowest load {answer['slowest_s']:.3f} s; the visitor's "
+          f"{len(times)} classifications: slowest {max(times):.3f} s; the admin signed in in {admin_s[0]:.2f} s")
+    assert Counter(answer["statuses"]) == {200: 128}
+    assert times and max(times) < 1.0 * MARGIN, f"the visitor waited {max(times):.2f} s"
+    assert admin_s and admin_s[0] < 3.0 * MARGIN, f"the admin waited {admin_s[0]:.2f} s"

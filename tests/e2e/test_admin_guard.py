@@ -1,6 +1,6 @@
 """Every admin event of the running app refuses a caller without an admin session and changes nothing.
 
-The list of events is the app's own: every handler the launched page wires that lives in an admin module must
+The list of events is the app's own: every handler the launched maintainers' page (/admin/) wires that lives in an admin module must
 carry the one admin check (`web.admin.guard.admin_only`), except the sign-in flow itself. Each is then called
 over raw HTTP by its index, as a script can call any private event, with inputs a script would send."""
 
@@ -23,11 +23,12 @@ from core.registry.versions import ModelRegistry
 from core.serving.classifier import ChampionService
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
-from tests.e2e.raw_http import Visitor
+from tests.e2e.raw_http import ADMIN, Visitor
 from web.admin.guard import is_guarded
 
 PASSWORD = "a long admin password for the admin guard test"
-ADMIN_MODULES = {"web.admin.actions", "web.admin.dashboard", "web.admin.review_view", "web.admin.people_view", "web.admin.guidelines_view"}
+ADMIN_MODULES = {"web.admin.actions", "web.admin.dashboard", "web.admin.review_view", "web.admin.people_view", "web.admin.guidelines_view",
+                 "web.admin.label_errors_view"}
 SIGN_IN_FLOW = {"restore", "login", "after_sign_in", "logout"}  # strangers must reach these to sign in
 SURE_OF_WORLD = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
 
@@ -66,7 +67,7 @@ def app(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     store.record(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
                  kind="correct", verified=True)
     server_app = build_app(ChampionService(registry), settings, store)
-    [mount] = [route for route in server_app.routes if isinstance(route, Mount)]
+    [mount] = [route for route in server_app.routes if isinstance(route, Mount) and route.path == ADMIN]
     port = free_port()
     server = ServerThread(server_app, "127.0.0.1", port)
     server.start()
@@ -124,6 +125,7 @@ def snapshot(home: Path, store: FeedbackStore) -> dict[str, Any]:
 def test_every_admin_event_refuses_a_caller_without_an_admin_session(app) -> None:  # type: ignore[no-untyped-def]
     url, blocks, home, store = app
     events = admin_events(blocks)
+    assert events, "the maintainers' page wires no admin event"
     unguarded = sorted(inspect.unwrap(fn).__qualname__ for fn in events.values() if not is_guarded(fn))
     assert unguarded == [], f"admin handlers without the admin check: {unguarded}"
     names = {inspect.unwrap(fn).__name__ for fn in events.values()}
@@ -132,7 +134,7 @@ def test_every_admin_event_refuses_a_caller_without_an_admin_session(app) -> Non
                      "look_for_runs", "search", "select_all", "options", "handler", "load", "save"}
 
     visitor = Visitor(url)
-    config = visitor.get("/config").json()
+    config = visitor.get(f"{ADMIN}/config").json()
     dependencies = {dep["id"]: dep for dep in config["dependencies"]}
     before = snapshot(home, store)
     refusals = Refusals()
@@ -145,10 +147,10 @@ def test_every_admin_event_refuses_a_caller_without_an_admin_session(app) -> Non
             visitor.events()  # the page as a browser loads it first (its id cookie)
             body = {"data": script_inputs(config, dependencies[index]), "fn_index": index,
                     "session_hash": visitor.session_hash, "event_data": None, "trigger_id": None}
-            joined = visitor.post("/gradio_api/queue/join", content=json.dumps(body).encode(),
+            joined = visitor.post(f"{ADMIN}/gradio_api/queue/join", content=json.dumps(body).encode(),
                                   headers={"content-type": "application/json"})
             assert joined.status_code == 200, joined.text
-            with visitor.http.stream("GET", "/gradio_api/queue/data", params={"session_hash": visitor.session_hash},
+            with visitor.http.stream("GET", f"{ADMIN}/gradio_api/queue/data", params={"session_hash": visitor.session_hash},
                                      headers=visitor._headers()) as stream:
                 done = [json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:")]
             completed = [m for m in done if m.get("msg") == "process_completed"]
@@ -178,3 +180,36 @@ def test_a_disagreement_button_refuses_without_a_session(app) -> None:  # type: 
     settle = _settle(PeoplePanel(admin), text_hash, "Business")
     assert is_guarded(settle) and settle(None) == "Sign in first."
     assert snapshot(home, store) == before  # the disagreement stays open
+
+
+ADMIN_IDS = {"admin-password", "admin-login", "admin-panel", "retrain-btn", "pool-upload", "guidelines-text", "review-list"}
+
+
+def test_the_labellers_page_carries_nothing_of_the_admins(app) -> None:  # type: ignore[no-untyped-def]
+    """Issue 47: / is the labellers' page alone (a link to the maintainers' aside); /admin/ is the admin app,
+    which a stranger sees as its sign-in form (every other event refuses them: the test above)."""
+    url, blocks, _, _ = app
+    visitor = Visitor(url)
+    try:
+        page = visitor.get("/")
+        config = visitor.get("/config").json()
+        ids = {c.get("props", {}).get("elem_id") for c in config["components"]}
+        assert ids & ADMIN_IDS == set() and "admin-password" not in page.text
+        assert 'href="admin/" id="maintainers-link"' in json.dumps(config["components"]).replace('\\"', '"')
+        handlers = {dep.get("api_name") for dep in config["dependencies"]}
+        assert handlers.isdisjoint({"login", "retrain_preview", "launch_retrain", "rollback", "import_pool", "export"})
+        assert len(page.content) < 150_000  # the whole admin view made it about 200 KB
+
+        moved = visitor.http.get("/admin", follow_redirects=False)
+        assert moved.status_code == 307 and moved.headers["location"] == "admin/"
+        admin_page = visitor.get(f"{ADMIN}/")
+        admin_config = visitor.get(f"{ADMIN}/config").json()
+        admin_ids = {c.get("props", {}).get("elem_id") for c in admin_config["components"]}
+        assert admin_page.status_code == 200 and admin_ids >= ADMIN_IDS
+        assert 'href="../" id="labellers-link"' in json.dumps(admin_config["components"]).replace('\\"', '"')
+        assert {c.get("props", {}).get("elem_id") for c in admin_config["components"]}.isdisjoint(
+            {"news-text", "classify-btn", "queue-article"})  # nothing of the labellers' either
+        # The server's own view: the admin handlers are wired on the admin app only.
+        assert admin_events(blocks)
+    finally:
+        visitor.close()

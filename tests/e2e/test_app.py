@@ -225,7 +225,8 @@ def test_client_cannot_choose_its_rate_limit_identity_with_a_forged_header() -> 
 
 def test_rate_limit_refuses_a_client_past_its_budget(tiny_champion_home: Path) -> None:
     from app import identity_service
-    from web.page.actions import NewsLoopActions, PageLimits
+    from web.page.actions import NewsLoopActions
+    from web.server.serving import PageLimits
 
     settings = tiny_settings(tiny_champion_home, classify_per_minute=2)
     service = ChampionService(ModelRegistry(settings.paths.models_dir))

@@ -27,7 +27,7 @@ from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.models import tiny_settings
 from testkit.server import launched_app
-from tests.e2e.raw_http import EventError, Visitor
+from tests.e2e.raw_http import ADMIN, EventError, Visitor
 
 PASSWORD = "correct horse battery staple"
 CHECKS = {f"Known-answer check {i}: the striker scored twice in the final": "Sports" for i in range(20)}
@@ -184,7 +184,7 @@ def test_an_export_downloads_once_for_the_admin_who_asked_and_leaves_no_file(spa
     admin, stranger = space.visitor(real_address()), space.visitor(real_address())
     assert sign_in(admin) == "Signed in."
     link = admin.call("export", "csv")[0]
-    path = "/" + link.split('href="', 1)[1].split('"', 1)[0]
+    path = f"{ADMIN}/" + link.split('href="', 1)[1].split('"', 1)[0]
     exports = space.settings.storage.home / "exports"
     assert len(list(exports.iterdir())) == 1
     assert stranger.get(path).status_code == 404  # not the browser it was made for
@@ -274,12 +274,12 @@ def test_uploads_need_an_admin_and_a_size_limit_and_session_memory_is_bounded(sp
     big = b"x" * (2 * 1024 * 1024)
     stranger = space.visitor(real_address())
     stranger.events()
-    assert stranger.post("/gradio_api/upload", files={"files": ("a.csv", b"text\nhello\n")}).status_code == 403
-    assert stranger.post("/gradio_api/upload", files={"files": ("big.csv", big)}).status_code == 403
+    assert stranger.post(f"{ADMIN}/gradio_api/upload", files={"files": ("a.csv", b"text\nhello\n")}).status_code == 403
+    assert stranger.post(f"{ADMIN}/gradio_api/upload", files={"files": ("big.csv", big)}).status_code == 403
     admin = space.visitor(real_address())
     assert sign_in(admin) == "Signed in."
-    assert admin.post("/gradio_api/upload", files={"files": ("big.csv", big)}).status_code == 413
-    assert admin.post("/gradio_api/upload", files={"files": ("a.csv", b"text\nhello\n")}).status_code == 200
+    assert admin.post(f"{ADMIN}/gradio_api/upload", files={"files": ("big.csv", big)}).status_code == 413
+    assert admin.post(f"{ADMIN}/gradio_api/upload", files={"files": ("a.csv", b"text\nhello\n")}).status_code == 200
 
     first = space.visitor(real_address())
     harvest = "The first visitor's story about the harvest"

@@ -22,7 +22,7 @@ from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
-from tests.e2e.test_browser_flows import AXE, SIZES, open_page, shot, tab
+from tests.e2e.test_browser_flows import AXE, SIZES, open_page, shot, tab, to_admin
 from web.page.classify_view import EXAMPLES
 
 pytestmark = pytest.mark.browser
@@ -85,7 +85,7 @@ def browser():  # type: ignore[no-untyped-def]
 
 
 def sign_in(page) -> None:  # type: ignore[no-untyped-def]
-    tab(page, "Admin")
+    to_admin(page)
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
     _wait_for_text(page, "#admin-tiles", "answers")
@@ -257,7 +257,7 @@ def test_axe_finds_nothing_on_any_tab_with_panels_open(browser, served, size: st
     _wait_for_text(page, "#queue-progress", "left")  # an article (any: other tests add some) or "Nothing left"
     open_all(page, "#queue-guidelines")
     found["queue"] = axe_scan(page)
-    tab(page, "Admin")
+    to_admin(page)
     found["admin signed out"] = axe_scan(page)
     sign_in(page)
     open_all(page, "#admin-panel")

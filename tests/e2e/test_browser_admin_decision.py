@@ -27,7 +27,7 @@ from testkit.races import finish, retrain_elsewhere
 from testkit.server import launched_app
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
-from tests.e2e.test_browser_flows import open_page, shot, tab
+from tests.e2e.test_browser_flows import open_page, shot, to_admin
 from tests.e2e.test_retrain_run import add_feedback, run_retrain, settings_for
 
 pytestmark = pytest.mark.browser
@@ -52,7 +52,7 @@ def home(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def sign_in(page) -> None:  # type: ignore[no-untyped-def]
-    tab(page, "Admin")
+    to_admin(page)
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
     _wait_for_text(page, "#admin-tiles", "answers")

@@ -18,7 +18,7 @@ from testkit.server import launched_app
 from testkit.stack import TINY_ENV
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
-from tests.e2e.test_browser_flows import open_page, tab
+from tests.e2e.test_browser_flows import open_page, to_admin
 from tests.e2e.test_retrain_run import add_feedback, settings_for
 
 pytestmark = pytest.mark.browser
@@ -71,8 +71,8 @@ def test_the_admin_view_raises_no_alarm_idle_or_through_a_refused_and_a_promoted
     url, _ = served
     caplog.set_level(logging.WARNING)
     page = open_page(browser, url)
-    page.evaluate(WATCH_ERRORS_JS)
-    tab(page, "Admin")
+    to_admin(page)
+    page.evaluate(WATCH_ERRORS_JS)  # on the maintainers' page, where it watches
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
     _wait_for_text(page, "#admin-tiles", "answers")

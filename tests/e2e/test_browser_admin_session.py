@@ -18,7 +18,7 @@ from testkit.models import tiny_settings
 from testkit.server import launched_app
 from tests.e2e.raw_http import Visitor
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync
-from tests.e2e.test_browser_flows import PASSWORD, open_page, sign_in, tab
+from tests.e2e.test_browser_flows import PASSWORD, open_page, sign_in, to_admin
 
 pytestmark = pytest.mark.browser
 
@@ -77,7 +77,7 @@ def test_sign_in_and_out_give_the_browser_a_fresh_id_and_exports_download_once(c
         page.wait_for_timeout(100)
     assert browser_id(context) not in (signed_in, planted.cookie.split("=", 1)[1])  # signing out: a fresh id too
     page.reload(wait_until="domcontentloaded")
-    tab(page, "Admin")
+    to_admin(page)
     assert page.locator("#admin-panel").is_hidden()
     assert not page.errors
     context.close()

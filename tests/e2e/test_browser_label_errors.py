@@ -21,7 +21,7 @@ from retrain.setup import RetrainSetup
 from retrain.targets import TrainingRows
 from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync
-from tests.e2e.test_browser_flows import open_page, shot, tab
+from tests.e2e.test_browser_flows import open_page, shot, to_admin
 
 pytestmark = pytest.mark.browser
 
@@ -64,7 +64,7 @@ def test_relabel_one_exclude_two_undo_one_and_the_challenger_trains_on_exactly_t
         browser, served, monkeypatch: pytest.MonkeyPatch) -> None:
     url, settings, doubted = served
     page = open_page(browser, url)
-    tab(page, "Admin")
+    to_admin(page)
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
     _wait_for_text(page, "#admin-tiles", "answers")
@@ -143,7 +143,7 @@ def served_empty(tiny_home_copy: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
 
 def test_the_search_button_runs_the_search_as_a_job_and_its_candidates_are_listed(browser, served_empty) -> None:  # type: ignore[no-untyped-def]
     page = open_page(browser, served_empty)
-    tab(page, "Admin")
+    to_admin(page)
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
     _wait_for_text(page, "#admin-tiles", "answers")

@@ -19,7 +19,7 @@ from testkit.models import MANY_PAGES
 from testkit.server import launched_app
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
-from tests.e2e.test_browser_flows import open_page, shot, tab
+from tests.e2e.test_browser_flows import open_page, shot, to_admin
 
 pytestmark = pytest.mark.browser
 
@@ -51,7 +51,7 @@ def test_a_headline_only_stream_the_model_is_unsure_of_raises_the_alert(browser,
     page.click("#classify-btn")
     _wait_for_text(page, "#topic-label", "%")
 
-    tab(page, "Admin")
+    to_admin(page)
     page.fill("#admin-password input", PASSWORD)
     page.press("#admin-password input", "Enter")
     _wait_for_text(page, "#traffic-alert", "Alert")

@@ -55,7 +55,8 @@ def versions(space: Served) -> int:
 
 
 def test_a_preflight_from_another_site_is_refused_and_grants_nothing(space: Served) -> None:
-    for path in ("/gradio_api/queue/join", "/admin/session", "/gradio_api/upload", "/api/v1/classify"):
+    for path in ("/gradio_api/queue/join", "/admin/gradio_api/queue/join", "/admin/session", "/gradio_api/upload",
+                 "/api/v1/classify"):
         response = httpx.options(f"{space.url.rstrip('/')}{path}", headers={
             "origin": EVIL, "access-control-request-method": "POST", "access-control-request-headers": "content-type"})
         assert response.status_code == 403, path
@@ -67,7 +68,7 @@ def test_a_blind_json_join_from_another_site_with_the_admins_cookie_changes_noth
     before = versions(space)
     admin.send_form_token = False  # a foreign page cannot read the token; it sends the cookies the browser adds
     for header in ({"origin": EVIL}, {"referer": f"{EVIL}/page.html"}, {"origin": "null"}):
-        joined = admin.post("/gradio_api/queue/join", content=join_body(admin, "save", "Forged guidelines"),
+        joined = admin.post(f"{admin.page_of('save')}/gradio_api/queue/join", content=join_body(admin, "save", "Forged guidelines"),
                             headers={"content-type": "application/json", **header})
         assert joined.status_code == 403, header
         assert "access-control-allow-origin" not in joined.headers and "Cross-site" in joined.json()["detail"]

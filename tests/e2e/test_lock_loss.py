@@ -27,7 +27,7 @@ from core.storage.snapshot_schedule import SnapshotSchedule
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from testkit.server import launched_app
-from tests.e2e.raw_http import EventError, Visitor
+from tests.e2e.raw_http import ADMIN, EventError, Visitor
 from tests.unit.test_sqlite_guard import held_locks
 
 pytestmark = pytest.mark.e2e
@@ -54,7 +54,7 @@ def file_data(path: str) -> dict:
 
 
 def sign_in(admin: Visitor) -> None:
-    """As the admin tab does: the login event's ticket, redeemed for a fresh browser id (web.admin.routes)."""
+    """As the admin page does: the login event's ticket, redeemed for a fresh browser id (web.admin.routes)."""
     message, ticket = admin.call("login", PASSWORD)
     redeemed = admin.post("/admin/session", json={"ticket": ticket})
     assert redeemed.status_code == 200, (message, redeemed.text)
@@ -107,11 +107,11 @@ def test_another_process_checkpointing_while_the_app_serves_everything_loses_not
                         continue  # Gradio refused the path itself
                     assert message in ("Sign in first.", "Choose a CSV or JSONL file."), message
 
-                uploaded = admin.post("/gradio_api/upload", files={"files": (f"pool{i}.csv", f"text\nUploaded {i}\n")})
+                uploaded = admin.post(f"{ADMIN}/gradio_api/upload", files={"files": (f"pool{i}.csv", f"text\nUploaded {i}\n")})
                 assert uploaded.status_code == 200
                 assert admin.call("import_pool", file_data(uploaded.json()[0]), False)[0].startswith("Imported 1")
                 link = admin.call("export", "csv")[0]
-                download = admin.get("/" + link.split('href="', 1)[1].split('"', 1)[0])
+                download = admin.get(f"{ADMIN}/" + link.split('href="', 1)[1].split('"', 1)[0])
                 assert download.status_code == 200 and download.text.startswith("id,")
                 assert held_locks(db) >= {"feedback.db", "feedback.db-shm"}, f"round {i}: the app lost its locks"
             assert admin.call("overview")[0].startswith("Champion")  # the admin view reads everything once

@@ -86,7 +86,8 @@ def test_metrics_count_requests_errors_answers_and_estimate_accuracy_by_form(ser
     assert value(samples, requests, route="/api/v1/classify", method="POST", status="413") == 1
     assert value(samples, requests, route="/gradio_api/queue/join", method="POST", status="200") >= 2
     # Route templates and buckets only: no raw path of Gradio's (session ids, file names) becomes a label.
-    routes = {labels["route"] for labels, _ in samples[requests]}
+    # The maintainers' page's requests (/admin/...) in the same buckets, under its path.
+    routes = {_unmounted(labels["route"]) for labels, _ in samples[requests]}
     assert routes <= {"/api/v1/classify", "/", "/config", "static", "other"} | {
         r for r in routes if r.startswith("/gradio_api/") and r.count("/") <= 3}
     assert value(samples, "newsloop_http_request_duration_seconds_count", route="/api/v1/classify") == 3
@@ -154,6 +155,11 @@ def test_on_a_space_metrics_need_a_token(tiny_champion_home: Path, monkeypatch: 
         assert refused.status_code == 403 and "NEWSLOOP_METRICS_TOKEN" in refused.text
 
 
+def _unmounted(route: str) -> str:
+    """A route of the maintainers' page as the same route of the labellers' ("/admin/other" -> "other")."""
+    return route.removeprefix("/admin/") if route in ("/admin/other", "/admin/static") else route.removeprefix("/admin")
+
+
 @pytest.mark.parametrize(("path", "bucket"), [
     ("/gradio_api/queue/data", "/gradio_api/queue/data"),
     ("/gradio_api/queue/join", "/gradio_api/queue/join"),
@@ -166,3 +172,18 @@ def test_on_a_space_metrics_need_a_token(tiny_champion_home: Path, monkeypatch: 
 ])
 def test_gradio_paths_fall_into_a_few_buckets(path: str, bucket: str) -> None:
     assert gradio_bucket(path) == bucket
+
+
+def test_a_page_mounted_below_the_root_is_bucketed_under_its_path() -> None:
+    """The maintainers' page (/admin/) gets the same few buckets as the labellers', named under its path."""
+    from starlette.routing import Mount
+
+    from web.server.metrics import MetricsMiddleware
+
+    async def nothing(scope: object, receive: object, send: object) -> None: ...
+
+    middleware = MetricsMiddleware(nothing, None, [Mount("/admin", app=nothing), Mount("", app=nothing)])  # type: ignore[arg-type]
+    assert middleware.route_of("/admin/gradio_api/queue/join") == "/admin/gradio_api/queue/join"
+    assert middleware.route_of("/admin/gradio_api/file=/tmp/gradio/x.csv") == "/admin/gradio_api/file"
+    assert middleware.route_of("/admin/") == "/admin/" and middleware.route_of("/admin/wp-login.php") == "/admin/other"
+    assert middleware.route_of("/gradio_api/queue/join") == "/gradio_api/queue/join"

@@ -25,8 +25,8 @@ from core.serving.classifier import ChampionService
 from core.serving.limits import RateLimiter
 from testkit.models import tiny_settings
 from testkit.server import launched_app
-from web.page.actions import PageLimits
 from web.server.api import build_api
+from web.server.serving import PageLimits
 
 MAX_CHARS = 500
 MAX_TEXTS = 4  # the router-only server's bound

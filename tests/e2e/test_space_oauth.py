@@ -22,6 +22,7 @@ from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
 from testkit.models import MANY_PAGES_ENV
 from testkit.oauth import SESSION_COOKIE, signed_session_cookie, space_oauth_env
+from tests.e2e.raw_http import ADMIN as ADMIN_PAGE
 from tests.e2e.raw_http import Visitor
 
 pytestmark = pytest.mark.e2e
@@ -110,6 +111,11 @@ def test_the_page_is_a_space_with_hugging_face_sign_in(space: Space) -> None:
     # Gradio's own OAuth routes are attached: the real ones (the local mock would need a Hub token to start).
     assert visitor.http.get("/logout", follow_redirects=False).status_code in (302, 307)
     assert visitor.http.get("/login/huggingface", follow_redirects=False).status_code != 404
+    # The maintainers' page has its own button (an account on NEWSLOOP_ADMINS signs in there without a password).
+    # (a fresh connection: the sign-in route above leaves its own closed)
+    admin_config = space.visitor().get(f"{ADMIN_PAGE}/config").json()
+    assert "Sign in with Hugging Face" in [c["props"].get("value") for c in admin_config["components"]
+                                           if c.get("type") == "button"]
 
 
 def test_a_signed_in_answer_is_stored_as_that_account_verified(space: Space) -> None:
@@ -140,11 +146,11 @@ def test_an_admins_account_gets_the_admin_view_and_may_upload(space: Space) -> N
         assert other.call("overview")[0] == "Sign in first."
     pool = ("pool.csv", b"text\nA pool article an admin uploads from a Space\n")
     # The upload guard runs before Gradio (no injected profile there): it reads Gradio's session cookie itself.
-    assert admin.post("/gradio_api/upload", files={"files": pool}).status_code == 200
+    assert admin.post(f"{ADMIN_PAGE}/gradio_api/upload", files={"files": pool}).status_code == 200
     for other in (member, stranger):
-        assert other.post("/gradio_api/upload", files={"files": pool}).status_code == 403
+        assert other.post(f"{ADMIN_PAGE}/gradio_api/upload", files={"files": pool}).status_code == 403
     expired = space.visitor(ADMIN, expires_in_s=-60)
-    assert expired.post("/gradio_api/upload", files={"files": pool}).status_code == 403
+    assert expired.post(f"{ADMIN_PAGE}/gradio_api/upload", files={"files": pool}).status_code == 403
     assert expired.call("restore")[0] == ""
 
 

@@ -9,8 +9,8 @@ from starlette.requests import Request as StarletteRequest
 from core.serving.limits import FailureThrottle, RateLimiter
 from testkit.oauth import SESSION_COOKIE, signed_session_cookie
 from web.admin.actions import AdminSessions
-from web.page.session_memory import BoundedMap, LastPrediction
 from web.server.identity import COOKIE, IdentityService, ProxyPolicy, hf_session_user
+from web.server.session_memory import BoundedMap, LastPrediction
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 

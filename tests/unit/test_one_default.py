@@ -14,9 +14,9 @@ import pytest
 from core.serving.classifier import ChampionService
 from core.settings.config import Settings, read_settings
 from web.admin.actions import AdminActions
-from web.page.actions import PageLimits
 from web.server.api import build_api
 from web.server.asgi import ServerOptions
+from web.server.serving import PageLimits
 
 # Parameters whose name is not the setting's own (the setting is named where the parameter's meaning needs it).
 ALIASES = {"threads": "onnx_threads", "check_interval_s": "reload_interval_s", "session_minutes": "admin_session_minutes",

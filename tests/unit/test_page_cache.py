@@ -75,3 +75,14 @@ def test_the_least_recent_address_is_dropped_beyond_capacity() -> None:
     for host in ("a", "b", "c", "a"):
         get(cache, host=host)
     assert inner.built == 4  # "a" was dropped when "c" came
+
+
+def test_each_page_it_is_given_is_kept_apart_and_no_other_path() -> None:
+    """The labellers' page at / and the maintainers' at /admin/: each built once, never one served for the other."""
+    inner = Page()
+    cache = PageCache(inner, paths=frozenset({"/", "/admin/"}))  # type: ignore[arg-type]
+    assert [get(cache), get(cache, path="/admin/"), get(cache), get(cache, path="/admin/")]
+    assert inner.built == 2
+    get(cache, path="/admin/config")
+    get(cache, path="/admin/config")
+    assert inner.built == 4  # only the pages themselves are kept

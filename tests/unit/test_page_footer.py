@@ -8,9 +8,10 @@ from pathlib import Path
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import ChampionService
 from testkit.models import tiny_settings
-from web.page.actions import NO_MODEL_NOTE, NewsLoopActions, PageLimits
+from web.page.actions import NO_MODEL_NOTE, NewsLoopActions
 from web.page.tabs import build_page
 from web.server.identity import IdentityService
+from web.server.serving import PageLimits
 
 
 def _actions(home: Path) -> NewsLoopActions:

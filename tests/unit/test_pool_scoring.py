@@ -17,8 +17,9 @@ from core.settings.policies import QueuePolicy
 from feedback.database.tables import pool
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
-from web.page.actions import NewsLoopActions, PageLimits
+from web.page.actions import NewsLoopActions
 from web.server.identity import Identity
+from web.server.serving import PageLimits
 
 TIMEOUT_S = 60.0  # generous: a loaded CI machine may be slow; the thread looks every 0.05 s here
 

@@ -14,8 +14,8 @@ from core.serving.limits import RateLimiter
 from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
 from web.page.labelling import BUFFER, BufferedQueue, LabellingQueue
-from web.page.session_memory import BoundedMap, queue_item_bytes
 from web.server.identity import Identity
+from web.server.session_memory import BoundedMap, queue_item_bytes
 
 
 @dataclass(frozen=True)

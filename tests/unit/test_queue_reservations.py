@@ -15,8 +15,8 @@ from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
 from web.page.labelling import BUFFER, BufferedQueue, LabellingQueue
-from web.page.session_memory import BoundedMap, queue_item_bytes
 from web.server.identity import Identity
+from web.server.session_memory import BoundedMap, queue_item_bytes
 
 # The uncertainty order only (every tab draws from the same few), and an item stays wanted after one answer.
 POLICY = QueuePolicy(traffic_share=0.0, labels_required=2)

@@ -120,7 +120,8 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
     from testkit.models import tiny_settings
     from web.admin.actions import AdminActions
     from web.admin.jobs import RetrainJobs
-    from web.page.actions import NewsLoopActions, PageLimits
+    from web.page.actions import NewsLoopActions
+    from web.server.serving import PageLimits
 
     store = make_store(tmp_path / "f.db")
     settings = tiny_settings(tmp_path / "home", classify_per_minute=2, admin_session_minutes=5,

@@ -1,1 +1,1 @@
-"""The maintainer's room: the Admin tab, its actions, reports, plots, jobs and sign-in."""
+"""The maintainers' page at /admin/: its view, its actions, reports, plots, jobs and sign-in."""

@@ -26,8 +26,8 @@ from web.admin.exports import ExportDownloads, Offer
 from web.admin.guard import admin_only
 from web.admin.jobs import RetrainJobs
 from web.admin.sessions import AdminSessions, SignedInBrowsers, SignInTickets
-from web.page.session_memory import SessionMap
 from web.server.identity import IdentityService
+from web.server.session_memory import SessionMap
 
 if TYPE_CHECKING:
     from feedback.traffic.monitoring import TrafficReport
@@ -281,7 +281,7 @@ class AdminActions:
         name = f"newsloop-feedback-{time.strftime('%Y%m%d-%H%M%S')}.{fmt}"
         token = self.exports.offer(path, name, self.identities.identify(request).browser)
         minutes = self.exports.ttl_s / 60
-        return (f'<a href="admin/export/{token}" download="{name}" id="export-link">Download {name}</a> '
+        return (f'<a href="export/{token}" download="{name}" id="export-link">Download {name}</a> '
                 f"(once, from this browser, within {minutes:.0f} minutes)")
 
     @admin_only(None, page_event=False)  # a link the page showed: its one-time token shows the page made it

@@ -1,5 +1,4 @@
-"""Labelling guidelines on the page: the maintainer's editor in the admin view, and the panel labellers read
-beside the queue and Classify (rendered from the version in force when their page loads)."""
+"""Labelling guidelines: the maintainer's editor in the admin view (labellers read them in `web.page.guidelines`)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ import gradio as gr
 
 from feedback.errors import FeedbackError
 from feedback.labelling.guidelines import MAX_CHARS, Guidelines
-from feedback.store import FeedbackStore
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
 
@@ -74,12 +72,3 @@ def build_guidelines_editor(admin: AdminActions) -> Callable[[Any], Any]:
         return event.then(editor.load, outputs=[text, versions], **PRIVATE)
 
     return reload
-
-
-def guidelines_panel(store: FeedbackStore | None, elem_id: str) -> None:
-    """The guidelines for labellers, as a closed accordion; the text is read each time the page loads."""
-    if store is None:
-        return
-    with gr.Accordion("Labelling guidelines: how to choose a topic", open=False, elem_id=elem_id,
-                      elem_classes=["guidelines"]):
-        gr.Markdown(lambda: store.guidelines.current().text, elem_id=f"{elem_id}-text")

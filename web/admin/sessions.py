@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from web.page.session_memory import BoundedMap, SessionMap
+from web.server.session_memory import BoundedMap, SessionMap
 
 TICKET_TTL_S = 120.0
 

@@ -1,4 +1,4 @@
-"""The Admin tab's layout and wiring: sign-in, tiles, retrain, plots, review, label errors, people, guidelines, pool,
+"""The admin view's layout and wiring: sign-in, tiles, retrain, plots, review, label errors, people, guidelines, pool,
 export.
 
 What each part shows comes from its own module: `web.admin.dashboard` (tiles, plots, decision, progress),
@@ -20,8 +20,8 @@ from web.admin.people_view import build_people
 from web.admin.review_view import build_review
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
-# Trades a sign-in/sign-out ticket for a fresh browser id cookie (POST /admin/session, beside the page).
-_REDEEM_URL = "new URL('admin/session', window.location.href.split(/[?#]/)[0].replace(/[^/]*$/, ''))"
+# Trades a sign-in/sign-out ticket for a fresh browser id cookie (POST /admin/session, beside this page at /admin/).
+_REDEEM_URL = "new URL('session', window.location.href.split(/[?#]/)[0].replace(/[^/]*$/, ''))"
 REDEEM_JS = f"""async (ticket) => {{
   if (ticket) {{
     await fetch({_REDEEM_URL}, {{method: 'POST', credentials: 'same-origin',
@@ -32,8 +32,9 @@ REDEEM_JS = f"""async (ticket) => {{
 
 
 def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
-    """The admin tab, wired to `admin` (private events only); a reload of a signed-in browser restores it."""
-    with gr.Tab("Admin", id="admin"):
+    """The admin view in `demo` (web.admin.page), wired to `admin` (private events only); a reload of a signed-in
+    browser restores it."""
+    with gr.Column(elem_id="admin"):
         with gr.Column() as signin:
             password = gr.Textbox(label="Admin password", type="password", elem_id="admin-password",
                                   info="Press Enter or Sign in.")

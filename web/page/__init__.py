@@ -1,1 +1,1 @@
-"""The labelling page: the Classify and Label queue tabs, their actions, look and scripts."""
+"""The labellers' page at /: the Classify and Label queue tabs, their actions, the queue, guidelines and scripts."""

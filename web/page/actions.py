@@ -4,68 +4,28 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import gradio as gr
-import numpy as np
 
 from core.labels import LABELS
 from core.serving.limits import Limiter, RateLimiter
-from core.settings.config import LimitsSection, ServingSection, Settings
 from core.settings.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
-from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, storable, topic_of
+from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, topic_of
 from web.page.labelling import BufferedQueue, LabellingQueue
-from web.page.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
 from web.server.identity import Identity, IdentityService
+from web.server.serving import Classifier, PageLimits, storable
+from web.server.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
 
 __all__ = ["NO_MODEL_NOTE", "RIGHT", "AnswerOutcome", "Classifier", "NewsLoopActions", "PageLimits", "storable"]
 STALE = "This result is no longer on screen: classify the text again."
 NO_MODEL_NOTE = "No model is served yet."  # the footer while there is no champion
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.~-]+)*[\\/]([\w.-]+)")  # a file path; group 1 is its last part
-
-
-class Classifier(Protocol):
-    """What the page needs from a model: predictions, batch probabilities, and the version that made them."""
-
-    @property
-    def version(self) -> str | None: ...  # read only: a service's champion changes under it
-
-    def predict(self, texts: Sequence[str]) -> list[Any]: ...
-
-    def proba_in_label_order(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class PageLimits:
-    """What the page accepts from one client; built from settings at the edge (`PageLimits.from_settings`). Each
-    field is the setting of the same name, and its default is that setting's (tests build it bare)."""
-
-    max_input_chars: int = ServingSection.field_default("max_input_chars")  # longer input is refused with a message
-    classify_per_minute: int = LimitsSection.field_default("classify_per_minute")  # per client address
-    queue_per_minute: int = LimitsSection.field_default("queue_per_minute")  # queue requests per client address
-    # Sessions whose last prediction and queue item are remembered, and the memory those may take, each map.
-    session_capacity: int = LimitsSection.field_default("session_capacity")
-    session_memory_mb: float = LimitsSection.field_default("session_memory_mb")
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> PageLimits:
-        """The page's limits, cut from the settings."""
-        return cls(
-            max_input_chars=settings.serving.max_input_chars,
-            classify_per_minute=settings.limits.classify_per_minute,
-            queue_per_minute=settings.limits.queue_per_minute,
-            session_capacity=settings.limits.session_capacity,
-            session_memory_mb=settings.limits.session_memory_mb,
-        )
-
-    @property
-    def session_memory_bytes(self) -> int:
-        return int(self.session_memory_mb * 1024 * 1024)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""How the page reads an answer: the topics it may name, the ids of what was shown, texts fit to store and quote."""
+"""How the page reads an answer: the topics it may name, the ids of what was shown, texts fit to quote (to store: web.server.serving.storable)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,6 @@ import secrets
 from core.labels import LABELS
 
 RIGHT = "Right"  # the answer that confirms the prediction on screen
-
-
-def storable(text: str) -> str:
-    """`text` with anything UTF-8 cannot hold (a lone surrogate) replaced, so what is shown can be saved."""
-    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def snippet(text: str, words: int = 8) -> str:

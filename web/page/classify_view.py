@@ -11,9 +11,9 @@ from typing import Any
 import gradio as gr
 
 from core.labels import LABELS
-from web.admin.guidelines_view import guidelines_panel
 from web.page.actions import NewsLoopActions
 from web.page.answer_rules import RIGHT
+from web.page.guidelines import guidelines_panel
 
 EXAMPLES = [
     "Ceasefire talks resume as envoys arrive in the capital. Diplomats from three neighbouring countries "

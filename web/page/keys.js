@@ -1,4 +1,4 @@
-// NewsLoop's page script (web/page/theme.py puts it in <head>): the character counter, live regions.
+// NewsLoop's page script (web/server/theme.py puts it in <head>): the character counter (live regions: web/server/live.js).
 (() => {
   const fmt = (n) => n.toLocaleString("en-US");
 
@@ -36,13 +36,4 @@
   });
 
   // The label queue's keys, clicks and buffer: web/page/queue.js.
-})();
-
-// Confirmations are announced to screen readers: every `.live` block is a polite live region.
-(() => {
-  const mark = () => document.querySelectorAll(".live:not([aria-live])").forEach((el) => {
-    el.setAttribute("aria-live", "polite");
-    el.setAttribute("role", "status");
-  });
-  new MutationObserver(mark).observe(document.documentElement, { childList: true, subtree: true });
 })();

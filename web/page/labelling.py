@@ -13,8 +13,8 @@ from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, RateLimited
 from feedback.store import FeedbackStore
 from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, topic_of
-from web.page.session_memory import SessionMap
 from web.server.identity import Identity, IdentityService
+from web.server.session_memory import SessionMap
 
 QUEUE_STALE = "that article is no longer on screen. Here is the one to label."
 # What an empty queue says: where articles come from, and how the maintainer adds them (never "press again").

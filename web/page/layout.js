@@ -1,4 +1,4 @@
-// NewsLoop's layout script (web/page/theme.py puts it in <head>): a phone scrolls the Classify result into view, and
+// NewsLoop's layout script (web/server/theme.py puts it in <head>): a phone scrolls the Classify result into view, and
 // an example that fills the text box updates the character counter (web/page/keys.js keeps the counter on input).
 (() => {
   const narrow = () => window.matchMedia("(max-width: 700px)").matches;

@@ -1,4 +1,4 @@
-// The label queue's buffer (web/page/theme.py puts this in <head>; the server side is web.page.labelling.BufferedQueue).
+// The label queue's buffer (web/server/theme.py puts this in <head>; the server side is web.page.labelling.BufferedQueue).
 // The page holds the next few articles, each under the id the server issued for it. A press (keys 1-4, S, U, or a
 // click) shows the next article at once, with no round trip, and the answer goes to the server behind it, with the
 // id of the article that was on screen, in order, one sync at a time (the hidden #q-sync event). A press is never

@@ -1,20 +1,26 @@
-"""The Gradio layout: the tabs (web.page.classify_view, web.admin.view) under one page; no behaviour of its own."""
+"""The labellers' page: Classify and the Label queue as tabs (web.page.classify_view); no behaviour of its own."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gradio as gr
 
-from web.admin.actions import AdminActions
-from web.admin.view import build_admin
 from web.page.actions import NewsLoopActions
 from web.page.classify_view import EXAMPLES, build_api_events, build_classify, build_queue, build_queue_sync
 
-__all__ = ["EXAMPLES", "build_page"]
+__all__ = ["EXAMPLES", "SCRIPTS", "build_page"]
+
+# The page's own <head> scripts (web.server.theme adds the shared ones): counter, label queue, phone layout.
+SCRIPTS = tuple(Path(__file__).with_name(name) for name in ("keys.js", "queue.js", "layout.js"))
+# Where the maintainers' page is, relative to this one (mounted beside it by web.server.asgi).
+ADMIN_LINK = "admin/"
 
 
-def build_page(actions: NewsLoopActions, admin: AdminActions | None = None, *, hf_sign_in: bool = False) -> gr.Blocks:
-    """The page. Every handler goes through `actions` (and `admin`, whose tab appears only when given);
-    `hf_sign_in` adds Hugging Face's sign-in button (on a Space with OAuth), so a labeller's work counts."""
+def build_page(actions: NewsLoopActions, *, hf_sign_in: bool = False, admin_link: bool = False) -> gr.Blocks:
+    """The page. Every handler goes through `actions`; `hf_sign_in` adds Hugging Face's sign-in button (on a Space
+    with OAuth), so a labeller's work counts; `admin_link` a small link to the maintainers' page (when there is one).
+    Nothing of the admin's is in it: that page is its own app (web.admin.page)."""
     with gr.Blocks(title="NewsLoop") as demo:
         gr.Markdown("# NewsLoop\nPaste a news article to see its topic. Tell us when it is wrong: the model learns.")
         if hf_sign_in:
@@ -22,10 +28,11 @@ def build_page(actions: NewsLoopActions, admin: AdminActions | None = None, *, h
         with gr.Tabs():
             build_classify(actions)
             build_queue(actions)
-            if admin is not None:
-                build_admin(admin, demo)
         build_api_events(actions)
         build_queue_sync(actions)
         model_note = gr.Markdown(actions.model_note(), elem_id="model-note")
+        if admin_link:
+            # gr.HTML, not Markdown: Gradio opens a Markdown link in a new tab.
+            gr.HTML(f'<a href="{ADMIN_LINK}" id="maintainers-link">Maintainers</a>', elem_id="maintainers")
         demo.load(lambda: actions.model_note(), outputs=model_note, api_visibility="private")
     return demo

@@ -1,1 +1,1 @@
-"""The HTTP server: the ASGI app, the JSON API, identity, origin and fair-share guards."""
+"""What both pages stand on: the HTTP server, the JSON API, identity, guards, page cache, metrics and theme."""

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field, StrictStr
 from core.serving.limits import Limiter
 from core.settings.config import ServingSection
 from core.text import clean_text
-from web.page.actions import Classifier, PageLimits, storable
 from web.server.api_body import Budget, bounded_body
+from web.server.serving import Classifier, PageLimits, storable
 
 # Bytes a JSON body may need per allowed character: UTF-8 takes up to 4, a JSON escape (\uXXXX) 6.
 _BYTES_PER_CHAR = 6

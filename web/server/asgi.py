@@ -1,4 +1,6 @@
-"""The HTTP server: FastAPI routes with the page mounted beside them, browser ids, the upload guard, uvicorn.
+"""The HTTP server: FastAPI routes with the pages mounted beside them, browser ids, the upload guard, uvicorn.
+
+app.py mounts two pages (`Page`), each its own Gradio app: the labellers' at / and the maintainers' at /admin/.
 
 uvicorn runs with `proxy_headers=False`: it never rewrites the client address from X-Forwarded-For
 (by default it believes 127.0.0.1). `web.server.identity.ProxyPolicy` alone decides which entries to believe.
@@ -11,20 +13,20 @@ import threading
 import time
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import gradio as gr
 import uvicorn
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 
 from core.settings.config import LimitsSection
-from web.page.theme import CSS, THEME, head_html
 from web.server.api_body import replay
 from web.server.fair_share import FairShare, NewSessions
 from web.server.gradio_internals import (
@@ -38,6 +40,7 @@ from web.server.gradio_internals import (
 from web.server.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
 from web.server.origin_guard import OriginGuard, OriginPolicy
 from web.server.page_cache import PageCache
+from web.server.theme import CSS, THEME, head_html
 
 EarlyCheck = Callable[[Request], "str | None"]
 
@@ -73,7 +76,7 @@ class RequestGuard:
     """Refuses, before Gradio sees them: uploads from anyone but a signed-in admin (the pool import is the
     page's only file input) or over the size limit, queue streams without a session (Gradio fails on
     an empty one), event joins from an address that already has its fair share of the queue, and joins
-    of an event whose early check refuses them (`early`: fn_index -> check)."""
+    of an event whose early check refuses them (`early`: (the page's mount path, fn_index) -> check)."""
 
     def __init__(
         self,
@@ -82,7 +85,7 @@ class RequestGuard:
         max_bytes: int,
         address_of: Callable[[Any], str] | None = None,
         fair_share: FairShare | None = None,
-        early: dict[int, EarlyCheck] | None = None,
+        early: dict[tuple[str, int], EarlyCheck] | None = None,
         new_sessions: NewSessions | None = None,
     ) -> None:
         self.app = app
@@ -162,13 +165,16 @@ class RequestGuard:
         return None
 
     async def _early_refusal(self, body: bytes, scope: Scope) -> str | None:
-        check = self.early.get(_field(body, "fn_index"))
+        page = scope.get("path", "").rstrip("/").removesuffix(_JOIN_PATH)  # the mount the join reaches
+        fn_index = _field(body, "fn_index")
+        check = self.early.get((page, fn_index)) if isinstance(fn_index, int) else None
         if check is None:
             return None
         return await run_in_threadpool(check, Request(scope))  # a shared limiter reads the database
 
 
 _GRADIO_SESSIONS = 250
+_JOIN_PATH = "/gradio_api/queue/join"
 _MAX_EVENT_BYTES = 4 * 1024 * 1024  # an event's JSON: a 20,000-character text is far below this
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -221,40 +227,62 @@ GZIP_MIN_BYTES = 1024  # smaller bodies gain too little for the work
 GZIP_LEVEL = 6  # the usual trade: most of level 9's saving for about half its CPU per response
 
 
+@dataclass(frozen=True)
+class Page:
+    """One Gradio app the server mounts: `blocks` at `path` ("" for the site's root, else "/name", served at
+    "/name/"), its <head> its own `scripts` after the shared ones (web.server.theme)."""
+
+    blocks: gr.Blocks
+    path: str = ""
+    scripts: Sequence[Path] = ()
+
+
 def build_server(
-    demo: gr.Blocks, identities: IdentityService, options: ServerOptions, is_admin: Callable[[Any], bool] = lambda _: False
+    pages: Sequence[Page], identities: IdentityService, options: ServerOptions,
+    is_admin: Callable[[Any], bool] = lambda _: False,
 ) -> FastAPI:
-    """The one ASGI app: REST routes first, then the page at "/", wrapped in the upload guard and browser ids."""
+    """The one ASGI app: REST routes first, then each page at its path (the root's last: it takes every other path),
+    wrapped in the upload guard and browser ids. One process, one port, whatever the pages."""
     api = FastAPI(title="NewsLoop", docs_url="/api/docs", openapi_url="/api/openapi.json", redoc_url=None)
     for router in options.routers:
         api.include_router(router)
     # /openapi.json is NewsLoop's own API too (Gradio's app, mounted below, would list its internal routes).
     api.add_api_route("/openapi.json", lambda: JSONResponse(api.openapi()), include_in_schema=False)
-    # Gradio's own per-session state copies every component's config: about 250 KB a session for this page
-    # (measured), so a session count alone is no bound on memory: at most _GRADIO_SESSIONS (~60 MB), whatever
-    # NEWSLOOP_SESSION_CAPACITY allows NewsLoop's own memory (at least 100 recent tabs keep theirs). A tab whose
-    # state was dropped is served with Gradio's defaults again: what a handler changed in its components
-    # (visibility, choices) and the one gr.State of the admin's people view start over.
-    bound_session_state(demo, min(max(options.session_capacity, 100), _GRADIO_SESSIONS))
-    bound_event_analytics(demo)  # NewsLoop shows no monitoring page: Gradio's event records, bounded
-    clean_cache_every(demo, options.cache_cleanup_s)
-    app = gr.mount_gradio_app(
-        api, demo, path="", auth=options.auth, blocked_paths=list(options.blocked_paths),
-        max_file_size=options.max_upload_bytes, ssr_mode=False, footer_links=["api"],
-        theme=THEME, css=CSS, head=head_html(), app_kwargs={"openapi_url": None},
-    )
-    # Mounted, Gradio would hash and copy any file an event's inputs name (the live database, the identity key,
-    # /dev/zero): it checks them only in an app it launched itself (see gradio_internals.mark_launched).
-    mark_launched(demo)
+    for page in pages:
+        if page.path:  # "/admin" -> "/admin/" (Starlette's own redirect needs a route; a mount is none)
+            api.add_api_route(page.path, _to_folder(page.path), include_in_schema=False)
+    app = api
+    for page in sorted(pages, key=lambda page: page.path == ""):
+        demo = page.blocks
+        # Gradio's own per-session state copies every component's config: about 250 KB a session for the page with
+        # the admin view in it (measured), so a session count alone is no bound on memory: at most _GRADIO_SESSIONS
+        # per page, whatever NEWSLOOP_SESSION_CAPACITY allows NewsLoop's own memory (at least 100 recent tabs keep
+        # theirs). A tab whose state was dropped is served with Gradio's defaults again: what a handler changed in its
+        # components (visibility, choices) and the one gr.State of the admin's people view start over.
+        bound_session_state(demo, min(max(options.session_capacity, 100), _GRADIO_SESSIONS))
+        bound_event_analytics(demo)  # NewsLoop shows no monitoring page: Gradio's event records, bounded
+        clean_cache_every(demo, options.cache_cleanup_s)
+        app = gr.mount_gradio_app(
+            api, demo, path=page.path, auth=options.auth, blocked_paths=list(options.blocked_paths),
+            max_file_size=options.max_upload_bytes, ssr_mode=False, footer_links=["api"],
+            theme=THEME, css=CSS, head=head_html(page.scripts), app_kwargs={"openapi_url": None},
+        )
+        # Mounted, Gradio would hash and copy any file an event's inputs name (the live database, the identity key,
+        # /dev/zero): it checks them only in an app it launched itself (see gradio_internals.mark_launched).
+        mark_launched(demo)
     # Starlette runs the last-added middleware first: a foreign origin is refused before anything else looks;
     # browser ids must exist before the guard looks.
-    fair_share = FairShare(options.events_per_address, queue_holds(demo))
-    early = handler_ids(demo, options.early_refusals)
+    holds = [queue_holds(page.blocks) for page in pages]
+    fair_share = FairShare(options.events_per_address, lambda event_id: any(held(event_id) for held in holds))
+    # A join names its event by fn_index within the page it reaches: keyed by the page's path too.
+    early = {(page.path, fn_id): check for page in pages
+             for fn_id, check in handler_ids(page.blocks, options.early_refusals).items()}
     # Innermost: what the app answers is compressed for a browser that accepts it (the page's configuration shrinks
     # to about a sixth); Starlette leaves event streams (the queue's answers) and small bodies as they are.
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=GZIP_LEVEL)
     if options.auth is None:  # with Gradio's sign-in the page names its user: built per request, as Gradio does
-        app.add_middleware(PageCache)  # the page, compressed, built once per address it is reached under
+        # Each page, compressed, built once per address it is reached under.
+        app.add_middleware(PageCache, paths=frozenset(f"{page.path}/" for page in pages))
     # Gradio answers any origin's CORS request with credentials unless the app configures CORS itself (its
     # CustomCORSMiddleware defers to a Starlette CORSMiddleware on the parent app): name only the app's own.
     app.add_middleware(CORSMiddleware, allow_origins=options.origins.cors_origins, allow_credentials=True,
@@ -265,6 +293,12 @@ def build_server(
     app.add_middleware(BrowserIdMiddleware, identities=identities)
     app.add_middleware(OriginGuard, policy=options.origins)
     return app
+
+
+def _to_folder(path: str) -> Callable[[], RedirectResponse]:
+    # Relative, so it holds behind a proxy's root path: "name/" from ".../name" is ".../name/".
+    location = path.rsplit("/", 1)[-1] + "/"
+    return lambda: RedirectResponse(location, status_code=307)
 
 
 def uvicorn_config(app: FastAPI, host: str, port: int) -> uvicorn.Config:

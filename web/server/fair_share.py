@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from core.serving.limits import RateLimiter
-from web.page.session_memory import BoundedMap
+from web.server.session_memory import BoundedMap
 
 
 class FairShare:

@@ -27,7 +27,7 @@ from web.server.gradio_internals import OAUTH_SESSION_COOKIE, oauth_session_info
 
 COOKIE = "newsloop_id"
 # The anti-forgery token: a keyed hash of the browser id, in a cookie the page's own script can read (not
-# HttpOnly) and sends back as a header with every event (web/page/forms.js). Another site can make a browser send
+# HttpOnly) and sends back as a header with every event (web/server/forms.js). Another site can make a browser send
 # the cookies but can read neither, so it cannot name the header: a signed double-submit token.
 FORM_COOKIE = "newsloop_form"
 FORM_HEADER = "x-newsloop-form"

@@ -35,7 +35,7 @@ import numpy as np
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from core.data import InputForm
 from core.evaluation.estimate import Estimate, Tally
@@ -46,8 +46,8 @@ from core.storage.paths import HomePaths
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, utc_day
 from feedback.validate import Status
-from web.page.actions import Classifier
 from web.server.identity import ASGIApp, Scope
+from web.server.serving import Classifier
 
 log = logging.getLogger(__name__)
 
@@ -352,6 +352,7 @@ class MetricsMiddleware:
         self.app, self.metrics, self.routes = app, metrics, routes
         self._exact: dict[str, str] | None = None
         self._patterns: list[tuple[re.Pattern[str], str]] = []
+        self._mounts: list[str] = []
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -381,13 +382,19 @@ class MetricsMiddleware:
         for pattern, template in self._patterns:
             if pattern.match(path):
                 return template
+        for mount in self._mounts:  # a page mounted below the root (/admin/): its own buckets, under its path
+            if path.startswith(mount + "/"):
+                bucket = gradio_bucket(path[len(mount):])
+                return mount + bucket if bucket.startswith("/") else f"{mount}/{bucket}"
         return gradio_bucket(path)
 
     def _learn_routes(self) -> None:
         exact: dict[str, str] = {}
         for route in self.routes:
+            if isinstance(route, Mount) and route.path:
+                self._mounts.append(route.path)
             if not isinstance(route, Route):
-                continue  # the page's mount: bucketed by gradio_bucket
+                continue  # a page's mount: bucketed by gradio_bucket
             if route.param_convertors:
                 self._patterns.append((route.path_regex, route.path))
             else:

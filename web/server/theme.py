@@ -1,10 +1,12 @@
-"""The page's look: a high-contrast theme, layout CSS (phone order, 44 px targets) and its keyboard script.
+"""Both pages' look: a high-contrast theme, layout CSS (phone order, 44 px targets) and the scripts every page has.
 
-`web.server.asgi` passes them to `gr.mount_gradio_app`, which sets a mounted page's theme, CSS and head.
+`web.server.asgi` passes them to `gr.mount_gradio_app`, which sets a mounted page's theme, CSS and head; each page
+names its own scripts besides (`web.page.tabs.SCRIPTS`, `web.admin.page.SCRIPTS`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import gradio as gr
@@ -77,10 +79,11 @@ footer, footer a, footer button { color: var(--neutral-700) !important; }
 """
 
 
-SCRIPTS = ("page/forms.js", "page/keys.js", "page/queue.js", "page/layout.js", "admin/review_keys.js")  # under web/: anti-forgery header, counter, label queue, phone layout, review keys
+# Every page's scripts, beside this module: the anti-forgery header (forms.js) and polite live regions (live.js).
+SHARED_SCRIPTS = (Path(__file__).with_name("forms.js"), Path(__file__).with_name("live.js"))
 
 
-def head_html() -> str:
-    """The page's scripts (SCRIPTS, paths under web/) as <head> elements."""
-    return "".join("<script>\n" + (Path(__file__).parents[1] / name).read_text(encoding="utf-8") + "\n</script>"
-                   for name in SCRIPTS)
+def head_html(scripts: Sequence[Path] = ()) -> str:
+    """A page's <head> scripts: the shared ones (SHARED_SCRIPTS), then the page's own `scripts`."""
+    return "".join("<script>\n" + path.read_text(encoding="utf-8") + "\n</script>"
+                   for path in (*SHARED_SCRIPTS, *scripts))
