@@ -139,9 +139,9 @@ def starter(settings: Settings, **options: Any) -> int:
                f"page. Prints JSON. Exit status: {ExitCode.OK:d} done, {ExitCode.BAD_INPUT:d} too few rows or bad data.")
 @click.option("--limit", type=click.IntRange(0), default=1000, show_default=True,
               help="candidates stored, most likely error first; 0 = all")
-@click.option("--encoder", type=click.Choice(["champion", "base"]), default="champion", show_default=True,
-              help="whose embeddings: the champion's (trained on these labels), or the base encoder's "
-              "(NEWSLOOP_BASE_MODEL, which never saw them)")
+@click.option("--encoder", type=click.Choice(["base", "champion"]), default="base", show_default=True,
+              help="whose embeddings: the base encoder's (NEWSLOOP_BASE_MODEL, which never saw these labels; found "
+              "more wrong labels on the AG News rows), or the champion's (trained on them)")
 @_with_settings
 def label_errors(settings: Settings, **options: Any) -> int:
     return commands.label_errors(settings, **options)

@@ -346,7 +346,7 @@ def starter(
     return ExitCode.OK
 
 
-def label_errors(settings: Settings, *, limit: int = 1000, encoder: str = "champion") -> int:
+def label_errors(settings: Settings, *, limit: int = 1000, encoder: str = "base") -> int:
     """Search the base rows and trusted answers for likely label errors and store the candidates for review
     (`newsloop review label-errors`, the admin page's panel); ExitCode.BAD_INPUT when there are too few rows."""
     import contextlib

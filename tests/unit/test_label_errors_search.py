@@ -121,7 +121,8 @@ def _json(capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
 
 
 def test_find_then_decide_and_undo_from_the_command_line(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["label-errors", "--limit", "5"]) == ExitCode.OK  # the tiny champion's embeddings, cached
+    # the tiny champion's embeddings (the base encoder's are the default), cached
+    assert main(["label-errors", "--encoder", "champion", "--limit", "5"]) == ExitCode.OK
     report = _json(capsys)
     assert report["model"].startswith("champion ") and report["stored"] == min(5, report["candidates"]) > 2
     assert list((home / "cache" / "embeddings").glob("*.npy"))
@@ -164,6 +165,6 @@ def test_seed_rows_are_named_by_the_seed_file_and_read_through_fixes() -> None:
 
 
 def test_the_base_encoder_can_replace_the_champions_embeddings(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["label-errors", "--encoder", "base", "--limit", "3"]) == ExitCode.OK
+    assert main(["label-errors", "--limit", "3"]) == ExitCode.OK  # the default
     report = _json(capsys)
     assert report["model"] == "base all-MiniLM-L6-v2" and report["stored"] == min(3, report["candidates"])
