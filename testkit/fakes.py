@@ -1,6 +1,9 @@
-"""Stand-ins a test owns: a clock that ticks one second a read (Hugging Face sign-in is faked in testkit.oauth)."""
+"""Stand-ins a test owns: a clock that ticks one second a read, and a classifier that is unsure of every text
+(Hugging Face sign-in is faked in testkit.oauth)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 
 class TickingClock:
@@ -13,3 +16,20 @@ class TickingClock:
     def __call__(self) -> float:
         self.now += 1.0
         return self.now
+
+
+@dataclass(frozen=True)
+class UnsurePrediction:
+    label: str = "World"
+    probabilities: dict[str, float] | None = None
+    model_version: str = "v1"
+
+
+class UnsureClassifier:
+    """Predicts World at 0.4 for every text, so a queue over it has no order of its own to follow."""
+
+    version = "v1"
+
+    def predict(self, texts: list[str]) -> list[UnsurePrediction]:
+        return [UnsurePrediction(probabilities={"World": 0.4, "Sports": 0.2, "Business": 0.2, "Sci/Tech": 0.2})
+                for _ in texts]

@@ -13,6 +13,7 @@ import pytest
 from core.serving.limits import RateLimiter
 from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
+from testkit.fakes import UnsureClassifier
 from web.page.labelling import BUFFER, BufferedQueue, LabellingQueue
 from web.server.identity import Identity
 from web.server.session_memory import BoundedMap, queue_item_bytes
@@ -33,25 +34,12 @@ class Identities:
                         f"{request.browser}:{request.tab}")
 
 
-@dataclass(frozen=True)
-class Prediction:
-    label: str = "World"
-    probabilities: dict[str, float] | None = None
-    model_version: str = "v1"
-
-
-class Classifier:
-    version = "v1"
-
-    def predict(self, texts: list[str]) -> list[Prediction]:
-        return [Prediction(probabilities={"World": 0.4, "Sports": 0.2, "Business": 0.2, "Sci/Tech": 0.2})
-                for _ in texts]
 
 
 def make(tmp_path: Path, items: int = 20, per_minute: int = 1000) -> tuple[BufferedQueue, FeedbackStore]:
     store = FeedbackStore(tmp_path / "f.db", StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
     store.add_to_pool([f"Buffered story {i} about ports, cups, banks and chips" for i in range(items)], source="t")
-    queue = LabellingQueue(Classifier(), store, policy=QueuePolicy(), identities=Identities(),  # type: ignore[arg-type]
+    queue = LabellingQueue(UnsureClassifier(), store, policy=QueuePolicy(), identities=Identities(),  # type: ignore[arg-type]
                            limit=RateLimiter(per_minute, 60.0), items=BoundedMap(100, 10**7, queue_item_bytes))
     return BufferedQueue(queue), store
 

@@ -12,6 +12,7 @@ from typing import Any
 from core.serving.limits import RateLimiter
 from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
+from testkit.fakes import UnsureClassifier
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
 from web.page.labelling import BUFFER, BufferedQueue, LabellingQueue
@@ -41,19 +42,6 @@ class Identities:
         return Identity(f"anon:{request.browser}", False, request.browser, "10.0.0.1", f"{request.browser}:{request.tab}")
 
 
-@dataclass(frozen=True)
-class Prediction:
-    label: str = "World"
-    probabilities: dict[str, float] | None = None
-    model_version: str = "v1"
-
-
-class Classifier:
-    version = "v1"
-
-    def predict(self, texts: list[str]) -> list[Prediction]:
-        return [Prediction(probabilities={"World": 0.4, "Sports": 0.2, "Business": 0.2, "Sci/Tech": 0.2})
-                for _ in texts]
 
 
 def replicas(make_store: StoreFactory, tmp_path: Path, items: int, clock: Clock, n: int = 2
@@ -63,7 +51,7 @@ def replicas(make_store: StoreFactory, tmp_path: Path, items: int, clock: Clock,
     stores: list[FeedbackStore] = [make_store(tmp_path / "f.db", limits, clock=clock) for _ in range(n)]
     stores[0].add_to_pool([f"Replica story {i} about ports, cups, banks and chips" for i in range(items)], source="t")
     queues = [BufferedQueue(LabellingQueue(
-        Classifier(), store, policy=POLICY, identities=Identities(),  # type: ignore[arg-type]
+        UnsureClassifier(), store, policy=POLICY, identities=Identities(),  # type: ignore[arg-type]
         limit=RateLimiter(10_000, 60.0), items=BoundedMap(100, 10**7, queue_item_bytes))) for store in stores]
     return queues, stores
 
