@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from core.labels import UnknownLabelError, label_index
+from core.labels import LABELS, UnknownLabelError, label_index
 from core.settings.config import SEED_CSV
 from core.text import clean_text, join_title, text_hash
 
@@ -27,11 +27,14 @@ class DataSourceError(RuntimeError):
 @dataclass(frozen=True)
 class Example:
     text: str
-    label: int  # 0-based index into core.labels.LABELS
+    label: int  # 0-based index into its corpus's `labels` (the taxonomy's keys when training)
     # The headline and the body apart, where the source kept them apart (label,title,description CSVs);
     # not part of an example's identity, which is its text.
     title: str = field(default="", compare=False)
     body: str = field(default="", compare=False)
+    # After a split, a row labelled before it may be any of a set of topics (indices, `label` among them);
+    # empty: exactly `label`. Training's loss is then -log of the set's total probability.
+    allowed: tuple[int, ...] = field(default=(), compare=False)
 
 
 class InputForm(StrEnum):
@@ -63,6 +66,7 @@ class Corpus:
     validation: list[Example]
     test: list[Example] = field(default_factory=list)
     description: str = ""
+    labels: tuple[str, ...] = LABELS  # the topic keys that examples' `label` indexes
 
 
 def is_validation(text: str, val_fraction: float, salt: str = "") -> bool:
