@@ -211,6 +211,10 @@ class Taxonomy:
                 labels = labels | {c.key}
         return frozenset(k for k in labels if k in self._by_key)
 
+    def indices(self, key: str, version: int | None = None) -> tuple[int, ...]:
+        """`allowed`, as positions in the current topic order (what training's targets index)."""
+        return tuple(sorted(self.keys.index(k) for k in self.allowed(key, version)))
+
     def exact(self, key: str, version: int | None = None) -> str | None:
         """The one current key a label means, or None if it is now a set (or nothing)."""
         now = self.allowed(key, version)

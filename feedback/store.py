@@ -16,6 +16,7 @@ from feedback.labelling.answers import Answers, RecordResult
 from feedback.labelling.guidelines import GuidelineBook
 from feedback.labelling.pool import ImportReport, Pool
 from feedback.labelling.progress import pool_left, queue_left
+from feedback.topics.store import TopicBook
 from feedback.trust.crowd import Crowd
 from feedback.trust.label_errors import LabelErrors
 from feedback.trust.review import ReviewReport, Reviews
@@ -50,6 +51,7 @@ class FeedbackStore:
         self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
         self.crowd = Crowd(self._db)  # per-person counts and the answers people share, for the people panel
         self.label_errors = LabelErrors(self._db, clock)  # possible label errors and the decisions on them
+        self.topics = TopicBook(self._db, clock)  # the taxonomy's versions: what topics answers may name
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:

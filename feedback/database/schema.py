@@ -176,9 +176,21 @@ def _v11(op: Operations) -> None:
     op.create_index("label_fixes_row", "label_fixes", ["source", "text_hash"])
 
 
+def _v12(op: Operations) -> None:
+    """Topics as data (`feedback.topics.store`): every version of the taxonomy (its topics, the change that made
+    it, who, when and why), and the taxonomy version each answer was given under, so that an answer given before
+    a merge or a split reads as what it means now. Answers given before this step were under version 1."""
+    op.create_table(
+        "taxonomy_versions", sa.Column("version", sa.Integer, nullable=False), _text("topics", required=True),
+        _text("change", required=True), _text("created_by"), _text("created_at", required=True), _text("why"),
+        sa.PrimaryKeyConstraint("version"),
+    )
+    op.add_column("answers", sa.Column("taxonomy_version", sa.Integer))
+
+
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10,
-                             11: _v11}
+                             11: _v11, 12: _v12}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).

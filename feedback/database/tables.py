@@ -29,6 +29,7 @@ answers = sa.Table(
     sa.Column("suspicious_reason", sa.Text),
     sa.Column("verified", sa.Integer, nullable=False, server_default="0"),
     sa.Column("address", sa.Text),
+    sa.Column("taxonomy_version", sa.Integer),  # NULL: given before taxonomies were versioned (version 1)
 )
 
 pool = sa.Table(
@@ -90,6 +91,16 @@ served_tallies = sa.Table(
     sa.Column("updated_at", sa.Text, nullable=False),
 )
 
+taxonomy_versions = sa.Table(
+    "taxonomy_versions", metadata,
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("topics", sa.Text, nullable=False),
+    sa.Column("change", sa.Text, nullable=False),
+    sa.Column("created_by", sa.Text),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("why", sa.Text),
+)
+
 reservations = sa.Table(
     "reservations", metadata,
     sa.Column("item_id", sa.Integer, primary_key=True),
@@ -140,4 +151,4 @@ label_fixes = sa.Table(
 
 # What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items); the label fixes go
 # with it because a retrain reads them from that copy.
-COPIED = (answers, pool, skips, served_tallies, label_searches, label_candidates, label_fixes)
+COPIED = (answers, pool, skips, served_tallies, label_searches, label_candidates, label_fixes, taxonomy_versions)

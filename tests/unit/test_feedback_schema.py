@@ -24,13 +24,21 @@ NOW = "2026-01-02T03:04:05.000006+00:00"
 
 
 # Tables of steps written after the old runner was retired (schema version 9 on): it never built them.
-SINCE_THE_OLD_RUNNER = {"served_tallies", "reservations", "label_searches", "label_candidates", "label_fixes"}
+SINCE_THE_OLD_RUNNER = {"served_tallies", "reservations", "label_searches", "label_candidates", "label_fixes",
+                        "taxonomy_versions"}
+COLUMNS_SINCE_THE_OLD_RUNNER = {("answers", "taxonomy_version")}
 
 
 def _every_row(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of the old runner's tables, less the columns added to them since (their values are NULL)."""
     with sqlite3.connect(path) as conn:
-        return {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-                for table in metadata.tables if table not in SINCE_THE_OLD_RUNNER}
+        out = {}
+        for table in metadata.tables:
+            if table in SINCE_THE_OLD_RUNNER:
+                continue
+            kept = [c.name for c in metadata.tables[table].columns if (table, c.name) not in COLUMNS_SINCE_THE_OLD_RUNNER]
+            out[table] = conn.execute(f"SELECT {', '.join(kept)} FROM {table} ORDER BY 1, 2").fetchall()
+        return out
 
 
 def _layout(path: Path) -> dict[str, object]:
@@ -40,7 +48,8 @@ def _layout(path: Path) -> dict[str, object]:
         for table in metadata.tables:
             # DOUBLE and REAL have the same (REAL) affinity; a rowid alias (INTEGER key) is never NULL either way.
             columns = [(name, kind.replace("DOUBLE", "REAL"), notnull or (kind == "INTEGER" and pk == 1), default, pk)
-                       for _, name, kind, notnull, default, pk in conn.execute(f"PRAGMA table_info({table})")]
+                       for _, name, kind, notnull, default, pk in conn.execute(f"PRAGMA table_info({table})")
+                       if (table, name) not in COLUMNS_SINCE_THE_OLD_RUNNER]
             indexes = {row[1]: ([c[2] for c in conn.execute(f"PRAGMA index_info('{row[1]}')")], row[2])
                        for row in conn.execute(f"PRAGMA index_list({table})") if not row[1].startswith("sqlite_")}
             foreign = [row[2:5] for row in conn.execute(f"PRAGMA foreign_key_list({table})")]

@@ -1,0 +1,1 @@
+"""The taxonomy's versions in the feedback database, and what a change to it would touch."""
