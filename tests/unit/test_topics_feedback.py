@@ -15,6 +15,7 @@ from feedback.store import FeedbackStore
 from feedback.topics.meaning import SET_MARK
 from feedback.training.snapshot import read_trusted, split_trusted
 from feedback.trust.agreement import pairwise_agreement
+from feedback.trust.label_errors import Candidate, Source
 from feedback.trust.review import ReviewFilter
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
@@ -196,3 +197,17 @@ def test_a_retrain_keeps_the_taxonomy_it_started_with(store: FeedbackStore) -> N
     assert found == {"Oil up": (2, ())} and left_out == 1  # the Health answer names a topic it does not have
     now, _ = examples(store)
     assert now == {"Oil up": (0, ()), "Flu season": (3, ())}
+
+
+def test_label_fixes_take_the_taxonomy_s_topics_and_a_split_s_sets(store: FeedbackStore) -> None:
+    change(store, lambda t: t.split("Sci/Tech", "Science"))
+    both = f"Sci/Tech{SET_MARK}Science"
+    found = [Candidate(Source.ANSWER, "a" * 64, "answer #1", "New chip", both, "science", 0.9),
+             Candidate(Source.BASE, "b" * 64, "train.csv row 2", "Comet seen", "Sci/Tech", "Science", 0.8)]
+    assert store.label_errors.save_search("s1", found) == 2
+    open_ones, _ = store.label_errors.open_candidates()
+    assert [(c["given_label"], c["suggested_label"]) for c in open_ones] == [(both, "Science"), ("Sci/Tech", "Science")]
+    with pytest.raises(FeedbackError, match="expected one of"):
+        store.label_errors.decide([open_ones[0]["id"]], "relabel", "maya", "Weather")
+    report = store.label_errors.decide([open_ones[0]["id"]], "relabel", "maya", "science")
+    assert report.decided and store.label_errors.live_fixes()[0]["label_after"] == "Science"
