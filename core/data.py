@@ -13,8 +13,8 @@ from pathlib import Path
 from core.labels import LABELS, UnknownLabelError, label_index
 from core.settings.config import SEED_CSV
 from core.taxonomy import Taxonomy
-from core.topic_maps import successor
 from core.text import clean_text, join_title, text_hash
+from core.topic_maps import successor
 
 log = logging.getLogger(__name__)
 

@@ -88,13 +88,13 @@ class Comparison:
     def outside(self) -> int:
         return len(self.keys)
 
-    def truths(self, labels: Sequence[int]) -> np.ndarray:
+    def truths(self, labels: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.asarray([self.truth[i] for i in labels], dtype=np.int64)
 
-    def challenger_classes(self, predictions: Sequence[int]) -> np.ndarray:
+    def challenger_classes(self, predictions: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.asarray([self.challenger[i] for i in predictions], dtype=np.int64)
 
-    def champion_classes(self, predictions: Sequence[int]) -> np.ndarray:
+    def champion_classes(self, predictions: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.asarray([self.champion[i] for i in predictions], dtype=np.int64)
 
 
