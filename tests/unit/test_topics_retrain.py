@@ -209,6 +209,14 @@ def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_without_
     topics = json.loads(Path(local).read_text())
     assert topics["version"] == 2 and topics["topics"][-1] == {"key": "Health", "name": "Health",
                                                               "description": "health and medicine"}
+    from core.data import load_seed
+    from retrain.starter import package_starter
+
+    challenger = ModelRegistry(tiny_home_copy / "models").get(result.challenger)
+    package_starter(challenger, tiny_home_copy / "card", load_seed().validation, description="seed", data={}, command="")
+    card = (tiny_home_copy / "card" / "MODEL_CARD.md").read_text()
+    assert "its own topics (World, Sports, Business, Sci/Tech, Health)" in card
+    assert "| Health | Health | health and medicine |" in card and "Taxonomy version 2" in card
 
 
 def test_a_retrain_after_split_trains_the_old_rows_as_sets(tiny_home_copy: Path,
