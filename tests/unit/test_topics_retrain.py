@@ -150,6 +150,17 @@ def test_a_new_topic_with_enough_answers_is_judged_on_recall_and_precision_in_pl
                                   "recall needs 0.70")
 
 
+def test_after_a_merge_macro_f1_is_over_the_compared_topics_and_outside_predictions_are_wrong() -> None:
+    y = np.arange(300) % 3
+    challenger = y.copy()
+    challenger[:30] = 3  # a topic the champion lacks, on rows of shared topics
+    result = decide([EvalSet("base_validation", y, y.copy(), challenger)], GateConfig(),
+                    ("Sports", "Business", "Sci/Tech"))
+    assert result.champion_score == 1.0 and result.challenger_score < 1.0
+    assert result.rule(Rule.BASE_ACCURACY) is not None and result.rule(Rule.BASE_ACCURACY).challenger == 0.9
+    assert not result.promote
+
+
 def test_new_topic_scores_count_exact_answers_for_recall_and_allowed_sets_for_precision() -> None:
     taxonomy, _ = _split_comparison()
     labels = [4, 4, 4, 3, 3, 0]  # three exact Science answers, one exact Sci/Tech, one old "Sci/Tech or Science"
