@@ -95,7 +95,8 @@ def export_onnx(
     if not optimized:
         raw.replace(path)
     raw.unlink(missing_ok=True)
-    _set_metadata(path, max_length, (extra_meta or {}) | {"graph_optimized": "true" if optimized else "false"})
+    _set_metadata(path, max_length, {"labels": "|".join(model.labels)} | (extra_meta or {})
+                  | {"graph_optimized": "true" if optimized else "false"})
     onnx.checker.check_model(str(path))
     tokenizer.backend_tokenizer.save(str(out_dir / TOKENIZER_FILE))
     return OnnxExport(path, optimized)

@@ -13,17 +13,20 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from core.data import Corpus, load_corpus_or_seed
-from core.evaluation.decision import FeedbackParts, Rule, RuleResult
+from core.data import Corpus, load_corpus_or_seed, under_taxonomy
+from core.evaluation.decision import FeedbackParts, GateResult, Rule, RuleResult, describe
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
 from core.registry.versions import ChampionChanged, ModelRegistry
 from core.settings.policies import GateConfig
+from core.taxonomy import Taxonomy, starting
+from feedback.store import FeedbackStore
 from feedback.training.fixes import LabelFixes
 from feedback.training.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
-from retrain.evaluate import judge, validation_scores
+from retrain.evaluate import judge, model_labels, validation_scores
 from retrain.model import ModelFactory, starting_point
 from retrain.publish import log_exported, publish
 from retrain.setup import RetrainSetup
@@ -83,8 +86,25 @@ def read_through(corpus: Corpus, fixes: LabelFixes) -> Corpus:
     of training and of the validation the gate judges on."""
     if not fixes:
         return corpus
-    return Corpus(fixes.examples(corpus.train), fixes.examples(corpus.validation), corpus.test,
-                  f"{corpus.description}, read through {len(fixes)} label fix(es)")
+    return Corpus(fixes.examples(corpus.train, labels=corpus.labels),
+                  fixes.examples(corpus.validation, labels=corpus.labels), corpus.test,
+                  f"{corpus.description}, read through {len(fixes)} label fix(es)", corpus.labels)
+
+
+def snapshot_taxonomy(snapshot: Path | None, champion_labels: tuple[str, ...]) -> Taxonomy:
+    """The taxonomy as the feedback snapshot holds it (its first version: the champion's topics)."""
+    if snapshot is None:
+        return starting(champion_labels)
+    store = FeedbackStore(snapshot)
+    try:
+        return store.topics.current(champion_labels)
+    finally:
+        store.close()
+
+
+def new_topic_words(gate: GateResult) -> list[str]:
+    """The plain words on each topic new to the model (its held-out answers, recall and precision)."""
+    return [describe(r) for r in gate.rules if r.rule == Rule.NEW_TOPIC]
 
 
 def track_decision(tracker: Tracker, result: RunRecord, gate: GateConfig) -> None:
@@ -118,17 +138,26 @@ def _retrain(
 
     stage(Stage.SNAPSHOT)
     snapshot = backup_database(setup.feedback_location, setup.paths.backups_dir)
-    split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction)
+    # Read once, from the same snapshot as the answers: a change made while this runs does not touch this run,
+    # which trains on, and is judged on, the taxonomy it started with.
+    taxonomy = snapshot_taxonomy(snapshot, model_labels(champion))
+    split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction, taxonomy)
     result.last_answer_id = split.last_answer_id
-    as_labelled = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
+    if split.left_out:
+        log.info("%d trusted texts left out: their topic is gone from taxonomy version %d", split.left_out,
+                 taxonomy.version)
+    # Base rows in the taxonomy's topics, then through the label fixes (which name topics as the taxonomy does).
+    as_labelled = under_taxonomy(load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra),
+                                 taxonomy)
     corpus = read_through(as_labelled, split.fixes)
-    result.label_fixes = {"live": len(split.fixes), "base_train": split.fixes.touched(as_labelled.train),
-                          "base_validation": split.fixes.touched(as_labelled.validation)}
+    result.label_fixes = {"live": len(split.fixes),
+                          "base_train": split.fixes.touched(as_labelled.train, labels=as_labelled.labels),
+                          "base_validation": split.fixes.touched(as_labelled.validation, labels=as_labelled.labels)}
     if split.fixes:
         log.info("label fixes: %d live, %d touch base training rows, %d base validation rows", len(split.fixes),
                  result.label_fixes["base_train"], result.label_fixes["base_validation"])
     rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed,
-                    setup.policy.feedback_repeats)
+                    setup.policy.feedback_repeats, taxonomy)
     counts = rows.counts
     result.rows = RowCounts(base_train=counts["base_train"], feedback_train=counts["feedback_train"],
                             feedback_holdout=counts["feedback_holdout"], traffic=len(split.traffic),
@@ -152,7 +181,10 @@ def _retrain(
     log_exported(tracker, exported, corpus.validation, "challenger", name="challenger")
 
     stage(Stage.GATE)
-    result.gate = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker, split.traffic)
+    result.gate = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker, split.traffic,
+                        taxonomy)
+    for words in new_topic_words(result.gate):
+        log.info("%s", words)
     if result.label_fixes["base_validation"]:  # both scores while the fixes touch what the gate judged on
         result.validation_scores = validation_scores(champion, challenger, as_labelled.validation, corpus.validation)
         tracker.log_metrics({f"validation_{part}_{who}_accuracy": score["accuracy"]
@@ -160,7 +192,8 @@ def _retrain(
     promoted = False
     if result.gate.promote:
         stage(Stage.PROMOTE)
-        reason = f"retrain: macro-F1 {result.gate.delta:+.4f}, p={result.gate.p_value:.2g}"
+        reason = "; ".join([f"retrain: macro-F1 {result.gate.delta:+.4f}, p={result.gate.p_value:.2g}",
+                            *new_topic_words(result.gate)])
         try:
             # Compare-and-swap: a rollback (or another promotion) while this ran must not be silently undone.
             registry.promote(challenger.version, reason=reason, expected_champion=champion.version)

@@ -53,8 +53,9 @@ def rows_seen(source: str, trained: set[str]) -> dict[str, dict[str, Any]]:
 
 
 def _metrics(model_dir: Path, onnx_file: str, validation: list[Example]) -> dict[str, Any]:
-    probs = OnnxClassifier(model_dir, onnx_file=onnx_file).proba_in_label_order([e.text for e in validation])
-    return evaluate_probabilities([e.label for e in validation], probs)
+    classifier = OnnxClassifier(model_dir, onnx_file=onnx_file)  # columns and per-label scores in its own topics
+    probs = classifier.predict_proba([e.text for e in validation])
+    return evaluate_probabilities([e.label for e in validation], probs, classifier.labels)
 
 
 def package_starter(
@@ -89,7 +90,7 @@ def package_starter(
     }
     meta = {key: value for key, value in version.meta.items() if key not in ("version", "committed_at")}
     meta |= {
-        "labels": list(LABELS),
+        "labels": list(model.labels),
         "data": description,  # names the data set, never a path: the page shows it
         "serve_file": INT8_FILE,
         "source_version": version.version,
@@ -163,7 +164,7 @@ def forms_report(model_dir: Path, validation: list[Example]) -> dict[str, dict[s
         if rows:
             m = _metrics(model_dir, INT8_FILE, rows)
             report[form.value] = _headline(m) | {
-                "n": len(rows), "recall": {label: m["per_label"][label]["recall"] for label in LABELS}
+                "n": len(rows), "recall": {label: scores["recall"] for label, scores in m["per_label"].items()}
             }
     return report
 
@@ -172,17 +173,27 @@ def _headline(metrics: dict[str, Any]) -> dict[str, float]:
     return {"accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"]}
 
 
+def model_topics(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The topic keys a model predicts, in its output order, as its meta records them (the AG News four if not)."""
+    return tuple(meta.get("labels") or LABELS)
+
+
 def model_card(meta: dict[str, Any]) -> str:
     """The model card: data and its hash, recipe, seed, the reproducing command, validation metrics, sizes."""
     report = meta["validation_report"]
     config = meta.get("train_config", {})
+    labels = model_topics(meta)
     lines = [
         "# NewsLoop starter model",
         "",
-        f"A {meta.get('base_model', 'BERT-family')} encoder with a small MLP head, fine-tuned on AG News topics "
-        f"({', '.join(LABELS)}). Served as dynamically quantized int8 ONNX; `checkpoint/` holds fp16 weights "
+        f"A {meta.get('base_model', 'BERT-family')} encoder with a small MLP head, fine-tuned on "
+        f"{'AG News topics' if labels == LABELS else 'its own topics'} ({', '.join(labels)}). Served as dynamically quantized int8 ONNX; `checkpoint/` holds fp16 weights "
         "that retrains warm-start from (loaded back in fp32).",
         "",
+        *(["## Topics", "", f"Taxonomy version {meta.get('taxonomy_version', 1)}, in the model's output order:", "",
+            "| key | name | description |", "|---|---|---|",
+            *[f"| {t['key']} | {t['name']} | {t.get('description', '')} |" for t in meta["topics"]], ""]
+          if meta.get("topics") else []),
         "## Data",
         "",
         f"- {meta.get('data', 'unknown')}",
@@ -224,7 +235,7 @@ def model_card(meta: dict[str, Any]) -> str:
     lines += ["", "Per label (served int8 file):", "", "| label | precision | recall | F1 | AUROC | AUPRC | support |",
               "|---|---:|---:|---:|---:|---:|---:|"]
     int8 = report["int8"]
-    for label in LABELS:
+    for label in labels:
         p = int8["per_label"][label]
         lines.append(
             f"| {label} | {p['precision']:.4f} | {p['recall']:.4f} | {p['f1']:.4f} | "
@@ -233,10 +244,10 @@ def model_card(meta: dict[str, Any]) -> str:
     by_form = meta.get("validation_by_form", {})
     if by_form:
         lines += ["", "Per input form (served int8 file; the same validation rows read as headline only, body only):",
-                  "", f"| input | rows | accuracy | macro-F1 | {' | '.join(LABELS)} (recall) |",
-                  "|---|---:|---:|---:|" + "---:|" * len(LABELS)]
+                  "", f"| input | rows | accuracy | macro-F1 | {' | '.join(labels)} (recall) |",
+                  "|---|---:|---:|---:|" + "---:|" * len(labels)]
         for form, m in by_form.items():
-            recalls = " | ".join(f"{m['recall'][label]:.4f}" for label in LABELS)
+            recalls = " | ".join(f"{m['recall'][label]:.4f}" for label in labels)
             lines.append(f"| {form} | {m['n']} | {m['accuracy']:.4f} | {m['macro_f1']:.4f} | {recalls} |")
     calibration = meta.get("calibration") or {}
     if calibration:
