@@ -136,6 +136,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             export_dir=settings.storage.home / "exports",  # under home: never served by Gradio (blocked_paths)
             monitor=settings.monitor,
             flush_served=metrics.estimates.flush,
+            topics=actions.topics,
             **admin_state,
         )
     pages = web_pages(actions, admin, settings.hosting.hf_sign_in)
@@ -298,6 +299,8 @@ def main(verbose: bool = False) -> None:
     service.refresh()
     service.start_watching()
     store = FeedbackStore.from_settings(settings)
+    if service.version is not None:  # the champion's topics are the taxonomy's version 1 (kept if one is stored)
+        store.topics.seed(PageTopics(service, store).model_labels(), why="the champion's topics")
     if settings.queue.demo_pool:
         store.offer_demo_pool()  # something to label from the first minute; a first import replaces it
     start_schedule(settings)
