@@ -190,7 +190,8 @@ def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackS
     required = settings.queue.labels_required
     pool_left = (lambda: store.pool_left(required)) if store is not None else None
     save = (lambda writer, tallies: save_tallies(store.database, writer, tallies)) if store is not None else None
-    return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save))
+    return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save),
+                   topics=PageTopics(classifier, store))
 
 
 def pool_scoring(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> PoolScoring | None:

@@ -19,6 +19,7 @@ from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from testkit.server import launched_app
 from web.page.classify_view import classify_buttons
+from tests.e2e.test_metrics import scrape, value
 from web.server.topics import LEARNING, PageTopics
 
 
@@ -76,6 +77,10 @@ def test_add_rename_and_merge_reach_the_api_and_the_page_at_once(served) -> None
     assert c.predict("Health", item, api_name="/queue_answer")[2].startswith("Saved as **Health**")
     buttons = classify_buttons(topics.offered())
     assert 'id="fb-4" class="topic-btn secondary" disabled data-topic="Health"' in buttons and LEARNING in buttons
+    samples = scrape(url)  # /metrics: the list's version, and which topics the model is still learning
+    assert value(samples, "newsloop_taxonomy_version") == 2
+    assert value(samples, "newsloop_topic_learning", topic="Health", topic_name="Health") == 1
+    assert value(samples, "newsloop_topic_learning", topic="World", topic_name="World") == 0
 
     # Rename: display only; the model's confidences and the API show the new name, the key stays.
     taxonomy = store.topics.current()
