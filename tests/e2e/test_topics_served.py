@@ -18,8 +18,8 @@ from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from testkit.server import launched_app
-from web.page.classify_view import classify_buttons
 from tests.e2e.test_metrics import scrape, value
+from web.page.classify_view import classify_buttons
 from web.server.topics import LEARNING, PageTopics
 
 

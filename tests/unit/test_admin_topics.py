@@ -5,7 +5,6 @@ once, the second is told and shown the new list; a stranger changes nothing."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from core.labels import LABELS
