@@ -38,6 +38,7 @@ from feedback.database.shared_state import (
 )
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
+from feedback.topics import changes as topic_changes
 from feedback.traffic.served import save_tallies
 from web.admin import page as admin_page
 from web.admin.actions import AdminActions
@@ -137,6 +138,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             monitor=settings.monitor,
             flush_served=metrics.estimates.flush,
             topics=actions.topics,
+            base_labels=lambda: topic_changes.base_labels(settings),
             **admin_state,
         )
     pages = web_pages(actions, admin, settings.hosting.hf_sign_in)

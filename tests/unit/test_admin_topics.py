@@ -1,5 +1,5 @@
-"""The admin view's Topics panel through its handlers, on SQLite and PostgreSQL: a change is previewed (what it does),
-then made on the version the maintainer saw, recorded with who and why; refusals are the taxonomy's; two admins at
+"""The admin view's Topics panel through its handlers, on SQLite and PostgreSQL: a change is previewed (what it does
+and how many base rows, answers, checks and queued items it touches), then made on the version the maintainer saw, recorded with who and why; refusals are the taxonomy's; two admins at
 once, the second is told and shown the new list; a stranger changes nothing."""
 
 from __future__ import annotations
@@ -36,8 +36,11 @@ class _Admin:
         return self.who
 
 
+BASE = ["Business", "Business", "World", "Sci/Tech"]  # the base data's labels, one per row
+
+
 def _editor(store: FeedbackStore, **kwargs: Any) -> TopicsEditor:
-    return TopicsEditor(_Admin(store, **kwargs), choosers=[("any label", "any")])  # type: ignore[arg-type]
+    return TopicsEditor(_Admin(store, **kwargs), lambda: BASE, choosers=[("any label", "any")])  # type: ignore[arg-type]
 
 
 def _preview(editor: TopicsEditor, kind: str, topic: str = "", into: str = "", name: str = "",
@@ -53,7 +56,7 @@ def test_add_is_previewed_then_made_with_who_and_why(make_store: StoreFactory, t
     assert review["choices"] == [("any label", "any"), *LABELS]
 
     shown, plan, confirm = _preview(editor, "add", name="  Health ", description="Medicine", why="we cover it")
-    assert shown.startswith("Add **Health**: labellers can answer it at once") and LEARNING in shown
+    assert shown.startswith("Adding Health touches no data: labellers can answer it at once")
     assert "version 1 → 2" in shown and confirm["visible"] is True
     assert store.taxonomy().version == 1  # a preview changes nothing
 
@@ -65,17 +68,21 @@ def test_add_is_previewed_then_made_with_who_and_why(make_store: StoreFactory, t
     assert now.names == (*LABELS, "Health") and (now.current.by, now.current.why) == ("maya", "we cover it")
 
 
-def test_rename_merge_and_split_say_what_they_do_to_answers(make_store: StoreFactory, tmp_path: Path) -> None:
+def test_rename_merge_and_split_say_what_they_touch(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "feedback.db")
+    for i, label in enumerate(["Business", "Business", "Sci/Tech"]):
+        store.record(text=f"Answered article {i}", user_label=label, annotator=f"a{i}", kind="correct")
     editor = _editor(store)
     shown, plan, _ = _preview(editor, "rename", topic="World", name="International")
-    assert shown.startswith("Rename **World** to **International**: display only, no retrain")
+    assert shown.startswith("Renaming World to International changes only the name people see")
     editor.confirm(plan, request=REQUEST)  # type: ignore[arg-type]
     shown, plan, _ = _preview(editor, "merge", topic="Business", into="International")
-    assert "Merge **Business** into **International**: its answers and base rows count as International" in shown
+    assert shown.startswith("Merging Business into International relabels 2 base rows, 2 answers, 0 checks and 0 "
+                            "queued items as International. It is no longer offered")
     editor.confirm(plan, request=REQUEST)  # type: ignore[arg-type]
     shown, plan, _ = _preview(editor, "split", topic="Sci/Tech", name="Science")
-    assert 'labelled Sci/Tech before the split mean "Sci/Tech or Science"' in shown
+    assert shown.startswith('Splitting Sci/Tech into Sci/Tech and Science relabels 1 base row, 1 answer, 0 checks and '
+                            '0 queued items as "Sci/Tech or Science"')
     editor.confirm(plan, request=REQUEST)  # type: ignore[arg-type]
     assert store.taxonomy().names == ("International", "Sports", "Sci/Tech", "Science")
     assert store.taxonomy().version == 4

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ class AdminActions:
         monitor: MonitorPolicy | None = None,
         flush_served: Callable[[], None] | None = None,
         topics: PageTopics | None = None,
+        base_labels: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         self.store = store
         self.password = password
@@ -86,6 +88,8 @@ class AdminActions:
         self.monitor = monitor or MonitorPolicy()
         self.flush_served = flush_served or (lambda: None)  # this server's served tallies, written before a read
         self.topics = topics  # the taxonomy over the served model's labels (the page's), for the Topics panel
+        # The base data's label keys, one per row: what a topic change's preview counts (read once, when first asked).
+        self.base_labels = functools.cache(base_labels) if base_labels else (lambda: ())
 
     @property
     def enabled(self) -> bool:

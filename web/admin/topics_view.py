@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
+from feedback.topics.changes import impact
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
 from web.server.topics import LEARNING, PageTopics
@@ -61,26 +62,10 @@ def _topic(value: str, what: str = "a topic") -> str:
     return value
 
 
-def what_it_does(before: Taxonomy, after: Taxonomy) -> str:
-    """The change from `before` to `after` (one step), in plain words: what labellers, old answers, training and the
-    gate will see."""
-    change = after.current.change
-    name = before.name_of(change.topic) if change.topic else ""
-    if change.kind == "add":
-        return (f"Add **{change.name}**: labellers can answer it at once; it is marked \"{LEARNING}\" until a champion "
-                "predicts it.")
-    if change.kind == "rename":
-        return f"Rename **{name}** to **{change.name}**: display only, no retrain; its answers follow the new name."
-    if change.kind == "describe":
-        return f"Describe **{name}** as: {change.description or '(no description)'}."
-    if change.kind == "merge":
-        into = before.name_of(change.into)
-        return (f"Merge **{name}** into **{into}**: its answers and base rows count as {into} from now on; it is no "
-                "longer offered, and the next challenger has no output for it.")
-    if change.kind == "split":
-        return (f"Split **{name}** into **{name}** and **{change.name}**: answers and base rows labelled {name} before "
-                f"the split mean \"{name} or {change.name}\" (a set, not a guess); new answers are exact.")
-    return ""
+# What a change means for training, beyond what it touches (feedback.topics.changes.Impact says that).
+TRAINING = {"merge": "It is no longer offered, and the next challenger has one output fewer.",
+            "split": "New answers are exact; the next challenger has one output more.",
+            "add": "The next challenger has one output more, judged on its own held-out answers."}
 
 
 def topics_table(taxonomy: Taxonomy, topics: PageTopics) -> str:
@@ -99,14 +84,14 @@ def topics_table(taxonomy: Taxonomy, topics: PageTopics) -> str:
 
 
 class TopicsEditor:
-    """The panel's handlers; each is wrapped in `admin_only`. `impact(before, after)` says what a change touches
-    (how many base rows, answers, checks and queued items), or "" where that cannot be counted here."""
+    """The panel's handlers; each is wrapped in `admin_only`. `base_labels()` gives the base data's label keys, one
+    per row, which a change's preview counts (none: no base rows counted)."""
 
-    def __init__(self, admin: AdminActions, impact: Callable[[Taxonomy, Taxonomy], str] | None = None,
+    def __init__(self, admin: AdminActions, base_labels: Callable[[], Sequence[str]] | None = None,
                  choosers: Sequence[tuple[str, str]] = ()) -> None:
         self.admin = admin
         self.topics = admin.topics or PageTopics(None, admin.store)
-        self.impact = impact or (lambda before, after: "")
+        self.base_labels = base_labels or (lambda: ())
         self.choosers = tuple(choosers)  # other panels' topic dropdowns: each one's first (label, value) option
 
     def _listed(self, taxonomy: Taxonomy) -> tuple[Any, ...]:
@@ -135,8 +120,8 @@ class TopicsEditor:
             after = apply(before, plan)
         except TaxonomyError as exc:
             return f"Refused: {exc}.", None, gr.update(visible=False)
-        touches = self.impact(before, after)
-        text = what_it_does(before, after) + (f"\n\n{touches}" if touches else "")
+        words = impact(self.admin.store, before, after, self.base_labels()).words()
+        text = f"{words[:1].upper()}{words[1:]}. {TRAINING.get(after.current.change.kind, '')}".strip()
         return f"{text}\n\nConfirm to make it (version {before.version} → {after.version}).", plan, gr.update(visible=True)
 
     @admin_only(lambda self: ("Sign in first.", None, gr.update(visible=False), *self._skipped()))
@@ -163,11 +148,10 @@ class TopicsEditor:
                 "loads.", None, hidden, *self._listed(changed))
 
 
-def build_topics(admin: AdminActions, impact: Callable[[Taxonomy, Taxonomy], str] | None = None,
-                 choosers: Sequence[tuple[Any, tuple[str, str]]] = ()) -> Callable[[Any], Any]:
+def build_topics(admin: AdminActions, choosers: Sequence[tuple[Any, tuple[str, str]]] = ()) -> Callable[[Any], Any]:
     """The Topics panel. Returns `reload(event)`, which lists the taxonomy after `event`. `choosers`: other panels'
     topic dropdowns, each with its first option, offered the current topics on each reload and change."""
-    editor = TopicsEditor(admin, impact, [first for _, first in choosers])
+    editor = TopicsEditor(admin, admin.base_labels, [first for _, first in choosers])
     others = [dropdown for dropdown, _ in choosers]
     with gr.Column(elem_id="topics-panel"):
         gr.Markdown("## Topics")
