@@ -38,6 +38,7 @@ from feedback.database.shared_state import (
 )
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
+from feedback.topics import changes as topic_changes
 from feedback.traffic.served import save_tallies
 from web.admin import page as admin_page
 from web.admin.actions import AdminActions
@@ -52,6 +53,7 @@ from web.server.identity import IdentityService, ProxyPolicy
 from web.server.metrics import Metrics, MetricsMiddleware, ServedTallies, metrics_router
 from web.server.origin_guard import OriginPolicy
 from web.server.serving import Classifier, PageLimits
+from web.server.topics import PageTopics
 
 log = logging.getLogger("newsloop.app")
 
@@ -135,6 +137,8 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             export_dir=settings.storage.home / "exports",  # under home: never served by Gradio (blocked_paths)
             monitor=settings.monitor,
             flush_served=metrics.estimates.flush,
+            topics=actions.topics,
+            base_labels=lambda: topic_changes.base_labels(settings),
             **admin_state,
         )
     pages = web_pages(actions, admin, settings.hosting.hf_sign_in)
@@ -188,7 +192,8 @@ def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackS
     required = settings.queue.labels_required
     pool_left = (lambda: store.pool_left(required)) if store is not None else None
     save = (lambda writer, tallies: save_tallies(store.database, writer, tallies)) if store is not None else None
-    return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save))
+    return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save),
+                   topics=PageTopics(classifier, store))
 
 
 def pool_scoring(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> PoolScoring | None:
@@ -212,7 +217,7 @@ def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: Id
                 max_batch_texts: int) -> list[APIRouter]:
     """The REST API beside the page (web.server.api), sharing the page's limits, rate limiter and identity rules."""
     return [build_api(classifier, actions.limits, actions.classify_limit, identities.address_of,
-                      max_batch_texts=max_batch_texts)]
+                      max_batch_texts=max_batch_texts, topics=PageTopics(classifier, actions.store))]
 
 
 def ensure_champion(settings: Settings) -> None:
@@ -297,6 +302,8 @@ def main(verbose: bool = False) -> None:
     service.refresh()
     service.start_watching()
     store = FeedbackStore.from_settings(settings)
+    if service.version is not None:  # the champion's topics are the taxonomy's version 1 (kept if one is stored)
+        store.topics.seed(PageTopics(service, store).model_labels(), why="the champion's topics")
     if settings.queue.demo_pool:
         store.offer_demo_pool()  # something to label from the first minute; a first import replaces it
     start_schedule(settings)
