@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from core.settings.policies import QueuePolicy, StoreLimits
+from core.taxonomy import Taxonomy
 from feedback.database.db import Database
 from feedback.export.files import export_answers, write_answers
 from feedback.labelling.answers import Answers, RecordResult
@@ -45,13 +46,13 @@ class FeedbackStore:
     ) -> None:
         self.limits = limits
         self._db = Database(path, durable=durable)
-        self._answers = Answers(self._db, limits, clock)
-        self._pool = Pool(self._db, limits, clock)
-        self.reviews = Reviews(self._db, clock)  # find answers by filter, review many, settle disagreements
-        self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
-        self.crowd = Crowd(self._db)  # per-person counts and the answers people share, for the people panel
-        self.label_errors = LabelErrors(self._db, clock)  # possible label errors and the decisions on them
         self.topics = TopicBook(self._db, clock)  # the taxonomy's versions: what topics answers may name
+        self._answers = Answers(self._db, limits, clock, self.taxonomy)
+        self._pool = Pool(self._db, limits, clock, self.taxonomy)
+        self.reviews = Reviews(self._db, clock, self.taxonomy)  # find answers by filter, review many, settle disagreements
+        self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
+        self.crowd = Crowd(self._db, self.taxonomy)  # per-person counts and the answers people share, for the people panel
+        self.label_errors = LabelErrors(self._db, clock, self.taxonomy)  # possible label errors and the decisions on them
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:
@@ -69,6 +70,11 @@ class FeedbackStore:
 
     def __repr__(self) -> str:
         return f"FeedbackStore({str(self.path)!r})"
+
+    def taxonomy(self) -> Taxonomy:
+        """The current topics: every stored version, or version 1 of the AG News four when none is stored (the app
+        and `newsloop bootstrap` store the champion's own with `topics.seed`). Read each time: a few rows."""
+        return self.topics.current()
 
     def close(self) -> None:
         """Close the calling thread's connection (others close when their threads end)."""
@@ -95,7 +101,9 @@ class FeedbackStore:
         'confirm'/'correct', or a 'queue' answer): a different label replaces their earlier answer, which is
         kept with status 'replaced' and counted nowhere (`RecordResult.replaced` names it).
 
-        `probabilities` is {label: p} or four numbers in LABELS order; when `predicted_label` is
+        `user_label` names a topic of the current taxonomy (`taxonomy()`: a name, key, former name or 0-based
+        position); its key is stored, with the taxonomy's version. `probabilities` is {label: p} keyed by the
+        model's own labels, or one number per topic in the taxonomy's order; when `predicted_label` is
         omitted it is their argmax. The answer is 'suspicious' when the model was at least
         `limits.suspicious_confidence` sure of another label. Raises FeedbackError for bad input and
         RateLimited when the annotator has written `limits.writes_per_minute` answers in the last 60 s
@@ -143,9 +151,12 @@ class FeedbackStore:
         """One answer by id, or None."""
         return self._answers.get(answer_id)
 
-    def answers(self, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict."""
-        return self._answers.rows(status, limit)
+    def answers(self, status: str | None = None, limit: int | None = None,
+                taxonomy: Taxonomy | None = None) -> list[dict[str, Any]]:
+        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict. Each
+        `user_label` is read as it means under `taxonomy` (default: the current one): a merged topic's answers as
+        its target, a split topic's earlier answers as the set "parent or child" (`feedback.topics.meaning`)."""
+        return self._answers.rows(status, limit, taxonomy)
 
     def count(self, status: str | None = None) -> int:
         """Number of answers, all or with one status."""
@@ -224,9 +235,10 @@ class FeedbackStore:
         """
         return self._pool.rescore(scorer, model_version, batch_size=batch_size)
 
-    def gold_labels(self) -> dict[str, str]:
-        """The known-answer checks: text_hash -> the label a maintainer gave."""
-        return self._pool.gold_labels()
+    def gold_labels(self, taxonomy: Taxonomy | None = None) -> dict[str, str]:
+        """The known-answer checks: text_hash -> the label a maintainer gave, read as it means under `taxonomy`
+        (default: the current one), as `answers` reads answers."""
+        return self._pool.gold_labels(taxonomy)
 
     def next_item(
         self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0,

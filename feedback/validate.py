@@ -9,7 +9,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from core.labels import LABELS, UnknownLabelError, label_index
+from core.taxonomy import Taxonomy, TaxonomyError
 from core.text import clean_text, text_hash
 from feedback.errors import FeedbackError
 
@@ -49,7 +49,7 @@ class PoolRow:
     line: int
     text: str
     text_hash: str
-    label: str | None = None  # canonical topic name; only for a known-answer check
+    label: str | None = None  # the topic's key in the store's taxonomy; only for a known-answer check
 
 
 def _one_of(value: object, allowed: tuple[str, ...], what: str) -> str:
@@ -124,43 +124,81 @@ def check_model_version(model_version: object) -> str:
     return model_version
 
 
-def canonical_label(value: object, field: str = "label") -> str:
-    """The canonical topic name for a label name (any case, common aliases) or 0-based index."""
+def canonical_label(value: object, taxonomy: Taxonomy, field: str = "label") -> str:
+    """The taxonomy's key for a label: a current name or key (any case, common aliases), a former name of a renamed
+    or merged topic, or a 0-based position (`Taxonomy.key_of`). Refused naming the current topics otherwise."""
     try:
-        return LABELS[label_index(value)]
-    except UnknownLabelError:
-        raise FeedbackError(f"unknown {field} {value!r}; expected one of {', '.join(LABELS)}") from None
+        return taxonomy.key_of(value)
+    except TaxonomyError as exc:
+        split = " was split into " in str(exc)  # a split topic's old name: the message says which to answer
+        raise FeedbackError(str(exc) if split else
+                            f"unknown {field} {value!r}; expected one of {', '.join(taxonomy.names)}") from None
 
 
-def pool_label(value: object) -> str:
-    """A check's label as a topic name; numbers are AG News class numbers (1-4), as in its CSVs."""
+def pool_label(value: object, taxonomy: Taxonomy) -> str:
+    """A check's label as a topic key; numbers are 1-based positions in the taxonomy's order, as AG News's CSVs
+    number their classes 1-4."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise UnknownLabelError(f"missing label; expected one of {', '.join(LABELS)} (or 1-4)")
-    return LABELS[label_index(value, one_based=True)]
+        raise FeedbackError(f"missing label; expected one of {', '.join(taxonomy.names)} (or 1-{len(taxonomy.keys)})")
+    text = str(value).strip() if not isinstance(value, bool) else ""
+    if isinstance(value, int) and not isinstance(value, bool) or (len(text) <= 4 and text.isascii() and text.isdecimal()):
+        number = int(text)
+        if not 1 <= number <= len(taxonomy.keys):
+            raise FeedbackError(f"label {value!r} is out of range; expected 1-{len(taxonomy.keys)} or a topic name")
+        return taxonomy.keys[number - 1]
+    return canonical_label(value, taxonomy)
 
 
-def normalise_probabilities(value: Mapping[str, float] | Sequence[float] | np.ndarray) -> dict[str, float]:
-    """Probabilities as {label: p} over all four labels, from a mapping or a sequence in LABELS order."""
+def model_label(value: object, taxonomy: Taxonomy, model_labels: Sequence[str] = ()) -> str:
+    """A model's predicted label: one of `model_labels` (the model's own, which a taxonomy change may have left
+    behind) as given, else the taxonomy's key for it."""
+    text = " ".join(str(value).split()) if isinstance(value, str) else ""
+    for label in model_labels:
+        if text.casefold() == label.casefold():
+            return label
+    return canonical_label(value, taxonomy, "predicted_label")
+
+
+def normalise_probabilities(
+    value: Mapping[str, float] | Sequence[float] | np.ndarray, taxonomy: Taxonomy
+) -> dict[str, float]:
+    """Probabilities as {label: p}, keyed by the model's own labels: from a mapping (a label that names a current
+    topic, in any spelling, is stored as its key; another label, the model's own, as given), or from a sequence in
+    the taxonomy's order. At least two labels, each 0-1, summing to 1."""
     try:
         if isinstance(value, Mapping):
-            probs = {canonical_label(key, "probability label"): float(p) for key, p in value.items()}
+            probs: dict[str, float] = {}
+            for key, p in value.items():
+                if not isinstance(key, str) or not key.strip():
+                    raise FeedbackError(f"probability labels must be text, not {key!r}")
+                probs[_probability_key(key, taxonomy)] = float(p)
         else:
             flat = np.asarray(value, dtype=np.float64).ravel()
-            if flat.size != len(LABELS):
-                raise FeedbackError(f"expected {len(LABELS)} probabilities (one per label), got {flat.size}")
-            probs = dict(zip(LABELS, (float(p) for p in flat), strict=True))
+            if flat.size != len(taxonomy.keys):
+                raise FeedbackError(f"expected {len(taxonomy.keys)} probabilities (one per topic), got {flat.size}")
+            probs = dict(zip(taxonomy.keys, (float(p) for p in flat), strict=True))
     except (TypeError, ValueError) as exc:
         if isinstance(exc, FeedbackError):
             raise
         raise FeedbackError(f"probabilities must be numbers: {exc}") from None
-    missing = [label for label in LABELS if label not in probs]
-    if missing:
-        raise FeedbackError(f"probabilities missing for {', '.join(missing)}")
+    if len(probs) < 2:
+        raise FeedbackError(f"probabilities need at least two labels, got {', '.join(probs) or 'none'}")
     if not all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in probs.values()):
         raise FeedbackError("probabilities must be between 0 and 1")
     if abs(sum(probs.values()) - 1.0) > _PROBABILITY_SUM_TOLERANCE:
         raise FeedbackError(f"probabilities must sum to 1, got {sum(probs.values()):.3f}")
-    return {label: probs[label] for label in LABELS}
+    return probs
+
+
+def _probability_key(label: str, taxonomy: Taxonomy) -> str:
+    """A probability's label: the current key it names (by name or key, any case), else the label as given (a model
+    may predict a topic the taxonomy no longer has: its probability is its own)."""
+    text = " ".join(label.split())
+    folded = text.casefold()
+    for topic in taxonomy.topics:
+        if folded in (topic.key.casefold(), topic.name.casefold()):
+            return topic.key
+    return text
 
 
 def text_problem(text: str, max_chars: int) -> str | None:
@@ -174,7 +212,9 @@ def text_problem(text: str, max_chars: int) -> str | None:
     return None
 
 
-def check_pool_row(line: int, text: object, label: object, *, max_chars: int, labelled: bool) -> PoolRow:
+def check_pool_row(
+    line: int, text: object, label: object, *, max_chars: int, labelled: bool, taxonomy: Taxonomy | None = None
+) -> PoolRow:
     """A pool row from a text and (for a known-answer check, `labelled`) its label.
 
     Raises FeedbackError whose message is the bare problem, so callers can list it beside the line.
@@ -184,10 +224,9 @@ def check_pool_row(line: int, text: object, label: object, *, max_chars: int, la
         raise FeedbackError(problem)
     name = None
     if labelled:
-        try:
-            name = pool_label(label)
-        except UnknownLabelError as exc:
-            raise FeedbackError(str(exc)) from None
+        if taxonomy is None:
+            raise FeedbackError("a known-answer check needs the taxonomy its label is read in")
+        name = pool_label(label, taxonomy)
     assert isinstance(text, str)  # text_problem above refused anything else
     return PoolRow(line=line, text=text.strip(), text_hash=text_hash(text), label=name)
 

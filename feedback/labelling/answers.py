@@ -12,15 +12,16 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from core.labels import LABELS
 from core.serving.limits import RateLimiter
 from core.settings.policies import StoreLimits
+from core.taxonomy import Taxonomy
 from core.text import text_hash
 from feedback.database.db import Database, iso_time, parse_iso_time
 from feedback.database.query import count, first, inserted_id, rows
 from feedback.database.tables import answers, pool
 from feedback.errors import FeedbackError, RateLimited
 from feedback.labelling.pool import check_item, pool_counts, read_gold
+from feedback.topics.meaning import read_now
 from feedback.trust.rules import check_scores, contradiction_reason
 from feedback.validate import (
     KINDS,
@@ -35,6 +36,7 @@ from feedback.validate import (
     check_review_status,
     check_row_id,
     check_status,
+    model_label,
     normalise_probabilities,
     text_problem,
 )
@@ -105,10 +107,12 @@ def answers_on_checks(db: sa.Connection, *where: sa.ColumnElement[bool]) -> list
 class Answers:
     """Confirmations, corrections and queue labels, each kept for audit even when undone, replaced or rejected."""
 
-    def __init__(self, db: Database, limits: StoreLimits, clock: Callable[[], float]) -> None:
+    def __init__(self, db: Database, limits: StoreLimits, clock: Callable[[], float],
+                 taxonomy: Callable[[], Taxonomy]) -> None:
         self._db = db
         self._limits = limits
         self._clock = clock
+        self._taxonomy = taxonomy  # the store's current topics: what an answer may name
 
     def record(
         self,
@@ -131,7 +135,8 @@ class Answers:
         problem = text_problem(text, self._limits.max_text_chars)
         if problem:
             raise FeedbackError(f"cannot store this answer: {problem}")
-        label = canonical_label(user_label, "label")
+        taxonomy = self._taxonomy()
+        label = canonical_label(user_label, taxonomy, "label")
         annotator = check_annotator(annotator)
         address = check_address(address)
         kind = check_kind(kind)
@@ -139,9 +144,10 @@ class Answers:
             item_id = check_row_id(item_id, "queue item")
         if model_version is not None and (not isinstance(model_version, str) or len(model_version) > 200):
             raise FeedbackError("model_version must be text of at most 200 characters")
-        probs = normalise_probabilities(probabilities) if probabilities is not None else None
+        # The model's labels may differ from the taxonomy's (a topic it does not predict yet, one merged away).
+        probs = normalise_probabilities(probabilities, taxonomy) if probabilities is not None else None
         if predicted_label is not None:
-            predicted: str | None = canonical_label(predicted_label, "predicted_label")
+            predicted: str | None = model_label(predicted_label, taxonomy, tuple(probs or ()))
         else:
             predicted = max(probs, key=probs.__getitem__) if probs else None
         if kind == "confirm" and predicted != label:
@@ -167,6 +173,7 @@ class Answers:
             "suspicious_reason": reason,
             "verified": int(bool(verified)),
             "address": address,
+            "taxonomy_version": taxonomy.version,
         }
         same_path = (answers.c.annotator == annotator, answers.c.text_hash == digest,
                      answers.c.kind.in_(path_of(kind)), LIVE)
@@ -241,15 +248,18 @@ class Answers:
             row = first(db, sa.select(answers).where(answers.c.id == answer_id))
         return decoded(row) if row else None
 
-    def rows(self, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict."""
+    def rows(self, status: str | None = None, limit: int | None = None,
+             taxonomy: Taxonomy | None = None) -> list[dict[str, Any]]:
+        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict; each label read
+        as it means under `taxonomy` (default: the store's current one; see `feedback.topics.meaning.read_now`)."""
         query = sa.select(answers).order_by(answers.c.id.desc())
         if status is not None:
             query = query.where(answers.c.status == str(check_status(status)))
         if limit is not None:
             query = query.limit(int(limit))
         with self._db.read() as db:
-            return [decoded(row) for row in rows(db, query)]
+            found = [decoded(row) for row in rows(db, query)]
+        return read_now(found, taxonomy or self._taxonomy())
 
     def count(self, status: str | None = None) -> int:
         """Number of answers, all or with one status."""
@@ -280,16 +290,23 @@ class Answers:
                 return {key: int(n) for key, n in db.execute(query)}
 
             by_status = grouped(answers.c.status)
-            by_label = grouped(answers.c.user_label, LIVE)
+            by_given = db.execute(sa.select(answers.c.user_label, answers.c.taxonomy_version, sa.func.count())
+                                  .where(LIVE).group_by(answers.c.user_label, answers.c.taxonomy_version)).all()
             by_kind = grouped(answers.c.kind, LIVE)
             annotators = count(db, sa.select(sa.func.count(sa.distinct(answers.c.annotator))).where(LIVE))
             pool_numbers = pool_counts(db)
-            check_rows, gold = answers_on_checks(db), read_gold(db)
+            taxonomy = self._taxonomy()
+            check_rows, gold = read_now(answers_on_checks(db), taxonomy), read_gold(db, taxonomy)
         scores = check_scores(check_rows, gold)
+        by_label = dict.fromkeys(taxonomy.keys, 0)  # what the answers mean now: old ones of a merged topic count as its target
+        for key, version, n in by_given:
+            now = taxonomy.exact(key, version)
+            if now is not None:
+                by_label[now] += int(n)
         return {
             "answers": sum(by_status.values()),
             "by_status": {str(status): by_status.get(status, 0) for status in STATUSES},
-            "by_label": {label: by_label.get(label, 0) for label in LABELS},
+            "by_label": by_label,
             "by_kind": {kind: by_kind.get(kind, 0) for kind in KINDS},
             "annotators": annotators,
             "pool": pool_numbers,

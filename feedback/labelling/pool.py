@@ -12,6 +12,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from core.settings.policies import QueuePolicy, StoreLimits
+from core.taxonomy import Taxonomy
 from core.text import text_hash
 from feedback.database.db import Database, iso_time
 from feedback.database.query import count, first, insert_on_conflict, rows
@@ -20,6 +21,7 @@ from feedback.errors import FeedbackError, PoolImportError
 from feedback.labelling import reservations
 from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE, drop_unanswered_demo, pool_is_empty
 from feedback.labelling.pool_files import cleaned, read_pool_file
+from feedback.topics.meaning import gold_now
 from feedback.traffic.traffic_set import mark_new_items, traffic_turn
 from feedback.trust.rules import check_due
 from feedback.validate import (
@@ -79,10 +81,11 @@ def margin_uncertainty(probabilities: np.ndarray) -> np.ndarray:
     return 1.0 - (ordered[:, -1] - ordered[:, -2])
 
 
-def read_gold(db: sa.Connection) -> dict[str, str]:
-    """The known-answer checks on this connection: text_hash -> the label a maintainer gave."""
-    query = sa.select(pool.c.text_hash, pool.c.gold_label).where(pool.c.gold_label.is_not(None))
-    return {digest: label for digest, label in db.execute(query)}
+def read_gold(db: sa.Connection, taxonomy: Taxonomy) -> dict[str, str]:
+    """The known-answer checks on this connection: text_hash -> the label a maintainer gave, read as it means under
+    `taxonomy` (given under the version in force when the check was added; see `feedback.topics.meaning`)."""
+    query = sa.select(pool.c.text_hash, pool.c.gold_label, pool.c.added_at).where(pool.c.gold_label.is_not(None))
+    return gold_now(((d, label, at) for d, label, at in db.execute(query)), taxonomy)
 
 
 def pool_counts(db: sa.Connection) -> dict[str, int]:
@@ -189,15 +192,18 @@ class _CheckState:
 class Pool:
     """The texts waiting for labels, their uncertainty under the champion, and who skipped what."""
 
-    def __init__(self, db: Database, limits: StoreLimits, clock: Callable[[], float]) -> None:
+    def __init__(self, db: Database, limits: StoreLimits, clock: Callable[[], float],
+                 taxonomy: Callable[[], Taxonomy]) -> None:
         self._db = db
         self._limits = limits
         self._clock = clock
+        self._taxonomy = taxonomy  # the store's current topics: what a check's label may name
 
     def import_file(self, path: Path, *, source: str | None = None, checks: bool = False) -> ImportReport:
         """Add the texts of a CSV/JSONL file, all or nothing; see `FeedbackStore.import_pool`."""
         path = Path(path)
-        rows = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=checks)
+        rows = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=checks,
+                              taxonomy=self._taxonomy() if checks else None)
         # A host's articles to label replace the demo pool (checks are not articles to label: they leave it).
         return self._add_rows(rows, source or path.name, replaces_demo=not checks)
 
@@ -222,13 +228,15 @@ class Pool:
             raise FeedbackError(f"{len(labels)} labels for {len(texts)} texts")
         rows: list[PoolRow] = []
         problems: list[tuple[int, str]] = []
+        taxonomy = self._taxonomy() if labels is not None else None
         for number, text in enumerate(texts, start=1):
             label = labels[number - 1] if labels is not None else None
             try:
                 readable = cleaned(text) if isinstance(text, str) else text  # entities undone, as in files
                 rows.append(
                     check_pool_row(
-                        number, readable, label, max_chars=self._limits.max_text_chars, labelled=labels is not None
+                        number, readable, label, max_chars=self._limits.max_text_chars, labelled=labels is not None,
+                        taxonomy=taxonomy,
                     )
                 )
             except FeedbackError as exc:
@@ -289,10 +297,12 @@ class Pool:
         with self._db.read() as db:
             return rows(db, query)
 
-    def gold_labels(self) -> dict[str, str]:
-        """The known-answer checks: text_hash -> the label a maintainer gave."""
+    def gold_labels(self, taxonomy: Taxonomy | None = None) -> dict[str, str]:
+        """The known-answer checks: text_hash -> the label a maintainer gave, read under `taxonomy` (default: the
+        store's current one)."""
+        taxonomy = taxonomy or self._taxonomy()
         with self._db.read() as db:
-            return read_gold(db)
+            return read_gold(db, taxonomy)
 
     def next_item(
         self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0,

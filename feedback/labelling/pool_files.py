@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import NoReturn
 
+from core.taxonomy import Taxonomy
 from core.text import clean_text, join_title
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.validate import PoolRow, check_pool_row
@@ -17,12 +18,15 @@ _PROBLEMS_SHOWN = 20
 _FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
-def read_pool_file(path: Path, *, max_chars: int, labelled: bool = False) -> list[PoolRow]:
+def read_pool_file(
+    path: Path, *, max_chars: int, labelled: bool = False, taxonomy: Taxonomy | None = None
+) -> list[PoolRow]:
     """Read and validate every row of a CSV or JSONL pool file.
 
     CSV needs a header with a `text` column, or `title` and `description` columns; JSONL needs one
     object per line with `text`, or `title` and `description`. With `labelled` (known-answer checks)
-    every row also needs a `label`: a topic name, or an AG News class number 1-4; otherwise labels are
+    every row also needs a `label`: a topic of `taxonomy` by name, or its 1-based position (AG News's class
+    numbers 1-4 for its four topics); otherwise labels are
     ignored. Raises PoolImportError naming every bad line, or FeedbackError when the file cannot be
     read at all.
     """
@@ -36,7 +40,7 @@ def read_pool_file(path: Path, *, max_chars: int, labelled: bool = False) -> lis
         raise FeedbackError(f"cannot read {path}: {exc.strerror or exc}") from None
     text = _decode(data, path)
     parse = _parse_csv if fmt == "csv" else _parse_jsonl
-    rows, problems = parse(text, max_chars, labelled)
+    rows, problems = parse(text, max_chars, labelled, taxonomy)
     if problems:
         _raise_problems(path, problems)
     if not rows:
@@ -80,15 +84,18 @@ def cleaned(text: str) -> str:
 
 def _row(
     line: int, text: str, label: object, max_chars: int, rows: list[PoolRow], problems: list[tuple[int, str]],
-    labelled: bool,
+    labelled: bool, taxonomy: Taxonomy | None,
 ) -> None:
     try:
-        rows.append(check_pool_row(line, cleaned(text), label, max_chars=max_chars, labelled=labelled))
+        rows.append(check_pool_row(line, cleaned(text), label, max_chars=max_chars, labelled=labelled,
+                                   taxonomy=taxonomy))
     except FeedbackError as exc:
         problems.append((line, str(exc)))
 
 
-def _parse_csv(text: str, max_chars: int, labelled: bool) -> tuple[list[PoolRow], list[tuple[int, str]]]:
+def _parse_csv(
+    text: str, max_chars: int, labelled: bool, taxonomy: Taxonomy | None
+) -> tuple[list[PoolRow], list[tuple[int, str]]]:
     rows: list[PoolRow] = []
     problems: list[tuple[int, str]] = []
     # newline="" keeps quoted line breaks intact for the csv module.
@@ -124,11 +131,13 @@ def _parse_csv(text: str, max_chars: int, labelled: bool) -> tuple[list[PoolRow]
             continue
         value = record[columns[0]] if len(columns) == 1 else join_title(record[columns[0]], record[columns[1]])
         label = record[label_column] if label_column is not None else None
-        _row(start, value, label, max_chars, rows, problems, labelled)
+        _row(start, value, label, max_chars, rows, problems, labelled, taxonomy)
     return rows, problems
 
 
-def _parse_jsonl(text: str, max_chars: int, labelled: bool) -> tuple[list[PoolRow], list[tuple[int, str]]]:
+def _parse_jsonl(
+    text: str, max_chars: int, labelled: bool, taxonomy: Taxonomy | None
+) -> tuple[list[PoolRow], list[tuple[int, str]]]:
     rows: list[PoolRow] = []
     problems: list[tuple[int, str]] = []
     # split("\n") rather than splitlines(): JSON strings may legally hold U+2028 and friends.
@@ -151,5 +160,5 @@ def _parse_jsonl(text: str, max_chars: int, labelled: bool) -> tuple[list[PoolRo
         else:
             problems.append((number, "needs a string 'text' field, or 'title' and 'description' fields"))
             continue
-        _row(number, value, obj.get("label"), max_chars, rows, problems, labelled)
+        _row(number, value, obj.get("label"), max_chars, rows, problems, labelled, taxonomy)
     return rows, problems

@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 
 import sqlalchemy as sa
 
+from core.labels import LABELS
 from core.taxonomy import Taxonomy, TaxonomyConflict, from_rows, starting
 from feedback.database.db import Database, iso_time
-from feedback.database.query import rows
+from feedback.database.query import insert_on_conflict, rows
 from feedback.database.tables import taxonomy_versions
 
 SCOPE = "taxonomy"  # the PostgreSQL lock a change takes (SQLite has one writer anyway)
@@ -26,11 +27,22 @@ class TopicBook:
         self._db = db
         self._clock = clock
 
-    def current(self, default_labels: Sequence[str]) -> Taxonomy:
-        """Every stored version, or version 1 made of `default_labels` (the champion's) if none is stored."""
+    def current(self, default_labels: Sequence[str] = LABELS) -> Taxonomy:
+        """Every stored version, or version 1 made of `default_labels` (the champion's; by default the AG News four
+        a fresh clone serves) if none is stored."""
         with self._db.read() as db:
             stored = rows(db, sa.select(taxonomy_versions).order_by(taxonomy_versions.c.version))
         return from_rows(stored) if stored else starting(default_labels)
+
+    def seed(self, labels: Sequence[str], *, by: str = "", why: str = "") -> Taxonomy:
+        """Store version 1 made of `labels` (the serving champion's) unless some version is stored already; returns
+        the current taxonomy either way. Idempotent, and safe when two processes seed at once: the first insert wins
+        and the other's does nothing (the version is the primary key)."""
+        first = starting(labels, by=by, why=why).current
+        with self._db.write() as db:
+            db.execute(insert_on_conflict(db, taxonomy_versions)
+                       .values({**first.to_row(), "created_at": iso_time(self._clock())}).on_conflict_do_nothing())
+        return self.current(labels)
 
     def stored_version(self) -> int:
         """The newest stored version; 0 if the topics were never changed."""

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from core.labels import LABELS
 from feedback.trust.rules import MAINTAINER
 from feedback.validate import NOT_COUNTED
 
@@ -36,19 +35,23 @@ def _alpha(matrix: np.ndarray) -> float | None:
     usable = matrix[:, (~np.isnan(matrix)).sum(axis=0) >= 2]
     if usable.shape[1] == 0 or len(np.unique(usable[~np.isnan(usable)])) < 2:
         return None
-    value = krippendorff.alpha(
-        reliability_data=usable, level_of_measurement="nominal", value_domain=list(range(len(LABELS)))
-    )
+    domain = sorted({int(v) for v in usable[~np.isnan(usable)]})  # nominal: any labels, numbered as they came
+    value = krippendorff.alpha(reliability_data=usable, level_of_measurement="nominal", value_domain=domain)
     return None if np.isnan(value) else float(value)
 
 
 def latest_labels(answers: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    """text_hash -> annotator -> label index, from each annotator's newest live answer on that text."""
+    """text_hash -> annotator -> a number per label, from each annotator's newest live answer on that text. Labels
+    are compared as given: callers pass answers read as they mean now (`feedback.topics.meaning.read_now`, as
+    `FeedbackStore.answers` and `Crowd.shared_answers` return them), so a merged topic's old answers agree with
+    its target's."""
     labels: dict[str, dict[str, int]] = {}
+    numbers: dict[str, int] = {}
     for row in sorted(answers, key=lambda r: r["id"]):
-        if row["status"] in NOT_COUNTED or row["user_label"] not in LABELS:
+        if row["status"] in NOT_COUNTED or not row["user_label"]:
             continue
-        labels.setdefault(row["text_hash"], {})[row["annotator"]] = LABELS.index(row["user_label"])
+        number = numbers.setdefault(str(row["user_label"]), len(numbers))
+        labels.setdefault(row["text_hash"], {})[row["annotator"]] = number
     return {text: by for text, by in labels.items() if len(by) >= 2}
 
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from feedback.topics.meaning import agrees
+
 # Share of a new annotator's items that are checks until they have answered `min_checks` of them.
 EARLY_CHECK_SHARE = 1 / 3
 # Telling checks (the model's label was wrong) a person must have answered right before they pass.
@@ -60,11 +62,13 @@ def score_checks(counted: Iterable[Mapping[str, Any]], gold: Mapping[str, str]) 
         known = gold.get(row["text_hash"])
         if known is None:
             continue
-        name, correct = row["annotator"], row["user_label"] == known
+        # Labels as they mean now (feedback.topics.meaning): an answer is right when every topic it allows is one
+        # the check allows, so after a split an exact answer is right on a check known as "parent or child".
+        name, correct = row["annotator"], agrees(row["user_label"], known)
         answered[name] += 1
         right[name] += correct
         model = row.get("predicted_label")
-        if model is not None and model != known:
+        if model is not None and not agrees(model, known):
             telling[name] += 1
             telling_right[name] += correct
     return {

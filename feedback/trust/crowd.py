@@ -6,23 +6,27 @@ texts two or more people answered, which agreement and disagreements need one by
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
+from core.taxonomy import Taxonomy
 from feedback.database.db import Database
 from feedback.database.query import rows
 from feedback.database.tables import answers
 from feedback.labelling.answers import COUNTED, LIVE, answers_on_checks
 from feedback.labelling.pool import read_gold
+from feedback.topics.meaning import read_now
 from feedback.trust.checks import CheckScore
 from feedback.trust.rules import MAINTAINER, check_scores
 
 # What agreement, trust and disagreements read of an answer (its probabilities, the bulk of a row, are not).
 SHARED_COLUMNS = (answers.c.id, answers.c.text, answers.c.text_hash, answers.c.user_label, answers.c.predicted_label,
-                  answers.c.annotator, answers.c.status, answers.c.verified, answers.c.address, answers.c.kind)
+                  answers.c.annotator, answers.c.status, answers.c.verified, answers.c.address, answers.c.kind,
+                  answers.c.taxonomy_version)
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,9 @@ class PersonCounts:
 class Crowd:
     """Queries over every answer of every person but the maintainer (whose reviews are not a person's)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, taxonomy: Callable[[], Taxonomy]) -> None:
         self._db = db
+        self._taxonomy = taxonomy  # answers are compared by what they mean now (feedback.topics.meaning)
 
     def counts(self, now: datetime | None = None, limit: int = 50) -> list[PersonCounts]:
         """The `limit` annotators with the most live answers, most first (ties by id), at `now` (default: now)."""
@@ -71,9 +76,10 @@ class Crowd:
     def check_scores(self) -> dict[str, CheckScore]:
         """Per annotator, their counted answers on known-answer checks, scored by the rule training uses
         (`feedback.trust.rules.check_scores`) over the answers on check texts only."""
+        taxonomy = self._taxonomy()
         with self._db.read() as db:
-            found, gold = answers_on_checks(db, answers.c.annotator != MAINTAINER), read_gold(db)
-        return check_scores(found, gold)
+            found, gold = answers_on_checks(db, answers.c.annotator != MAINTAINER), read_gold(db, taxonomy)
+        return check_scores(read_now(found, taxonomy), gold)
 
     def shared_answers(self) -> list[dict[str, Any]]:
         """The counted answers (live, not rejected) on texts two or more annotators answered, the maintainer
@@ -83,4 +89,5 @@ class Crowd:
                   .having(sa.func.count(sa.distinct(answers.c.annotator)) >= 2).correlate(None))
         query = sa.select(*SHARED_COLUMNS).where(COUNTED, answers.c.text_hash.in_(shared)).order_by(answers.c.id)
         with self._db.read() as db:
-            return rows(db, query)
+            found = rows(db, query)
+        return read_now(found, self._taxonomy())

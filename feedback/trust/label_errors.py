@@ -18,6 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from core.taxonomy import Taxonomy
 from feedback.database.db import Database, iso_time
 from feedback.database.query import first, inserted_id, rows
 from feedback.database.tables import label_candidates, label_fixes, label_searches
@@ -104,9 +105,10 @@ def _live_on(table: sa.Table) -> sa.ColumnElement[bool]:
 class LabelErrors:
     """The label-error candidates and decisions of one feedback database (SQLite or PostgreSQL: the same SQL)."""
 
-    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float], taxonomy: Callable[[], Taxonomy]) -> None:
         self._db = db
         self._clock = clock
+        self._taxonomy = taxonomy  # what a label may name
 
     def save_search(self, search_id: str, found: Sequence[Candidate], *, rows: int = 0, candidates: int | None = None,
                     model: str = "") -> int:
@@ -116,10 +118,11 @@ class LabelErrors:
         if not search_id:
             raise FeedbackError("a search needs an id")
         now = iso_time(self._clock())
+        taxonomy = self._taxonomy()
         values = [{
             "search_id": search_id, "source": Source(c.source).value, "text_hash": c.text_hash, "origin": c.origin,
-            "text": c.text, "given_label": canonical_label(c.given_label),
-            "suggested_label": canonical_label(c.suggested_label), "probability": float(c.probability),
+            "text": c.text, "given_label": canonical_label(c.given_label, taxonomy),
+            "suggested_label": canonical_label(c.suggested_label, taxonomy), "probability": float(c.probability),
             "rank": rank, "created_at": now,
         } for rank, c in enumerate(found, start=1)]
         with self._db.write() as conn:
@@ -160,7 +163,7 @@ class LabelErrors:
         label), keep, or exclude. A candidate whose row already has a live decision on that label is left alone."""
         chosen = _action(action)
         wanted = _checked_ids(ids, "candidate id")
-        new_label = canonical_label(label) if label else None
+        new_label = canonical_label(label, self._taxonomy()) if label else None
         if new_label is not None and chosen is not Action.RELABEL:
             raise FeedbackError("only a relabel takes a label")
         by = (by or "").strip()[:200]

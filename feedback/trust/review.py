@@ -15,11 +15,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.settings.policies import TrustPolicy
+from core.taxonomy import Taxonomy
 from feedback.database.db import Database, iso_time
 from feedback.database.query import count, inserted_id, rows
 from feedback.database.tables import answers, pool
 from feedback.errors import FeedbackError
 from feedback.labelling.answers import LIVE, decoded
+from feedback.topics.meaning import read_now
 from feedback.trust.credible import credible
 from feedback.trust.rules import MAINTAINER
 from feedback.validate import (
@@ -50,19 +52,27 @@ def _held() -> sa.ColumnElement[bool]:
     )
 
 
+def stored_keys(taxonomy: Taxonomy, key: str) -> list[str]:
+    """The keys stored answers may carry that mean `key` now: itself, and every topic merged into it (read from the
+    last version that had it; a split parent's earlier answers, "parent or child", are found under the parent)."""
+    last: dict[str, int] = {t.key: v.version for v in taxonomy.versions for t in v.topics}
+    return sorted(k for k, version in last.items() if key in taxonomy.allowed(k, version))
+
+
 @dataclass(frozen=True)
 class ReviewFilter:
     """Which answers to list; every field narrows the list (None or "" means any)."""
 
     status: str | None = Status.SUSPICIOUS  # one of STATUSES, or HELD
     reason: str | None = None  # a pattern from `reason_choices` (SQL LIKE)
-    label: str | None = None  # the label the annotator gave
+    label: str | None = None  # a topic: answers whose label means it now (a merged topic's old answers too)
     annotator: str | None = None
     text: str = ""  # a case-insensitive substring of the text
     limit: int = 200
 
-    def where(self) -> list[sa.ColumnElement[bool]]:
-        """The conditions on `answers` (all must hold); raises FeedbackError for a bad value."""
+    def where(self, taxonomy: Taxonomy) -> list[sa.ColumnElement[bool]]:
+        """The conditions on `answers` (all must hold), topics read in `taxonomy`; raises FeedbackError for a bad
+        value."""
         clauses: list[sa.ColumnElement[bool]] = []
         if self.status == HELD:
             clauses.append(_held())
@@ -73,7 +83,7 @@ class ReviewFilter:
         if self.reason:
             clauses.append(answers.c.suspicious_reason.like(self.reason[:200]))
         if self.label:
-            clauses.append(answers.c.user_label == canonical_label(self.label))
+            clauses.append(answers.c.user_label.in_(stored_keys(taxonomy, canonical_label(self.label, taxonomy))))
         if self.annotator:
             clauses.append(answers.c.annotator == self.annotator[:200])
         if self.text.strip():
@@ -109,21 +119,23 @@ class Resolution:
 class Reviews:
     """The review queries and changes of one feedback database (SQLite or PostgreSQL: the same SQL)."""
 
-    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float], taxonomy: Callable[[], Taxonomy]) -> None:
         self._db = db
         self._clock = clock
+        self._taxonomy = taxonomy
 
     def find(self, where: ReviewFilter, trust: TrustPolicy | None = None) -> tuple[list[dict[str, Any]], int]:
         """Answers matching `where` (at most `where.limit`, capped at MAX_SHOWN), and how many match: those of
         signed-in or checked people first (`feedback.trust.credible`, with `trust`'s check rule), newest first within."""
-        conditions = where.where()
+        taxonomy = self._taxonomy()
+        conditions = where.where(taxonomy)
         limit = max(1, min(int(where.limit), MAX_SHOWN))
         first = sa.case((credible(trust or TrustPolicy()), 0), else_=1)
         query = sa.select(answers).where(*conditions).order_by(first, answers.c.id.desc()).limit(limit)
         with self._db.read() as conn:
             total = count(conn, sa.select(sa.func.count()).select_from(answers).where(*conditions))
             found = [decoded(row) for row in rows(conn, query)]
-        return found, total
+        return read_now(found, taxonomy), total
 
 
     def reason_choices(self) -> list[tuple[str, str]]:
@@ -181,13 +193,15 @@ class Reviews:
         and the maintainer's own answer (annotator `MAINTAINER`, accepted) records the label, so the text trains
         with it even when nobody gave it (see `feedback.trust.rules.select_trusted`).
         """
-        label = canonical_label(label)
+        taxonomy = self._taxonomy()
+        label = canonical_label(label, taxonomy)
         if not isinstance(text_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", text_hash):
             raise FeedbackError("name the text by its 64-character text hash")
         with self._db.write() as conn:
-            live = rows(conn, sa.select(answers.c.id, answers.c.text, answers.c.user_label, answers.c.status,
-                                        answers.c.annotator)
-                        .where(answers.c.text_hash == text_hash, LIVE).order_by(answers.c.id))
+            # Compared by what each answer means now: an old answer of a topic merged into `label` gave `label`.
+            live = read_now(rows(conn, sa.select(answers.c.id, answers.c.text, answers.c.user_label, answers.c.status,
+                                                 answers.c.annotator, answers.c.taxonomy_version)
+                                 .where(answers.c.text_hash == text_hash, LIVE).order_by(answers.c.id)), taxonomy)
             if not live:
                 raise FeedbackError("no live answers on that text")
             people = [row for row in live if row["annotator"] != MAINTAINER]
@@ -201,6 +215,7 @@ class Reviews:
                 mine_id = inserted_id(conn, sa.insert(answers).values(
                     text=live[0]["text"], text_hash=text_hash, user_label=label, kind="correct", annotator=MAINTAINER,
                     created_at=iso_time(self._clock()), status=Status.ACCEPTED, verified=1,
+                    taxonomy_version=taxonomy.version,
                 ))
             else:
                 mine_id = int(mine["id"])
