@@ -156,12 +156,13 @@ class OnnxClassifier:
         return self.calibrated(self.logits(texts, batch_size), forms)
 
     def proba_in_label_order(
-        self, texts: Sequence[str], batch_size: int = 32, labels: Sequence[str] | None = None
+        self, texts: Sequence[str], batch_size: int = 32, labels: Sequence[str] = LABELS
     ) -> np.ndarray:
-        """Probabilities with columns in `labels` order (a corpus's or the taxonomy's keys; default the model's
-        own), so that column i is label index i whatever order the model was exported with. ValueError names any
-        of `labels` the model does not predict."""
-        order = self.labels if labels is None else tuple(labels)
+        """Probabilities with columns in `labels` order (the examples' topics: a corpus's or the taxonomy's keys,
+        `self.labels` for the model's own; AG News's four where a caller has nothing else), so that column i is
+        label index i whatever order the model was exported with. ValueError names any of `labels` the model does
+        not predict."""
+        order = tuple(labels)
         missing = [name for name in order if name not in self.labels]
         if missing:
             raise ValueError(f"model {self.version} does not predict {', '.join(missing)} "
@@ -292,8 +293,10 @@ class ChampionService:
         return self.model.predict(texts)
 
     def proba_in_label_order(self, texts: Sequence[str], labels: Sequence[str] | None = None) -> np.ndarray:
-        """The champion's probabilities, columns in `labels` order (default: the champion's own; batch scoring)."""
-        return self.model.proba_in_label_order(texts, labels=labels)
+        """The champion's probabilities, columns in `labels` order (batch scoring; default the champion's own
+        topics, whatever they are: the caller reads them from `model.labels`)."""
+        model = self.model  # one model for the labels and the probabilities, however the champion swaps meanwhile
+        return model.proba_in_label_order(texts, labels=model.labels if labels is None else labels)
 
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         if self._batcher is not None and texts:
