@@ -17,8 +17,9 @@ from pathlib import Path
 
 from core.labels import LABELS, UnknownLabelError, label_index
 from core.settings.config import SEED_CSV
-from core.taxonomy import MAX_TOPICS, MIN_TOPICS, TaxonomyError, check_name
+from core.taxonomy import MAX_TOPICS, MIN_TOPICS, Taxonomy, TaxonomyError, check_name
 from core.text import clean_text, join_title, text_hash
+from core.topic_maps import successor
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,35 @@ class Corpus:
     test: list[Example] = field(default_factory=list)
     description: str = ""
     labels: tuple[str, ...] = LABELS  # the topic keys that examples' `label` indexes
+
+
+def examples_under(examples: Iterable[Example], labels: Sequence[str], taxonomy: Taxonomy,
+                   version: int = 1) -> list[Example]:
+    """`examples` (labels indexing `labels`, given under taxonomy `version`) in the taxonomy's current index space:
+    a merged topic's rows count as its target; a split parent's rows allow the set "parent or child" (labelled the
+    parent, which is what the topic still is); a row whose topic no longer exists in any form is left out."""
+    out = []
+    for ex in examples:
+        key = labels[ex.label]
+        allowed = taxonomy.indices(key, version)
+        if not allowed:
+            continue
+        heir = successor(taxonomy, key)
+        label = taxonomy.keys.index(heir) if heir is not None and taxonomy.keys.index(heir) in allowed else allowed[0]
+        out.append(Example(ex.text, label, ex.title, ex.body, allowed if len(allowed) > 1 else ()))
+    return out
+
+
+def under_taxonomy(corpus: Corpus, taxonomy: Taxonomy, version: int = 1) -> Corpus:
+    """The corpus's rows (its `labels`, given under taxonomy `version`: the base data's are the first version's)
+    read in the taxonomy's current index space (`examples_under`). The four-topic corpus under the starting
+    taxonomy of the same four comes back unchanged."""
+    if corpus.labels == taxonomy.keys and all(taxonomy.allowed(k, version) == {k} for k in corpus.labels):
+        return corpus
+    return Corpus(examples_under(corpus.train, corpus.labels, taxonomy, version),
+                  examples_under(corpus.validation, corpus.labels, taxonomy, version),
+                  examples_under(corpus.test, corpus.labels, taxonomy, version),
+                  corpus.description, taxonomy.keys)
 
 
 def is_validation(text: str, val_fraction: float, salt: str = "") -> bool:

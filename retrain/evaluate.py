@@ -16,7 +16,9 @@ from core.registry.versions import ModelVersion
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import GateConfig
 from core.storage.paths import VALIDATION_PROBS
+from core.taxonomy import Taxonomy, starting
 from core.text import text_hash
+from core.topic_maps import comparison, new_topic_scores
 from retrain.gate import BASE_SET, HOLDOUT_SET, TRAFFIC_SET, EvalSet, decide
 from retrain.tracking import Tracker
 
@@ -30,20 +32,28 @@ def validation_key(examples: list[Example]) -> str:
 
 
 def score_file(model_dir: Path, onnx_file: str | None, examples: list[Example]) -> tuple[dict[str, Any], np.ndarray]:
-    """Metrics and probabilities (columns in label order) of one ONNX file of a model directory; None = the
-    file the directory serves."""
-    probs = OnnxClassifier(model_dir, onnx_file=onnx_file).proba_in_label_order([ex.text for ex in examples])
-    return evaluate_probabilities([ex.label for ex in examples], probs), probs
+    """Metrics and probabilities (columns in the model's own label order, which `examples` index) of one ONNX file
+    of a model directory; None = the file the directory serves."""
+    classifier = OnnxClassifier(model_dir, onnx_file=onnx_file)
+    probs = classifier.predict_proba([ex.text for ex in examples])
+    return evaluate_probabilities([ex.label for ex in examples], probs, classifier.labels), probs
+
+
+def model_labels(version: ModelVersion) -> tuple[str, ...]:
+    """The topic keys a model version predicts, in its output order (its meta, else its ONNX metadata)."""
+    labels = version.meta.get("labels")
+    return tuple(labels) if labels else OnnxClassifier(version.path).labels
 
 
 def served_probs(version: ModelVersion, examples: list[Example]) -> np.ndarray:
-    """The version's served probabilities on `examples`: cached at export when the set is the same, else scored."""
+    """The version's served probabilities on `examples` (columns in its own label order): cached at export when the
+    set is the same, else scored."""
     cached = version.path / VALIDATION_PROBS
     if cached.is_file() and version.meta.get("validation", {}).get("key") == validation_key(examples):
         probs = np.load(cached)
         if probs.shape[0] == len(examples):
             return probs
-    return OnnxClassifier(version.path).proba_in_label_order([ex.text for ex in examples])
+    return OnnxClassifier(version.path).predict_proba([ex.text for ex in examples])
 
 
 def validation_scores(champion: ModelVersion, challenger: ModelVersion, as_labelled: list[Example],
@@ -68,7 +78,7 @@ def score_texts(version: ModelVersion, texts: list[Example], validation: list[Ex
     order (the export's cache), else scored through the serving path."""
     if [e.text for e in texts] == [e.text for e in validation]:
         return served_probs(version, validation)
-    return OnnxClassifier(version.path).proba_in_label_order([e.text for e in texts])
+    return OnnxClassifier(version.path).predict_proba([e.text for e in texts])
 
 
 def judge(
@@ -79,19 +89,37 @@ def judge(
     config: GateConfig,
     tracker: Tracker,
     traffic: list[Example] | None = None,
+    taxonomy: Taxonomy | None = None,
 ) -> GateResult:
-    """Score both models through the same serving path on the same sets, then apply the pure gate."""
+    """Score both models through the same serving path on the same sets, then apply the pure gate.
+
+    The examples index `taxonomy`'s current topics (the challenger's; default: the champion's own). Both models
+    are compared on the rows of topics both predict (`core.topic_maps.comparison`: a merged pair as one); a topic
+    the champion lacks is judged on its own held-out answers (the gate's NEW_TOPIC rule)."""
+    champion_labels = model_labels(champion)
+    taxonomy = taxonomy or starting(champion_labels)
+    classes = comparison(champion_labels, taxonomy)
     sets = []
+    labels: list[int] = []
+    allowed: list[tuple[int, ...]] = []
+    predicted: list[int] = []
     for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout), (TRAFFIC_SET, traffic or [])):
         if not examples:
             continue
         champion_probs = served_probs(champion, examples)
         challenger_probs = served_probs(challenger, examples)
         y = np.array([e.label for e in examples])
-        sets.append(EvalSet(name, y, champion_probs.argmax(axis=1), challenger_probs.argmax(axis=1)))
-        if name == BASE_SET:
-            metrics = evaluate_probabilities(y, champion_probs)
+        truth = classes.truths(y)
+        shared = truth >= 0  # rows of a topic the champion lacks are the NEW_TOPIC rule's alone
+        sets.append(EvalSet(name, truth[shared], classes.champion_classes(champion_probs.argmax(axis=1))[shared],
+                            classes.challenger_classes(challenger_probs.argmax(axis=1))[shared]))
+        labels += y.tolist()
+        allowed += [e.allowed for e in examples]
+        predicted += challenger_probs.argmax(axis=1).tolist()
+        if name == BASE_SET and champion_labels == taxonomy.keys:
+            metrics = evaluate_probabilities(y, champion_probs, champion_labels)
             tracker.log_evaluation("champion_validation", y.tolist(), champion_probs, metrics)
-    decision = decide(sets, config)
+    new_topics = new_topic_scores(taxonomy, classes.new_topics, labels, allowed, predicted)
+    decision = decide(sets, config, tuple(taxonomy.name_of(k) for k in classes.keys), new_topics)
     tracker.log_dict(decision.to_dict(), "gate.json")
     return decision

@@ -95,7 +95,8 @@ def export_onnx(
     if not optimized:
         raw.replace(path)
     raw.unlink(missing_ok=True)
-    _set_metadata(path, max_length, (extra_meta or {}) | {"graph_optimized": "true" if optimized else "false"})
+    _set_metadata(path, max_length, {"labels": "|".join(model.labels)} | (extra_meta or {})
+                  | {"graph_optimized": "true" if optimized else "false"})
     onnx.checker.check_model(str(path))
     tokenizer.backend_tokenizer.save(str(out_dir / TOKENIZER_FILE))
     return OnnxExport(path, optimized)
@@ -168,7 +169,7 @@ def _optimize(raw: Path, out: Path, model: NewsClassifier) -> bool:
 
 def _set_metadata(path: Path, max_length: int, extra: dict) -> None:
     proto = onnx.load(str(path))
-    entries = {"labels": "|".join(LABELS), "max_length": str(max_length), "tokenizer": TOKENIZER_FILE}
+    entries = {"labels": "|".join(LABELS), "max_length": str(max_length), "tokenizer": TOKENIZER_FILE}  # `extra` names the model's
     entries |= {k: str(v) for k, v in extra.items()}
     del proto.metadata_props[:]
     for key, value in entries.items():

@@ -10,10 +10,15 @@ It returns one typed record per rule (`core.evaluation.decision`); the challenge
 - BASE_ACCURACY, LABEL_RECALL: non-inferiority on base validation: a drop of `base_margin` in accuracy,
   or of `recall_margin` in any label's recall, is ruled out at `noninferiority_alpha` (one-sided; Tango's
   score test on the paired rows). Every one must hold, so no multiplicity correction is needed there.
+- NEW_TOPIC (after a taxonomy change): each topic the champion lacks is judged on its own held-out answers: at
+  least `min_new_topic_answers` of them, recall and precision at least `min_new_topic_recall` and
+  `min_new_topic_precision`. Every rule above compares the two models on the topics both have
+  (`core.topic_maps.comparison`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,8 +26,9 @@ import numpy as np
 from core.evaluation.decision import USERS_SETS, EvalSetName, GateResult, PairedTest, Rule, RuleResult, SetScores
 from core.evaluation.metrics import classification_metrics
 from core.evaluation.paired import discordant, mcnemar_p, noninferiority
-from core.labels import LABELS, NUM_LABELS
+from core.labels import LABELS
 from core.settings.policies import GateConfig
+from core.topic_maps import NewTopicScore
 
 BASE_SET = EvalSetName.BASE.value
 HOLDOUT_SET = EvalSetName.HOLDOUT.value
@@ -44,9 +50,9 @@ class EvalSet:
     """Gold labels and both models' predictions on one evaluation set."""
 
     name: str  # one of KNOWN_SETS
-    y_true: np.ndarray  # int labels 0..3
+    y_true: np.ndarray  # int labels 0..K-1, K the topics both models are compared on (the four AG News ones)
     champion_pred: np.ndarray
-    challenger_pred: np.ndarray
+    challenger_pred: np.ndarray  # may also be K: a topic the champion lacks (wrong on these rows)
 
 
 def combined_score(sets: list[EvalSet], which: str, holdout_weight: float) -> float:
@@ -66,9 +72,11 @@ def combined_score(sets: list[EvalSet], which: str, holdout_weight: float) -> fl
     return _combined(by_name, _weights(by_name, holdout_weight), which)
 
 
-def decide(sets: list[EvalSet], config: GateConfig) -> GateResult:
-    """Every rule's record; promote only when all pass (see the module's docstring)."""
-    by_name = _validated(sets)
+def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABELS,
+           new_topics: Sequence[NewTopicScore] = ()) -> GateResult:
+    """Every rule's record; promote only when all pass (see the module's docstring). `labels` names the compared
+    topics (the classes of `sets`); `new_topics`: the challenger's scores on each topic the champion lacks."""
+    by_name = _validated(sets, len(labels))
     weights = _weights(by_name, config.holdout_weight)
     champion_score = _combined(by_name, weights, "champion")
     challenger_score = _combined(by_name, weights, "challenger")
@@ -90,11 +98,14 @@ def decide(sets: list[EvalSet], config: GateConfig) -> GateResult:
     base = by_name[BASE_SET]
     rules.append(_noninferior(Rule.BASE_ACCURACY, BASE_SET, base.champion_pred == base.y_true,
                               base.challenger_pred == base.y_true, config.base_margin, config.noninferiority_alpha))
-    for index, label in enumerate(LABELS):
+    for index, label in enumerate(labels):
         rows = base.y_true == index
+        if not rows.any():  # a topic the base data lacks (one a former challenger learned): nothing to compare
+            continue
         rules.append(_noninferior(Rule.LABEL_RECALL, label, base.champion_pred[rows] == index,
                                   base.challenger_pred[rows] == index, config.recall_margin,
                                   config.noninferiority_alpha))
+    rules.extend(new_topic_rule(score, config) for score in new_topics)
     return GateResult(
         promote=all(r.passed for r in rules),
         rules=tuple(rules),
@@ -140,6 +151,15 @@ def _not_worse(by_name: dict[str, EvalSet], alpha: float) -> list[RuleResult]:
     return rules
 
 
+def new_topic_rule(score: NewTopicScore, config: GateConfig) -> RuleResult:
+    """A topic the champion lacks passes with enough held-out answers and the minimum recall and precision."""
+    passed = (score.n >= config.min_new_topic_answers and score.recall >= config.min_new_topic_recall - _EPS
+              and score.precision >= config.min_new_topic_precision - _EPS)
+    return RuleResult(Rule.NEW_TOPIC, passed, subject=score.name, n=score.n,
+                      threshold=float(config.min_new_topic_answers), recall=score.recall, precision=score.precision,
+                      min_recall=config.min_new_topic_recall, min_precision=config.min_new_topic_precision)
+
+
 def _noninferior(rule: Rule, subject: str, champion_correct: np.ndarray, challenger_correct: np.ndarray,
                  margin: float, alpha: float) -> RuleResult:
     n, b, c = discordant(champion_correct, challenger_correct)
@@ -153,7 +173,7 @@ def _noninferior(rule: Rule, subject: str, champion_correct: np.ndarray, challen
     )
 
 
-def _validated(sets: list[EvalSet]) -> dict[str, EvalSet]:
+def _validated(sets: list[EvalSet], num_labels: int = len(LABELS)) -> dict[str, EvalSet]:
     """Check every set and index them by name, base validation first; ValueError says what is wrong."""
     by_name: dict[str, EvalSet] = {}
     for s in sets:
@@ -163,7 +183,8 @@ def _validated(sets: list[EvalSet]) -> dict[str, EvalSet]:
             raise ValueError(f"evaluation set {s.name!r} given more than once")
         arrays = {"y_true": s.y_true, "champion_pred": s.champion_pred, "challenger_pred": s.challenger_pred}
         for field, values in arrays.items():
-            _check_labels(s.name, field, np.asarray(values))
+            # The challenger alone may predict class `num_labels`: a topic the champion lacks.
+            _check_labels(s.name, field, np.asarray(values), num_labels + (field == "challenger_pred"))
         lengths = {field: np.asarray(values).size for field, values in arrays.items()}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"{s.name}: arrays differ in length: {lengths}")
@@ -175,16 +196,16 @@ def _validated(sets: list[EvalSet]) -> dict[str, EvalSet]:
     return {name: by_name[name] for name in KNOWN_SETS if name in by_name}
 
 
-def _check_labels(set_name: str, field: str, values: np.ndarray) -> None:
+def _check_labels(set_name: str, field: str, values: np.ndarray, num_labels: int) -> None:
     if values.ndim != 1:
         raise ValueError(f"{set_name}.{field} must be one-dimensional, got shape {values.shape}")
     if values.size == 0:
         return
     if not np.issubdtype(values.dtype, np.integer):
         raise ValueError(f"{set_name}.{field} must hold integer labels, got dtype {values.dtype}")
-    if values.min() < 0 or values.max() >= NUM_LABELS:
+    if values.min() < 0 or values.max() >= num_labels:
         raise ValueError(
-            f"{set_name}.{field} has labels outside 0..{NUM_LABELS - 1} "
+            f"{set_name}.{field} has labels outside 0..{num_labels - 1} "
             f"(min {int(values.min())}, max {int(values.max())})"
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -15,6 +15,8 @@ from core.labels import LABELS
 from core.registry.versions import ModelVersion
 from core.settings.policies import DROPOUT
 from core.storage.paths import CHECKPOINT_DIR
+from core.taxonomy import Taxonomy
+from core.topic_maps import head_sources
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +36,16 @@ def resolve_base_model(name: str) -> str:
 
 
 class NewsClassifier(nn.Module):
-    """Encoder -> masked mean pooling -> Linear(hidden, 256) -> GELU -> Linear(256, labels)."""
+    """Encoder -> masked mean pooling -> Linear(hidden, 256) -> GELU -> Linear(256, labels).
 
-    def __init__(self, encoder: PreTrainedModel, num_labels: int = len(LABELS), dropout: float = DROPOUT) -> None:
+    `labels`: the topic keys its outputs predict, in order (what its checkpoint and ONNX metadata record)."""
+
+    def __init__(self, encoder: PreTrainedModel, labels: Sequence[str] = LABELS, dropout: float = DROPOUT) -> None:
         super().__init__()
         self.encoder: PreTrainedModel = encoder
-        self.num_labels = num_labels
+        self.labels: tuple[str, ...] = tuple(labels)
+        self.num_labels = len(self.labels)
+        num_labels = self.num_labels
         hidden = encoder.config.hidden_size
         self.head = nn.Sequential(
             nn.Dropout(dropout),
@@ -90,12 +96,40 @@ def freeze_lower_layers(model: NewsClassifier, layers: int) -> int:
     return count
 
 
-def load_base(name: str, dropout: float = DROPOUT) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
-    """A fresh classifier on a pretrained encoder (hub id or local path)."""
+def load_base(name: str, dropout: float = DROPOUT, labels: Sequence[str] = LABELS
+              ) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
+    """A fresh classifier on a pretrained encoder (hub id or local path), one output per label."""
     path = resolve_base_model(name)
     tokenizer = AutoTokenizer.from_pretrained(path)
     encoder = AutoModel.from_pretrained(path, attn_implementation="eager")
-    return NewsClassifier(encoder, dropout=dropout), tokenizer
+    return NewsClassifier(encoder, labels, dropout=dropout), tokenizer
+
+
+# A topic the model never knew starts below every known one, so the warm-started model does not predict it before
+# it has learned anything of it.
+NEW_TOPIC_BIAS_DROP = 1.0
+
+
+@torch.no_grad()
+def fit_head(model: NewsClassifier, taxonomy: Taxonomy) -> NewsClassifier:
+    """Grow or shrink the head's last layer to one output per current topic, in the taxonomy's order (in place).
+
+    Rows follow `core.topic_maps.head_sources`: a key the model has keeps its row; a split child starts as a copy
+    of its parent's; an added topic starts from the mean of the known rows with its bias below the lowest one; a
+    merged-away topic's row is dropped (the topic it was merged into keeps its own). Unchanged when the model
+    already predicts exactly the taxonomy's keys."""
+    if model.labels == taxonomy.keys:
+        return model
+    old = model.head[-1]
+    assert isinstance(old, nn.Linear)
+    new = nn.Linear(old.in_features, len(taxonomy.keys))
+    mean_row, low_bias = old.weight.mean(dim=0), old.bias.min() - NEW_TOPIC_BIAS_DROP
+    for row, source in enumerate(head_sources(model.labels, taxonomy)):
+        new.weight[row] = old.weight[source] if source is not None else mean_row
+        new.bias[row] = old.bias[source] if source is not None else low_bias
+    model.head[-1] = new.to(old.weight.device, old.weight.dtype)
+    model.labels, model.num_labels = taxonomy.keys, len(taxonomy.keys)
+    return model
 
 
 def save_checkpoint(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, directory: Path) -> None:
@@ -103,7 +137,7 @@ def save_checkpoint(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, d
     model.encoder.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     torch.save(model.head.state_dict(), directory / _HEAD_FILE)
-    (directory / _HEAD_CONFIG).write_text(json.dumps({"dropout": model.dropout, "labels": list(LABELS)}))
+    (directory / _HEAD_CONFIG).write_text(json.dumps({"dropout": model.dropout, "labels": list(model.labels)}))
 
 
 def load_checkpoint(directory: Path) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
@@ -113,7 +147,7 @@ def load_checkpoint(directory: Path) -> tuple[NewsClassifier, PreTrainedTokenize
     tokenizer = AutoTokenizer.from_pretrained(directory)
     # fp32 whatever the file holds: the shipped starter stores fp16 weights to halve the repository's cost.
     encoder = AutoModel.from_pretrained(directory, attn_implementation="eager", dtype=torch.float32)
-    model = NewsClassifier(encoder, dropout=head_config["dropout"])
+    model = NewsClassifier(encoder, head_config.get("labels") or LABELS, dropout=head_config["dropout"])
     model.head.load_state_dict(torch.load(directory / _HEAD_FILE, weights_only=True))  # copied into fp32 params
     return model, tokenizer
 
@@ -130,7 +164,7 @@ def starting_point(base_model: str, dropout: float, warm_start: bool) -> ModelFa
     return factory
 
 
-def tiny_model(vocab_size: int = 30522, seed: int = 0) -> NewsClassifier:
+def tiny_model(vocab_size: int = 30522, seed: int = 0, labels: Sequence[str] = LABELS) -> NewsClassifier:
     """A small random BERT classifier for tests of mechanics; its vocabulary fits the base tokenizer."""
     from transformers import BertConfig, BertModel
 
@@ -143,4 +177,4 @@ def tiny_model(vocab_size: int = 30522, seed: int = 0) -> NewsClassifier:
         intermediate_size=64,
         max_position_embeddings=256,
     )
-    return NewsClassifier(BertModel(config, add_pooling_layer=False), dropout=0.1)
+    return NewsClassifier(BertModel(config, add_pooling_layer=False), labels, dropout=0.1)

@@ -13,17 +13,22 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
-from core.data import Corpus, load_corpus_or_seed
-from core.evaluation.decision import FeedbackParts, Rule, RuleResult
+from core.data import Corpus, Example, examples_under, load_corpus_or_seed, under_taxonomy
+from core.evaluation.decision import FeedbackParts, GateResult, Rule, RuleResult, describe
+from core.labels import LABELS
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
 from core.registry.versions import ChampionChanged, ModelRegistry
 from core.settings.policies import GateConfig
+from core.taxonomy import Taxonomy, starting
+from feedback.store import FeedbackStore
 from feedback.training.fixes import LabelFixes
-from feedback.training.snapshot import backup_database, trusted_split
+from feedback.training.snapshot import FeedbackSplit, backup_database, trusted_split
 from retrain.challenger import train_challenger
-from retrain.evaluate import judge, validation_scores
+from retrain.evaluate import judge, model_labels, validation_scores
 from retrain.model import ModelFactory, starting_point
 from retrain.publish import log_exported, publish
 from retrain.setup import RetrainSetup
@@ -87,6 +92,31 @@ def read_through(corpus: Corpus, fixes: LabelFixes) -> Corpus:
                   f"{corpus.description}, read through {len(fixes)} label fix(es)")
 
 
+def snapshot_taxonomy(snapshot: Path | None, champion_labels: tuple[str, ...]) -> Taxonomy:
+    """The taxonomy as the feedback snapshot holds it (its first version: the champion's topics)."""
+    if snapshot is None:
+        return starting(champion_labels)
+    store = FeedbackStore(snapshot)
+    try:
+        return store.topics.current(champion_labels)
+    finally:
+        store.close()
+
+
+def in_taxonomy(split: FeedbackSplit, taxonomy: Taxonomy) -> FeedbackSplit:
+    """The trusted feedback's examples in the taxonomy's index space (the snapshot gives them as AG News label
+    indices, answers of the first version)."""
+    def under(examples: list[Example]) -> list[Example]:
+        return examples_under(examples, LABELS, taxonomy)
+
+    return replace(split, train=under(split.train), holdout=under(split.holdout), traffic=under(split.traffic))
+
+
+def new_topic_words(gate: GateResult) -> list[str]:
+    """The plain words on each topic new to the model (its held-out answers, recall and precision)."""
+    return [describe(r) for r in gate.rules if r.rule == Rule.NEW_TOPIC]
+
+
 def track_decision(tracker: Tracker, result: RunRecord, gate: GateConfig) -> None:
     """The decision in MLflow: the gate's settings as params, every rule's verdict and the headline numbers as
     tags (the full record is the run's gate.json artifact)."""
@@ -118,12 +148,17 @@ def _retrain(
 
     stage(Stage.SNAPSHOT)
     snapshot = backup_database(setup.feedback_location, setup.paths.backups_dir)
-    split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction)
+    # Read once, from the same snapshot as the answers: a change made while this runs does not touch this run,
+    # which trains on, and is judged on, the taxonomy it started with.
+    taxonomy = snapshot_taxonomy(snapshot, model_labels(champion))
+    split = in_taxonomy(trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction), taxonomy)
     result.last_answer_id = split.last_answer_id
-    as_labelled = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
-    corpus = read_through(as_labelled, split.fixes)
-    result.label_fixes = {"live": len(split.fixes), "base_train": split.fixes.touched(as_labelled.train),
-                          "base_validation": split.fixes.touched(as_labelled.validation)}
+    base = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
+    # Label fixes name the base rows' own labels, so they apply before the rows are read in the taxonomy.
+    as_labelled = under_taxonomy(base, taxonomy)
+    corpus = under_taxonomy(read_through(base, split.fixes), taxonomy)
+    result.label_fixes = {"live": len(split.fixes), "base_train": split.fixes.touched(base.train),
+                          "base_validation": split.fixes.touched(base.validation)}
     if split.fixes:
         log.info("label fixes: %d live, %d touch base training rows, %d base validation rows", len(split.fixes),
                  result.label_fixes["base_train"], result.label_fixes["base_validation"])
@@ -143,7 +178,8 @@ def _retrain(
         return
 
     stage(Stage.TRAINING)
-    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes))
+    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes),
+                                              taxonomy)
 
     stage(Stage.EXPORT)
     exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)
@@ -152,7 +188,10 @@ def _retrain(
     log_exported(tracker, exported, corpus.validation, "challenger", name="challenger")
 
     stage(Stage.GATE)
-    result.gate = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker, split.traffic)
+    result.gate = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker, split.traffic,
+                        taxonomy)
+    for words in new_topic_words(result.gate):
+        log.info("%s", words)
     if result.label_fixes["base_validation"]:  # both scores while the fixes touch what the gate judged on
         result.validation_scores = validation_scores(champion, challenger, as_labelled.validation, corpus.validation)
         tracker.log_metrics({f"validation_{part}_{who}_accuracy": score["accuracy"]
@@ -160,7 +199,8 @@ def _retrain(
     promoted = False
     if result.gate.promote:
         stage(Stage.PROMOTE)
-        reason = f"retrain: macro-F1 {result.gate.delta:+.4f}, p={result.gate.p_value:.2g}"
+        reason = "; ".join([f"retrain: macro-F1 {result.gate.delta:+.4f}, p={result.gate.p_value:.2g}",
+                            *new_topic_words(result.gate)])
         try:
             # Compare-and-swap: a rollback (or another promotion) while this ran must not be silently undone.
             registry.promote(challenger.version, reason=reason, expected_champion=champion.version)

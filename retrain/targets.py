@@ -7,10 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.data import Corpus, Example
-from core.labels import NUM_LABELS
+from core.labels import LABELS
 from core.registry.versions import ModelVersion
 from core.serving.classifier import OnnxClassifier
+from core.taxonomy import Taxonomy, starting
 from core.text import text_hash
+from core.topic_maps import in_taxonomy
 from retrain.train import soft_targets
 
 
@@ -58,6 +60,23 @@ class TrainingRows:
     def weights(self, feedback_weight: float) -> list[float]:
         return [1.0] * len(self.base) + [feedback_weight] * len(self.trained_feedback)
 
+    def sets(self, num_labels: int) -> np.ndarray | None:
+        """Which rows train toward a set of allowed topics (a split's old rows), as a bool mask per row and topic;
+        None when every row is exact."""
+        return set_mask([*self.base, *self.trained_feedback], num_labels)
+
+
+def set_mask(examples: list[Example], num_labels: int) -> np.ndarray | None:
+    """A bool (rows x topics) mask: True at each allowed topic of a row that allows several, all False on an exact
+    row; None if no row allows several."""
+    if not any(len(e.allowed) > 1 for e in examples):
+        return None
+    mask = np.zeros((len(examples), num_labels), dtype=bool)
+    for row, e in enumerate(examples):
+        if len(e.allowed) > 1:
+            mask[row, list(e.allowed)] = True
+    return mask
+
 
 def assemble(
     corpus: Corpus, feedback: list[Example], holdout: list[Example], base_rows: int, seed: int,
@@ -77,12 +96,24 @@ def replay_targets(
     *,
     label_smoothing: float,
     distill_weight: float,
+    taxonomy: Taxonomy | None = None,
 ) -> np.ndarray:
-    """Training targets: base rows blend their label with the champion's served probabilities; feedback
-    rows keep their (smoothed) label, since changing the champion's answer there is the point."""
+    """Training targets over `taxonomy`'s topics (default: the four AG News ones): base rows blend their label
+    with the champion's served probabilities, carried into the taxonomy (`core.topic_maps.in_taxonomy`: a merged
+    pair's summed, a split parent's shared by the set); feedback rows keep their (smoothed) label, since changing
+    the champion's answer there is the point. Rows that allow a set train toward it instead (`TrainingRows.sets`)."""
+    taxonomy = taxonomy or starting(LABELS)
     teacher = None
     if distill_weight > 0 and base:
-        teacher = OnnxClassifier(champion.path).proba_in_label_order([e.text for e in base])
-    base_targets = soft_targets([e.label for e in base], NUM_LABELS, label_smoothing, teacher, distill_weight)
-    feedback_targets = soft_targets([e.label for e in feedback], NUM_LABELS, label_smoothing)
+        served = OnnxClassifier(champion.path)
+        teacher = in_taxonomy(served.predict_proba([e.text for e in base]), served.labels,
+                              trained_under(champion), taxonomy)
+    num_labels = len(taxonomy.keys)
+    base_targets = soft_targets([e.label for e in base], num_labels, label_smoothing, teacher, distill_weight)
+    feedback_targets = soft_targets([e.label for e in feedback], num_labels, label_smoothing)
     return np.concatenate([base_targets, feedback_targets])
+
+
+def trained_under(version: ModelVersion) -> int:
+    """The taxonomy version a model was trained on (its meta records it; models from before taxonomies: 1)."""
+    return int(version.meta.get("taxonomy_version") or 1)

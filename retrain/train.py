@@ -96,6 +96,21 @@ def soft_targets(
     return targets
 
 
+def row_losses(logits: torch.Tensor, targets: torch.Tensor, sets: torch.Tensor | None = None) -> torch.Tensor:
+    """Each row's loss: cross-entropy against its target distribution, or, for a row whose `sets` mask (bool,
+    rows x labels) has any topic, -log of the probability the model gives the set (-log sum_{j in set} p_j): a
+    split's old rows "B or C" are right whichever of the two the model says."""
+    log_p = torch.log_softmax(logits, dim=-1)
+    exact = -(targets * log_p).sum(dim=-1)
+    if sets is None:
+        return exact
+    is_set = sets.any(dim=-1)
+    # Rows without a set take every topic (log 1 = 0, finite), so no -inf reaches the gradient of the branch unused.
+    mask = sets | ~is_set.unsqueeze(-1)
+    in_set = -torch.logsumexp(log_p.masked_fill(~mask, float("-inf")), dim=-1)
+    return torch.where(is_set, in_set, exact)
+
+
 def _param_groups(model: NewsClassifier, config: TrainConfig) -> list[dict]:
     # Bias and LayerNorm weights are not decayed, as in BERT's original recipe.
     groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
@@ -141,6 +156,7 @@ def train(
     *,
     weights: Sequence[float] | None = None,
     targets: np.ndarray | None = None,
+    sets: np.ndarray | None = None,
     val_texts: Sequence[str] = (),
     val_labels: Sequence[int] = (),
     on_metrics: MetricsCallback | None = None,
@@ -149,7 +165,8 @@ def train(
     """Fine-tune `model` in place. Returns counts, timing and the loss/F1 history.
 
     `targets` (one probability row per text, see `soft_targets`) replaces the label-smoothed labels as
-    what the model is trained toward; `labels` still name each row's class. `clock` (seconds) times the
+    what the model is trained toward; `labels` still name each row's class. `sets` (bool, one row per text) marks
+    the rows trained toward a set of allowed topics instead (`row_losses`). `clock` (seconds) times the
     run and drives the time budget; tests pass a fake one so that no result depends on the machine's speed.
     """
     if len(texts) != len(labels) or not texts:
@@ -170,6 +187,9 @@ def train(
         raise ValueError(f"targets have shape {np.shape(targets)}, expected {(len(texts), num_labels)}")
     target = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
     w = torch.tensor(list(weights) if weights is not None else [1.0] * len(texts), dtype=torch.float32)
+    if sets is not None and np.shape(sets) != (len(texts), num_labels):
+        raise ValueError(f"sets have shape {np.shape(sets)}, expected {(len(texts), num_labels)}")
+    in_sets = torch.from_numpy(np.asarray(sets, dtype=bool)) if sets is not None and np.any(sets) else None
 
     steps_per_epoch = math.ceil(len(texts) / config.batch_size)
     planned_steps = max(1, math.ceil(config.epochs * steps_per_epoch))
@@ -192,6 +212,7 @@ def train(
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device)
     target, w = target.to(device), w.to(device)
+    in_sets = in_sets.to(device) if in_sets is not None else None
     budget_s = config.max_minutes * 60.0
     start = clock()
     stamps: deque[float] = deque(maxlen=_SPEED_WINDOW + 1)
@@ -205,7 +226,7 @@ def train(
                     break
                 input_ids, mask = collate([ids[i] for i in batch], pad_id)
                 logits = model(input_ids.to(device), mask.to(device))
-                per_example = -(target[batch] * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
+                per_example = row_losses(logits, target[batch], in_sets[batch] if in_sets is not None else None)
                 loss = (per_example * w[batch]).sum() / w[batch].sum()
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()

@@ -34,6 +34,7 @@ class Rule(StrEnum):
     NOT_WORSE = "not_worse"  # not significantly worse on a users' set (one-sided exact McNemar)
     BASE_ACCURACY = "base_accuracy"  # base-validation accuracy non-inferior (margin, one-sided, score test)
     LABEL_RECALL = "label_recall"  # one label's base-validation recall non-inferior (same test)
+    NEW_TOPIC = "new_topic"  # a topic the champion lacks: enough held-out answers, recall and precision
     CHAMPION_UNCHANGED = "champion_unchanged"  # run: no other promotion or rollback happened meanwhile
 
 
@@ -59,6 +60,8 @@ class RuleResult:
     LABEL_RECALL: accuracy or one label's recall, `threshold` = the non-inferiority margin, `p_value` the
     test's, `bound` the one-sided lower confidence bound on challenger - champion at `confidence`.
     CHAMPION_UNCHANGED: `subject` = the champion the run started from, `note` = the one found at the end.
+    NEW_TOPIC: `subject` = the topic's name, `n` = its held-out answers, `threshold` = the answers it needs,
+    `recall` and `precision` the challenger's on it, against `min_recall` and `min_precision`.
     FEEDBACK: the trusted texts by part (`FeedbackParts`): `n` = to train on, `holdout` and `traffic` = kept to
     judge with, `left_out` = on base-validation texts, which training never uses (they would inflate the
     base-validation score the gate judges).
@@ -81,6 +84,10 @@ class RuleResult:
     left_out: int = 0  # rows a rule set aside before counting `n` (see FEEDBACK)
     holdout: int = 0  # FEEDBACK: trusted texts held out to judge with
     traffic: int = 0  # FEEDBACK: trusted texts of the traffic set (judged on, never trained on)
+    recall: float | None = None  # NEW_TOPIC
+    precision: float | None = None
+    min_recall: float | None = None
+    min_precision: float | None = None
 
     @property
     def difference(self) -> float | None:
@@ -269,6 +276,14 @@ def describe(r: RuleResult) -> str:
         return (f"{what}: {pct(r.champion)} → {pct(r.challenger)} ({points(r.difference)}, {r.n:,} articles). "
                 f"A loss of {points(r.threshold).lstrip('+')} or more {verdict} (lower bound {points(r.bound)} at "
                 f"{pct(r.confidence)} confidence).")
+    if r.rule == Rule.NEW_TOPIC:
+        if r.n < (r.threshold or 0):
+            return f"the new topic {r.subject} has {r.n:,} held-out answers; it needs {r.threshold or 0:.0f}"
+        words = f"the new topic {r.subject}: {r.n:,} held-out answers, recall {r.recall or 0:.2f}, precision {r.precision or 0:.2f}"
+        short = [f"{what} needs {need:.2f}" for what, got, need in (("recall", r.recall, r.min_recall),
+                                                                      ("precision", r.precision, r.min_precision))
+                 if need is not None and (got or 0) < need - 1e-9]
+        return words if r.passed else f"{words}; {' and '.join(short)}"
     if r.rule == Rule.CHAMPION_UNCHANGED:
         if r.passed:
             return ""

@@ -69,6 +69,17 @@ class GateConfig(Section):
     discordance: float = setting(
         0.10, gt=0.0, lt=1.0, description="Assumed share of traffic rows the models disagree on, until measured."
     )
+    # A topic the champion lacks (added, or split off) has no champion to beat: it is judged on its own held-out
+    # answers. 30: below that, one answer more or less moves recall by more than 3 points.
+    min_new_topic_answers: int = setting(
+        30, ge=1, description="Held-out answers a topic new to the model needs before a challenger is judged on it."
+    )
+    min_new_topic_recall: float = setting(
+        0.7, ge=0.0, le=1.0, description="Recall the challenger needs on a topic new to the model."
+    )
+    min_new_topic_precision: float = setting(
+        0.7, ge=0.0, le=1.0, description="Precision the challenger needs on a topic new to the model."
+    )
 
 
 # Whose answers may train a model: accounts the host signed in; identities that passed known-answer
