@@ -52,6 +52,7 @@ from web.server.identity import IdentityService, ProxyPolicy
 from web.server.metrics import Metrics, MetricsMiddleware, ServedTallies, metrics_router
 from web.server.origin_guard import OriginPolicy
 from web.server.serving import Classifier, PageLimits
+from web.server.topics import PageTopics
 
 log = logging.getLogger("newsloop.app")
 
@@ -212,7 +213,7 @@ def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: Id
                 max_batch_texts: int) -> list[APIRouter]:
     """The REST API beside the page (web.server.api), sharing the page's limits, rate limiter and identity rules."""
     return [build_api(classifier, actions.limits, actions.classify_limit, identities.address_of,
-                      max_batch_texts=max_batch_texts)]
+                      max_batch_texts=max_batch_texts, topics=PageTopics(classifier, actions.store))]
 
 
 def ensure_champion(settings: Settings) -> None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import gradio as gr
 
-from core.labels import LABELS
 from core.serving.limits import Limiter, RateLimiter
 from core.settings.policies import QueuePolicy
 from core.text import clean_text
@@ -21,6 +20,7 @@ from web.page.labelling import BufferedQueue, LabellingQueue
 from web.server.identity import Identity, IdentityService
 from web.server.serving import Classifier, PageLimits, storable
 from web.server.session_memory import BoundedMap, LastPrediction, SessionMap, queue_item_bytes, text_digest
+from web.server.topics import PageTopics, one_of
 
 __all__ = ["NO_MODEL_NOTE", "RIGHT", "AnswerOutcome", "Classifier", "NewsLoopActions", "PageLimits", "storable"]
 STALE = "This result is no longer on screen: classify the text again."
@@ -72,20 +72,22 @@ class NewsLoopActions:
         self.limits = limits
         self.queue = queue
         self.identities = identities
+        self.topics = PageTopics(classifier, store)  # what the buttons offer and the names shown, read on each use
         budget, capacity = limits.session_memory_bytes, limits.session_capacity
         self.memory: BoundedMap[LastPrediction] = BoundedMap(capacity, budget, lambda last: last.nbytes)
         self.queue_items: SessionMap = queue_items or BoundedMap(capacity, budget, queue_item_bytes)
         self.classify_limit: Limiter = classify_limit or RateLimiter(limits.classify_per_minute, 60.0)
         self.queue_limit: Limiter = queue_limit or RateLimiter(limits.queue_per_minute, 60.0)
         self.labelling = LabellingQueue(classifier, store, policy=queue, identities=identities, limit=self.queue_limit,
-                                        items=self.queue_items)
+                                        items=self.queue_items, topics=self.topics)
         self.buffered = BufferedQueue(self.labelling)  # the page's queue tab: items held ahead, answers sent behind
 
     # Classify.
     def classify(
         self, text: str | None, request: gr.Request | None = None, profile: gr.OAuthProfile | None = None
     ) -> tuple[dict[str, float] | None, str, str]:
-        """(probabilities, note, prediction id): the id names this result in answers ("" when none can be given)."""
+        """(probabilities by the topics' current names, note, prediction id): the id names this result in answers
+        ("" when none can be given)."""
         who = self.identities.identify(request, profile)
         if who.session:
             self.memory.pop(who.session)  # whatever this tab showed is replaced, by a result or by a message
@@ -112,7 +114,7 @@ class NewsLoopActions:
         note = f"Model **{prediction.model_version}** · {elapsed_ms:.0f} ms"
         if prediction.truncated:
             note += " · long text: only its first part was read"
-        return prediction.probabilities, note, self._remember(who, raw, prediction)
+        return self.topics.named(prediction.probabilities), note, self._remember(who, raw, prediction)
 
     def classify_refusal(self, request: Any) -> str | None:
         """Why a classification from this request's address is refused before it joins the page's queue (over
@@ -151,9 +153,10 @@ class NewsLoopActions:
         holds the text it was made for; a different label than this person's earlier one replaces it."""
         if self.store is None:
             return AnswerOutcome("Feedback is not being collected on this server.")
-        topic = topic_of(label)
+        taxonomy = self.topics.taxonomy()
+        topic = topic_of(label, taxonomy)
         if topic is None:
-            return AnswerOutcome(f"Not saved: the topic must be one of {', '.join(LABELS)}.")
+            return AnswerOutcome(f"Not saved: {one_of(taxonomy)}")
         who = self.identities.identify(request, profile)
         last = self.memory.get(who.session) if who.session else None
         if last is None:
@@ -161,7 +164,10 @@ class NewsLoopActions:
         box = storable(text) if isinstance(text, str) else None
         if not names_shown(prediction, last.id) or box is None or text_digest(box) != last.text_digest:
             return AnswerOutcome(STALE, stale=True)
-        user_label = last.label if topic == RIGHT else topic
+        # "Right" confirms the model's topic as it is now: a topic since merged away means the one it joined.
+        user_label = (last.label if last.label in taxonomy.keys else taxonomy.exact(last.label)) if topic == RIGHT else topic
+        if user_label is None:
+            return AnswerOutcome(f"Not saved: the model's topic was split since; choose one of {', '.join(taxonomy.names)}.")
         try:
             result = self.store.record(
                 text=last.text,
@@ -178,10 +184,11 @@ class NewsLoopActions:
             return AnswerOutcome(f"Not saved: {exc}")
         if user_label != last.label and not result.duplicate:
             self._queue_candidate(last.text, who, result.id)
+        name = taxonomy.name_of(user_label)
         if result.duplicate:
-            return AnswerOutcome(f"Already saved: **{user_label}** for {snippet(last.text)}.", saved=True)
+            return AnswerOutcome(f"Already saved: **{name}** for {snippet(last.text)}.", saved=True)
         done = "Changed your answer: saved as" if result.replaced else "Thanks, saved as"
-        return AnswerOutcome(f"{done} **{user_label}**: {snippet(last.text)}. You can undo it.", saved=True)
+        return AnswerOutcome(f"{done} **{name}**: {snippet(last.text)}. You can undo it.", saved=True)
 
     def _queue_candidate(self, text: str, who: Identity, answer_id: int) -> None:
         """A corrected text goes to the labelling pool, so others (whose answers may train) label it too.
@@ -207,7 +214,8 @@ class NewsLoopActions:
         undone = self.store.undo_last(who.annotator, ("confirm", "correct"))
         if undone is None:
             return "Nothing to undo."
-        return f"Undone: your answer **{undone['user_label']}** for {snippet(undone['text'])}."
+        name = self.topics.taxonomy().name_of(str(undone["user_label"]))
+        return f"Undone: your answer **{name}** for {snippet(undone['text'])}."
 
     # The footer.
     def model_note(self) -> str:

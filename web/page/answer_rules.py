@@ -5,7 +5,8 @@ from __future__ import annotations
 import hmac
 import secrets
 
-from core.labels import LABELS
+from core.taxonomy import Taxonomy
+from web.server.topics import key_for
 
 RIGHT = "Right"  # the answer that confirms the prediction on screen
 
@@ -16,11 +17,10 @@ def snippet(text: str, words: int = 8) -> str:
     return "“" + " ".join(parts[:words]) + ("…" if len(parts) > words else "") + "”"
 
 
-def topic_of(label: object) -> str | None:
-    """A button's or API caller's label, if it names a topic (or RIGHT)."""
-    if not isinstance(label, str) or len(label) > 40:
-        return None
-    return label if label == RIGHT or label in LABELS else None
+def topic_of(label: object, taxonomy: Taxonomy) -> str | None:
+    """The current key a button's or API caller's label names (a topic of `taxonomy`, by name or key), RIGHT, or
+    None."""
+    return RIGHT if label == RIGHT else key_for(label, taxonomy)
 
 
 def new_shown_id() -> str:

@@ -10,10 +10,10 @@ from typing import Any
 
 import gradio as gr
 
-from core.labels import LABELS
 from web.page.actions import NewsLoopActions
 from web.page.answer_rules import RIGHT
 from web.page.guidelines import guidelines_panel
+from web.server.topics import MAX_KEYS, Offered, answer_buttons
 
 EXAMPLES = [
     "Ceasefire talks resume as envoys arrive in the capital. Diplomats from three neighbouring countries "
@@ -25,28 +25,21 @@ EXAMPLES = [
     "New chip promises longer battery life for laptops. The processor, built on a smaller manufacturing "
     "process, uses a third less power while running common office software, the maker said.",
 ]
-CHOICES = [RIGHT, *LABELS]
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
+# The answer buttons are drawn from the taxonomy on each page load (web.server.topics.answer_buttons); their state
+# (which one is chosen, whether they can be pressed) is web/page/answers.js's: these call it in the browser.
+CLEAR = "() => { window.newsloopAnswers.set(null, false); return ['', {}, '']; }"  # {}: an empty gr.Label
+READY = "(shown) => { window.newsloopAnswers.set(null, !!shown); return ['']; }"  # answerable only with an id
+LOCK = "() => { window.newsloopAnswers.set(null, false); return []; }"
+UNMARK = "() => { window.newsloopAnswers.set(null, null); return []; }"
 
 
-def _button_text(choice: str) -> str:
-    return "Right" if choice == RIGHT else f"It's actually {choice}"
-
-
-def _buttons(chosen: str | None, live: bool | None = None) -> list[dict[str, Any]]:
-    """The answer buttons, the chosen one marked (variant and a check mark), the others plain; `live` says
-    whether they can be pressed (None: leave that as it is)."""
-    extra: dict[str, Any] = {} if live is None else {"interactive": live}
-    return [
-        gr.update(variant="primary" if c == chosen else "secondary",
-                  value=("✓ " if c == chosen else "") + _button_text(c), **extra)
-        for c in CHOICES
-    ]
-
-
-def _in_browser(values: list[Any]) -> str:
-    """The body of an event that runs in the browser only and sets its outputs to `values` at once."""
-    return f"() => {json.dumps(values)}"
+def classify_buttons(offered: tuple[Offered, ...]) -> str:
+    """The Classify tab's answer buttons: Right, then one per topic (disabled until a result is on screen)."""
+    right = (f'<button type="button" id="fb-right" class="topic-btn secondary" data-topic="{RIGHT}" disabled>'
+             f'<span class="mark"></span><span class="t">Right</span></button>')
+    topics = answer_buttons(offered, prefix="fb-", text="It's actually {name}", disabled=True)
+    return f'<div class="fb-right">{right}</div><div class="fb-topics">{topics}</div>'
 
 
 def build_classify(actions: NewsLoopActions) -> None:
@@ -67,44 +60,45 @@ def build_classify(actions: NewsLoopActions) -> None:
                 gr.Examples(EXAMPLES, inputs=text, label="Examples (one per topic)")
             guidelines_panel(actions.store, "classify-guidelines")
         with gr.Column(scale=2, elem_id="classify-result"):
-            label = gr.Label(num_top_classes=len(LABELS), label="Topic", elem_id="topic-label")
+            label = gr.Label(label="Topic", elem_id="topic-label")  # every topic the model has
             info = gr.Markdown(elem_id="classify-info")
             # The server's id of the prediction on screen: every answer sends it back with the box's text.
             shown = gr.Textbox(visible=False, elem_id="prediction-id")
             gr.Markdown("**Is this right?**")
-            right_btn = gr.Button(_button_text(RIGHT), variant="secondary", elem_id="fb-right", interactive=False)
-            with gr.Row():
-                topic_btns = [gr.Button(_button_text(n), elem_id=f"fb-{i}", interactive=False)
-                              for i, n in enumerate(LABELS)]
+            # The taxonomy's topics, read again on each page load: a topic added since is offered after a refresh.
+            gr.HTML(lambda: classify_buttons(actions.topics.offered()), elem_id="fb-buttons")
+            # answers.js clicks this hidden button with the topic pressed; it is the answers' one server event.
+            send = gr.Button("send", visible="hidden", elem_id="fb-send")
+            chosen = gr.Textbox(visible=False)
+            state = gr.Textbox(visible=False)
             ack = gr.Markdown(elem_id="feedback-ack", container=True, elem_classes=["live"])
             undo_btn = gr.Button("Undo my last answer on this tab", size="sm", elem_id="fb-undo")
-    buttons = [right_btn, *topic_btns]
 
     # Once the box no longer holds the classified text (an edit, an example, an empty box), or a new result
     # is on its way, the result on screen cannot be answered: cleared at once in the browser. The server
     # refuses such an answer anyway (web.page.actions: the id and the text must both match).
-    text.change(None, js=_in_browser(["", {}, "", *_buttons(None, live=False)]),  # {}: an empty gr.Label
-                outputs=[shown, label, info, *buttons], **PRIVATE)
-    ready = ("(shown) => [''].concat(" + json.dumps(_buttons(None))
-             + ".map((button) => ({...button, interactive: !!shown})))")  # answerable only with an id
+    text.change(None, js=CLEAR, outputs=[shown, label, info], **PRIVATE)
     for trigger, api in ((classify_btn.click, {"api_name": "classify"}), (text.submit, PRIVATE)):
-        trigger(None, js=_in_browser(_buttons(None, live=False)), outputs=buttons, **PRIVATE)
+        trigger(None, js=LOCK, **PRIVATE)
         trigger(actions.classify, inputs=text, outputs=[label, info, shown], **api).then(
-            None, inputs=shown, js=ready, outputs=[ack, *buttons], **PRIVATE)
-    for choice, btn in zip(CHOICES, buttons, strict=True):
-        btn.click(_answer(actions, choice), inputs=[shown, text], outputs=[ack, label, shown, *buttons], **PRIVATE)
-    undo_btn.click(actions.undo, outputs=ack, api_name="undo").then(
-        None, js=_in_browser(_buttons(None)), outputs=buttons, **PRIVATE)
+            None, inputs=shown, js=READY, outputs=[ack], **PRIVATE)
+    send.click(_answer(actions), inputs=[chosen, shown, text], outputs=[ack, label, shown, state],
+               js="(c, s, t) => [window.newsloopAnswers.next(), s, t]", **PRIVATE).then(
+        None, inputs=state, js="(s) => { window.newsloopAnswers.apply(s); return []; }", **PRIVATE)
+    undo_btn.click(actions.undo, outputs=ack, api_name="undo").then(None, js=UNMARK, **PRIVATE)
 
 
-def _answer(actions: NewsLoopActions, choice: str) -> Callable[..., list[Any]]:
-    """A click handler for one answer button: saves `choice` for the prediction on screen, marks the button."""
+def _answer(actions: NewsLoopActions) -> Callable[..., list[Any]]:
+    """The answer buttons' handler: saves the topic pressed for the prediction on screen; the buttons' new state
+    (JSON: the chosen topic, whether they stay live) goes to answers.js."""
 
-    def handler(shown: str, text: str, request: gr.Request, profile: gr.OAuthProfile | None) -> list[Any]:
+    def handler(choice: str, shown: str, text: str, request: gr.Request,
+                profile: gr.OAuthProfile | None) -> list[Any]:
         outcome = actions.answer(choice, shown, text, request, profile)
         if outcome.stale:  # not the result on screen (any more): clear it, as an edit does
-            return [outcome.message, None, "", *_buttons(None, live=False)]
-        return [outcome.message, gr.skip(), gr.skip(), *_buttons(choice if outcome.saved else None)]
+            return [outcome.message, None, "", json.dumps({"chosen": None, "live": False})]
+        return [outcome.message, gr.skip(), gr.skip(),
+                json.dumps({"chosen": choice if outcome.saved else None, "live": None})]
 
     return handler
 
@@ -117,22 +111,30 @@ def article_html(text: str | None) -> str:
             f'<p>{html.escape(text).replace(chr(10), "<br>")}</p></article>')
 
 
+def queue_hint(topics: int) -> str:
+    """The queue's key hint, for as many topics as the taxonomy has (keys 1-9 at most)."""
+    keys = "<kbd>1</kbd>" if topics == 1 else f"<kbd>1</kbd>-<kbd>{min(topics, MAX_KEYS)}</kbd>"
+    more = f" (the first {MAX_KEYS}; click the others)" if topics > MAX_KEYS else ""
+    return (f'<p class="kbd-hint">Articles the model is least sure about come first. Keys: {keys} choose a '
+            f"topic{more}, <kbd>S</kbd> skips, <kbd>U</kbd> undoes your last queue answer.</p>")
+
+
 def build_queue(actions: NewsLoopActions) -> gr.Tab:
-    """The Label queue tab: the article loads when the tab opens; keys 1-4, S and U work without a mouse.
+    """The Label queue tab: the article loads when the tab opens; keys 1-9 (one per topic, in the taxonomy's
+    order), S and U work without a mouse.
 
     web/page/queue.js owns the article, the progress and the acknowledgement: it holds the next few items
     (`web.page.labelling.BufferedQueue`), shows the next one at once on a press and sends the answers behind, in
     order, through the hidden sync event (`build_queue_sync`). The buttons have no server event of their own."""
     with gr.Tab("Label queue", id="queue") as tab:
-        gr.HTML('<p class="kbd-hint">Articles the model is least sure about come first. Keys: <kbd>1</kbd>-'
-                '<kbd>4</kbd> choose a topic, <kbd>S</kbd> skips, <kbd>U</kbd> undoes your last queue answer.</p>')
+        gr.HTML(lambda: queue_hint(len(actions.topics.offered())), elem_id="queue-hint")
         gr.HTML('<p class="q-msg"></p><p class="q-sign" role="alert"></p><p class="q-state"></p>',
                 elem_id="queue-ack", elem_classes=["live"])
         gr.HTML("", elem_id="queue-progress")
         gr.HTML(article_html(""), elem_id="queue-article")
-        with gr.Row(elem_id="queue-buttons"):
-            for i, name in enumerate(LABELS):
-                gr.Button(f"{i + 1} · {name}", elem_id=f"q-{i}")
+        # The taxonomy's topics, read again on each page load; queue.js reads each button's topic from it.
+        gr.HTML(lambda: answer_buttons(actions.topics.offered(), prefix="q-", text="{name}", numbered=True),
+                elem_id="queue-buttons")
         with gr.Row():
             gr.Button("S · Skip", size="sm", elem_id="q-skip")
             gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")

@@ -7,7 +7,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from core.labels import LABELS
 from core.serving.limits import Limiter
 from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, RateLimited
@@ -15,6 +14,7 @@ from feedback.store import FeedbackStore
 from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, topic_of
 from web.server.identity import Identity, IdentityService
 from web.server.session_memory import SessionMap
+from web.server.topics import PageTopics, one_of
 
 QUEUE_STALE = "that article is no longer on screen. Here is the one to label."
 # What an empty queue says: where articles come from, and how the maintainer adds them (never "press again").
@@ -57,8 +57,10 @@ class LabellingQueue:
         identities: IdentityService,
         limit: Limiter,
         items: SessionMap,
+        topics: PageTopics | None = None,
     ) -> None:
         self.classifier = classifier
+        self.topics = topics or PageTopics(classifier, store)
         self.store = store
         self.policy = policy
         self.identities = identities
@@ -108,9 +110,10 @@ class LabellingQueue:
             return self._next(who, "Here is an article: choose its topic.")
         if not names_shown(shown, item.get("shown")):
             return QueueView(item["text"], None, f"Not saved: {QUEUE_STALE}", item.get("shown"))
-        topic = topic_of(label)
+        taxonomy = self.topics.taxonomy()
+        topic = topic_of(label, taxonomy)
         if topic is None or topic == RIGHT:
-            return QueueView(item["text"], None, f"Not saved: the topic must be one of {', '.join(LABELS)}.", item["shown"])
+            return QueueView(item["text"], None, f"Not saved: {one_of(taxonomy)}", item["shown"])
         prediction = self.classifier.predict([item["text"]])[0]
         try:
             self.store.record(
@@ -121,7 +124,7 @@ class LabellingQueue:
             )
         except FeedbackError as exc:
             return QueueView(item["text"], None, f"Not saved: {exc}", item["shown"])
-        return self._next(who, f"Saved as **{topic}**: {snippet(item['text'])}.")
+        return self._next(who, f"Saved as **{taxonomy.name_of(topic)}**: {snippet(item['text'])}.")
 
     def skip(self, shown: object, request: Any = None, profile: Any = None) -> QueueView:
         """Skip the queue item on this tab's screen, if `shown` names it; then show the next one."""
@@ -150,7 +153,8 @@ class LabellingQueue:
         undone = self.store.undo_last(who.annotator, ("queue",))
         if undone is None or undone.get("item_id") is None:
             return QueueView(None, None, "Nothing to undo in the queue.", None)
-        message = f"Undone: **{undone['user_label']}** for {snippet(undone['text'])}. Label it again."
+        name = self.topics.taxonomy().name_of(str(undone["user_label"]))
+        message = f"Undone: **{name}** for {snippet(undone['text'])}. Label it again."
         self.store.release(who.session)
         self.store.hold(who.session, [int(undone["item_id"])], self.policy)
         return self._show(who, {"id": undone["item_id"], "text": undone["text"]}, message)
@@ -248,8 +252,9 @@ class BufferedQueue:
             item = {"id": int(undone["item_id"]), "text": undone["text"], "shown": new_shown_id()}
             held.insert(0, item)
             q.store.hold(key, [item["id"]], q.policy)
+            name = q.topics.taxonomy().name_of(str(undone["user_label"]))
             return {"shown": "", "status": "undone", "item": {"shown": item["shown"], "text": item["text"]},
-                    "message": f"Undone: **{undone['user_label']}** for {snippet(undone['text'])}. Label it again."}
+                    "message": f"Undone: **{name}** for {snippet(undone['text'])}. Label it again."}
         found = next((item for item in held if names_shown(shown, item["shown"])), None)
         if found is None:
             earlier = next((d for d in done if names_shown(shown, d[0])), None)
@@ -267,10 +272,10 @@ class BufferedQueue:
             q.store.release(key, [found["id"]])
             done.append([found["shown"], ""])
             return {"shown": shown, "status": "skipped", "message": f"Skipped {snippet(found['text'])}."}
-        topic = topic_of(op.get("label"))
+        taxonomy = q.topics.taxonomy()
+        topic = topic_of(op.get("label"), taxonomy)
         if topic is None or topic == RIGHT:
-            return {"shown": shown, "status": "refused",
-                    "message": f"Not saved: the topic must be one of {', '.join(LABELS)}."}
+            return {"shown": shown, "status": "refused", "message": f"Not saved: {one_of(taxonomy)}"}
         prediction = q.classifier.predict([found["text"]])[0]
         try:
             q.store.record(
@@ -285,8 +290,9 @@ class BufferedQueue:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {exc}"}
         held.remove(found)
         q.store.release(key, [found["id"]])
-        done.append([found["shown"], topic])
-        return {"shown": shown, "status": "saved", "message": f"Saved as **{topic}**: {snippet(found['text'])}."}
+        name = taxonomy.name_of(topic)
+        done.append([found["shown"], name])
+        return {"shown": shown, "status": "saved", "message": f"Saved as **{name}**: {snippet(found['text'])}."}
 
 
 def _read_payload(payload: object) -> tuple[list[dict[str, Any]], set[str], int]:

@@ -1,5 +1,5 @@
 // The label queue's buffer (web/server/theme.py puts this in <head>; the server side is web.page.labelling.BufferedQueue).
-// The page holds the next few articles, each under the id the server issued for it. A press (keys 1-4, S, U, or a
+// The page holds the next few articles, each under the id the server issued for it. A press (keys 1-9, S, U, or a
 // click) shows the next article at once, with no round trip, and the answer goes to the server behind it, with the
 // id of the article that was on screen, in order, one sync at a time (the hidden #q-sync event). A press is never
 // dropped in silence: it is either sent, or shown at once as not taken (a held key's repeats, a press within
@@ -13,7 +13,7 @@
     guardMs: 150, // a press this soon after a new article appears is not taken (nobody has read it yet)
     current: null, // {shown, text}: the article on screen
     buffer: [], // the next ones, in order
-    outbox: [], // {op, shown, label, text}: presses not confirmed yet, oldest first
+    outbox: [], // {op, shown, label (a topic's key), name, text}: presses not confirmed yet, oldest first
     inflight: null, // {ops, at}: the sync on its way
     shownAt: -Infinity,
     opened: false,
@@ -34,10 +34,11 @@
     const words = text.split(/\s+/).filter(Boolean);
     return "“" + words.slice(0, 8).join(" ") + (words.length > 8 ? "…" : "") + "”";
   };
-  const labelOf = (i) => {
-    const button = document.querySelector(`#q-${i}`);
-    const text = button ? button.textContent : "";
-    return text.includes("·") ? text.split("·").slice(1).join("·").trim() : "";
+  // The topics are the buttons the server drew from the taxonomy (web.server.topics.answer_buttons): the i-th
+  // button's key is sent, its name shown; none is written here.
+  const topicOf = (i) => {
+    const button = document.querySelector(`#q-${i}[data-topic]`);
+    return button ? { key: button.dataset.topic, name: button.dataset.name } : null;
   };
   const part = (sel) => document.querySelector(sel);
 
@@ -115,7 +116,7 @@
     renderText();
   }
 
-  // A press: an answer (0-3), "skip" or "undo". Returns whether it was taken.
+  // A press: an answer (a button's position), "skip" or "undo". Returns whether it was taken.
   function press(what, repeat) {
     if (repeat) {
       notTaken("the key is held down, so only its first press counts.");
@@ -135,11 +136,17 @@
       notTaken("the article had only just appeared.");
       return false;
     }
+    const topic = what === "skip" ? null : topicOf(what);
+    if (what !== "skip" && !topic) {
+      notTaken("no topic has that key.", false);
+      return false;
+    }
     const item = q.current;
-    const label = what === "skip" ? "" : labelOf(what);
-    q.outbox.push({ op: what === "skip" ? "skip" : "answer", shown: item.shown, label, text: item.text });
+    const label = topic ? topic.key : "";
+    const name = topic ? topic.name : "";
+    q.outbox.push({ op: what === "skip" ? "skip" : "answer", shown: item.shown, label, name, text: item.text });
     q.sign = "";
-    q.message = what === "skip" ? `Skipping ${snippet(item.text)}…` : `**${label}** for ${snippet(item.text)}: sending…`;
+    q.message = what === "skip" ? `Skipping ${snippet(item.text)}…` : `**${name}** for ${snippet(item.text)}: sending…`;
     advance();
     renderText();
     pump();
@@ -156,7 +163,7 @@
       q.current = { shown: last.shown, text: last.text };
       q.shownAt = performance.now();
       q.sign = "";
-      q.message = `Undone: ${last.op === "skip" ? "the skip of" : `**${last.label}** for`} ${snippet(last.text)}. Label it again.`;
+      q.message = `Undone: ${last.op === "skip" ? "the skip of" : `**${last.name}** for`} ${snippet(last.text)}. Label it again.`;
       render();
       return true;
     }
@@ -274,8 +281,8 @@
     pump();
   };
 
-  // Keys: 1-4 label, S skips, U undoes. Never while typing in a field, nor with a modifier.
-  const KEYS = { "1": 0, "2": 1, "3": 2, "4": 3, s: "skip", u: "undo" };
+  // Keys: 1-9 label (the n-th topic button), S skips, U undoes. Never while typing in a field, nor with a modifier.
+  const keyOf = (key) => (/^[1-9]$/.test(key) ? Number(key) - 1 : { s: "skip", u: "undo" }[key]);
   const queueOnScreen = () => {
     const button = part("#q-0");
     return !!button && button.offsetParent !== null;
@@ -293,8 +300,8 @@
     }
     const typing = t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName));
     if (typing) return;
-    const what = KEYS[e.key.toLowerCase()];
-    if (what === undefined) return;
+    const what = keyOf(e.key.toLowerCase());
+    if (what === undefined || (typeof what === "number" && !topicOf(what))) return; // a number no topic has
     e.preventDefault();
     press(what, e.repeat);
   });

@@ -11,8 +11,9 @@ from web.page.classify_view import EXAMPLES, build_api_events, build_classify, b
 
 __all__ = ["EXAMPLES", "SCRIPTS", "build_page"]
 
-# The page's own <head> scripts (web.server.theme adds the shared ones): counter, label queue, phone layout.
-SCRIPTS = tuple(Path(__file__).with_name(name) for name in ("keys.js", "queue.js", "layout.js"))
+# The page's own <head> scripts (web.server.theme adds the shared ones): counter, answer buttons, label queue, phone
+# layout.
+SCRIPTS = tuple(Path(__file__).with_name(name) for name in ("keys.js", "answers.js", "queue.js", "layout.js"))
 # Where the maintainers' page is, relative to this one (mounted beside it by web.server.asgi).
 ADMIN_LINK = "admin/"
 

@@ -17,6 +17,7 @@ from core.settings.config import ServingSection
 from core.text import clean_text
 from web.server.api_body import Budget, bounded_body
 from web.server.serving import Classifier, PageLimits, storable
+from web.server.topics import LEARNING, PageTopics
 
 # Bytes a JSON body may need per allowed character: UTF-8 takes up to 4, a JSON escape (\uXXXX) 6.
 _BYTES_PER_CHAR = 6
@@ -33,14 +34,29 @@ class ClassifyRequest(BaseModel):
 
 
 class TextResult(BaseModel):
-    label: str = Field(description="The most likely topic.")
-    probabilities: dict[str, float] = Field(description="Probability of each topic; they sum to 1.")
+    label: str = Field(description="The most likely topic, by its current name.")
+    key: str = Field(description="That topic's stable key (its name, unless it was renamed since the model learned it).")
+    probabilities: dict[str, float] = Field(
+        description="Probability of each topic the served model predicts, by current name; they sum to 1.")
     truncated: bool = Field(description="The text was longer than the model reads; only its first part was classified.")
 
 
 class ClassifyResponse(BaseModel):
     model_version: str = Field(description="The model version that made every prediction in this answer.")
     results: list[TextResult] = Field(description="One result per input text, in input order (a list of one for a single text).")
+
+
+class TopicInfo(BaseModel):
+    key: str = Field(description="The topic's stable key: what answers and models store.")
+    name: str = Field(description="The name people see and answers may use.")
+    description: str = Field(description="One line on what belongs in the topic.")
+    new: bool = Field(description=f"The served model does not predict it yet ({LEARNING}).")
+
+
+class Topics(BaseModel):
+    version: int = Field(description="The taxonomy's version: each change a maintainer makes is a new one.")
+    topics: list[TopicInfo] = Field(description="The topics answers may name, in the taxonomy's order.")
+    model_topics: list[str] = Field(description="The served model's own topics (current names), in its output order.")
 
 
 class Health(BaseModel):
@@ -100,10 +116,13 @@ def build_api(
     address_of: Callable[[Request], str],
     *,
     max_batch_texts: int = ServingSection.field_default("max_batch_texts"),
+    topics: PageTopics | None = None,
 ) -> APIRouter:
     """The JSON routes. `classify_limit` is the page's own limiter and `address_of` the page's identity rule,
     so a client has one budget across page and API; a list of N texts costs N, and at most `max_batch_texts`
-    (NEWSLOOP_MAX_BATCH_TEXTS) are taken at once."""
+    (NEWSLOOP_MAX_BATCH_TEXTS) are taken at once. `topics` names what the model predicts (the page's; without it,
+    the model's own labels are their names)."""
+    topics = topics or PageTopics(classifier, None)
     router = APIRouter(route_class=_ReadableErrors)
     max_chars = limits.max_input_chars
     max_body = max_batch_texts * max_chars * _BYTES_PER_CHAR + _BODY_OVERHEAD
@@ -126,9 +145,12 @@ def build_api(
         _check_texts(texts, max_batch_texts, max_chars)
         _spend(classify_limit, address_of(request), len(texts))
         predictions = _predict(classifier, texts)
+        taxonomy = topics.taxonomy()
         return ClassifyResponse(
             model_version=predictions[0].model_version,
-            results=[TextResult(label=p.label, probabilities=p.probabilities, truncated=p.truncated) for p in predictions],
+            results=[TextResult(label=taxonomy.name_of(p.label), key=p.label,
+                                probabilities=topics.named(p.probabilities, taxonomy), truncated=p.truncated)
+                     for p in predictions],
         )
 
     # The body is bounded before FastAPI reads it (web.server.api_body), on this route alone.
@@ -148,6 +170,16 @@ def build_api(
         tags=["classify"],
         route_class_override=bounded_body(max_body, max_batch_texts, _ReadableErrors, Budget(classify_limit, address_of)),
     )
+
+    @router.get("/api/v1/topics", response_model=Topics, summary="The topics answers may name", tags=["topics"])
+    def list_topics() -> Topics:
+        """The taxonomy now: its version and topics (each marked `new` while the served model does not predict it),
+        and the served model's own topics."""
+        taxonomy = topics.taxonomy()
+        return Topics(version=taxonomy.version,
+                      topics=[TopicInfo(key=t.key, name=t.name, description=t.description, new=t.learning)
+                              for t in topics.offered(taxonomy)],
+                      model_topics=[taxonomy.name_of(key) for key in topics.model_labels()])
 
     @router.get("/healthz", response_model=Health, summary="The process is up", tags=["health"])
     def healthz() -> Health:

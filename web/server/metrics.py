@@ -40,7 +40,6 @@ from starlette.routing import Mount, Route
 from core.data import InputForm
 from core.evaluation.estimate import Estimate, Tally
 from core.input_forms import FORM_NAMES
-from core.labels import LABELS
 from core.registry.stages import Outcome, read_history, read_last_run, running_run
 from core.storage.paths import HomePaths
 from feedback.store import FeedbackStore
@@ -120,7 +119,7 @@ class ServedTallies:
                 return {}
             self._fold()
             tallies = dict(self._gauge)
-        # Only the accuracy is shown: the labels name nothing here (a model may have others than LABELS).
+        # Only the accuracy is shown: a tally's columns are the model's own topics, named nowhere here.
         return {FORM_NAMES[form]: tally.estimate([str(i) for i in range(len(tally.confusion))])
                 for form, tally in tallies.items()}
 
@@ -153,9 +152,9 @@ class ServedTallies:
 
 
 def _in_label_order(probabilities: dict[str, float]) -> list[float]:
-    if len(probabilities) == len(LABELS) and all(name in probabilities for name in LABELS):
-        return [probabilities[name] for name in LABELS]
-    return list(probabilities.values())  # a model of other labels: its own order, the same for all its rows
+    # The model's own topics, in its output order: the same for all of one model version's rows, whatever the
+    # taxonomy says (tallies are kept per model version).
+    return list(probabilities.values())
 
 
 class Metrics:

@@ -37,6 +37,19 @@ THEME = gr.themes.Default(primary_hue="blue", neutral_hue="gray").set(
 
 CSS = """
 .gradio-container button { min-height: 44px; }
+/* The topics' answer buttons, drawn from the taxonomy as HTML (web.server.topics): Gradio's button look. */
+.topic-btn { flex: 1 1 120px; padding: var(--button-large-padding); border-radius: var(--button-large-radius);
+    border: 1px solid var(--button-secondary-border-color); background: var(--button-secondary-background-fill);
+    color: var(--button-secondary-text-color); font-weight: var(--button-large-text-weight); cursor: pointer; }
+.topic-btn:hover:not(:disabled) { background: var(--button-secondary-background-fill-hover); }
+.topic-btn.primary { background: var(--button-primary-background-fill); color: var(--button-primary-text-color);
+    border-color: var(--button-primary-border-color); }
+.topic-btn:disabled { cursor: not-allowed; opacity: 0.6; }
+.topic-btn:focus-visible { outline: 3px solid var(--primary-700); }
+.topic-btn .learning { display: block; font-weight: normal; font-size: 0.8em; }
+#fb-buttons .fb-right, #fb-buttons .fb-topics, #queue-buttons .html-container, #queue-buttons .prose {
+    display: flex; flex-wrap: wrap; gap: 8px; }
+#fb-buttons .fb-right { margin-bottom: 8px; }
 
 .gradio-container [role="tab"][aria-selected="true"] { color: var(--primary-700); }
 footer, footer a, footer button { color: var(--neutral-700) !important; }

@@ -1,0 +1,159 @@
+"""The feedback side of "topics are data": answers, checks, reviews and agreement follow the store's taxonomy
+(add, rename, merge, split), old answers read as what they mean now; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from core.taxonomy import Taxonomy, TaxonomyConflict
+from feedback.errors import FeedbackError
+from feedback.store import FeedbackStore
+from feedback.topics.meaning import SET_MARK
+from feedback.trust.agreement import pairwise_agreement
+from feedback.trust.review import ReviewFilter
+from testkit.pg_cluster import StoreFactory
+from testkit.races import at_once
+
+
+@pytest.fixture
+def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
+    return make_store(tmp_path / "feedback.db")
+
+
+def change(store: FeedbackStore, step: Callable[[Taxonomy], Taxonomy]) -> Taxonomy:
+    """One maintainer's change, committed on the version it was planned on."""
+    before = store.taxonomy()
+    return store.topics.commit(step(before), before.version)
+
+
+def answer(store: FeedbackStore, text: str, label: str, who: str = "anna", **more: object) -> int:
+    return store.record(text=text, user_label=label, annotator=who, kind="correct", **more).id
+
+
+def labels(store: FeedbackStore) -> dict[str, str]:
+    return {row["text"]: row["user_label"] for row in store.answers()}
+
+
+def test_answers_store_the_key_and_the_taxonomy_version(store: FeedbackStore) -> None:
+    answer(store, "Rates rise", "business")
+    row = store.answers()[0]
+    assert (row["user_label"], row["taxonomy_version"]) == ("Business", 1)
+    with pytest.raises(FeedbackError, match="expected one of World, Sports, Business, Sci/Tech"):
+        answer(store, "Flu season", "Health")
+
+
+def test_an_added_topic_is_answerable_at_once(store: FeedbackStore) -> None:
+    change(store, lambda t: t.add("Health", "medicine and public health", by="maya", why="newsroom desk"))
+    answer(store, "Flu season", "health")
+    answer(store, "Measles back", 4)  # positions follow the taxonomy's order: the new topic is the fifth
+    assert labels(store) == {"Flu season": "Health", "Measles back": "Health"}
+    assert store.answers()[0]["taxonomy_version"] == 2
+    assert store.stats()["by_label"]["Health"] == 2
+    with pytest.raises(FeedbackError, match="expected one of World, Sports, Business, Sci/Tech, Health"):
+        answer(store, "Storm", "Weather")
+
+
+def test_a_rename_changes_only_the_name(store: FeedbackStore) -> None:
+    answer(store, "Summit ends", "World")
+    change(store, lambda t: t.rename("World", "International"))
+    answer(store, "Talks stall", "International")
+    answer(store, "Border row", "World")  # the former name still means the topic
+    taxonomy = store.taxonomy()
+    assert set(labels(store).values()) == {"World"}  # keys are stable: old and new answers alike
+    assert taxonomy.name_of("World") == "International"
+    # A model trained before the rename still predicts "World": a confirmation of it is the same topic.
+    store.record(text="Election called", user_label="International", annotator="anna", kind="confirm",
+                 probabilities={"World": 0.7, "Sports": 0.1, "Business": 0.1, "Sci/Tech": 0.1})
+    assert store.answers()[0]["predicted_label"] == "World"
+
+
+def test_a_merge_reads_old_answers_as_the_target(store: FeedbackStore) -> None:
+    answer(store, "Shares fall", "Business", who="anna")
+    answer(store, "Shares fall", "World", who="ben")  # disagree before the merge
+    change(store, lambda t: t.merge("Business", "World"))
+    assert labels(store) == {"Shares fall": "World"}  # both now mean World
+    assert pairwise_agreement(store.answers(), min_shared=1) == {"anna": (1, 1.0), "ben": (1, 1.0)}
+    answer(store, "Oil up", "Business")  # the merged name means its target now
+    assert store.answers()[0]["user_label"] == "World"
+    assert store.stats()["by_label"] == {"World": 3, "Sports": 0, "Sci/Tech": 0}
+    found, total = store.reviews.find(ReviewFilter(status=None, label="World"))
+    assert total == 3 and {r["user_label"] for r in found} == {"World"}
+
+
+def test_a_split_reads_earlier_answers_as_a_set_and_new_ones_exactly(store: FeedbackStore) -> None:
+    answer(store, "New chip", "Sci/Tech")
+    change(store, lambda t: t.split("Sci/Tech", "Science", "research and discovery"))
+    answer(store, "Comet seen", "Science")
+    answer(store, "Phone launch", "Sci/Tech")
+    assert labels(store) == {"New chip": f"Sci/Tech{SET_MARK}Science", "Comet seen": "Science",
+                             "Phone launch": "Sci/Tech"}
+
+
+def test_checks_are_scored_by_what_labels_mean_now(store: FeedbackStore, tmp_path: Path) -> None:
+    checks = tmp_path / "checks.csv"
+    checks.write_text("label,text\nBusiness,Oil prices climb\nSci/Tech,Rover lands on Mars\n")
+    store.import_pool(checks, checks=True)
+    change(store, lambda t: t.merge("Business", "World"))
+    change(store, lambda t: t.split("Sci/Tech", "Science"))
+    assert store.gold_labels().keys() and set(store.gold_labels().values()) == {"World", f"Sci/Tech{SET_MARK}Science"}
+    answer(store, "Oil prices climb", "World")  # the merged topic's check is answered by its target
+    answer(store, "Rover lands on Mars", "Science")  # an exact answer within the check's set
+    assert store.stats()["checks_right"] == {"anna": "2/2"}
+    # A check added now is read in the current taxonomy: its numbers are 1-based positions in today's order.
+    later = tmp_path / "later.csv"
+    later.write_text("label,text\n4,Protein folded\n")
+    store.import_pool(later, checks=True)
+    assert list(store.gold_labels().values()).count("Science") == 1
+
+
+def test_a_settlement_and_a_label_fix_take_the_taxonomy_s_topics(store: FeedbackStore) -> None:
+    change(store, lambda t: t.add("Health"))
+    answer(store, "Clinic opens", "World", who="anna")
+    answer(store, "Clinic opens", "Sports", who="ben")
+    digest = store.answers()[0]["text_hash"]
+    settled = store.reviews.resolve(digest, "health")
+    assert settled.label == "Health"
+    with pytest.raises(FeedbackError, match="expected one of"):
+        store.reviews.resolve(digest, "Weather")
+    with pytest.raises(FeedbackError, match="expected one of"):
+        store.reviews.find(ReviewFilter(status=None, label="Weather"))
+
+
+def test_seed_stores_the_champion_s_topics_once(store: FeedbackStore) -> None:
+    seeded = store.topics.seed(["Politics", "Sport", "Culture"])
+    assert seeded.names == ("Politics", "Sport", "Culture") and store.topics.stored_version() == 1
+    assert store.topics.seed(["Other", "Labels"]).names == ("Politics", "Sport", "Culture")  # idempotent
+    answer(store, "Vote counted", "politics")
+    with pytest.raises(FeedbackError, match="expected one of Politics, Sport, Culture"):
+        answer(store, "Shares fall", "Business")
+
+
+def test_two_maintainers_changing_the_topics_at_once_one_wins(store: FeedbackStore) -> None:
+    before = store.taxonomy()
+    store.topics.commit(before.add("Health"), before.version)
+    with pytest.raises(TaxonomyConflict, match="look at them again"):
+        store.topics.commit(before.rename("World", "International"), before.version)
+    assert store.taxonomy().names == ("World", "Sports", "Business", "Sci/Tech", "Health")
+
+
+def test_two_changes_released_together_one_wins_the_other_is_told(store: FeedbackStore) -> None:
+    before = store.taxonomy()
+    plans = [before.add("Health"), before.split("Sci/Tech", "Science")]
+
+    def commit(i: int) -> str:
+        try:
+            store.topics.commit(plans[i], before.version)
+        except TaxonomyConflict:
+            return "told"
+        return "won"
+
+    assert sorted(at_once(2, commit)) == ["told", "won"]
+    assert store.topics.stored_version() == 2
+
+
+def test_two_processes_seeding_at_once_store_one_version(store: FeedbackStore) -> None:
+    seeded = at_once(4, lambda i: store.topics.seed(["Politics", "Sport", "Culture"]).version)
+    assert seeded == [1, 1, 1, 1] and store.topics.stored_version() == 1
