@@ -20,13 +20,16 @@ def _pyplot() -> Any:  # matplotlib.pyplot, imported on first use
     return plt
 
 
-def confusion_matrix_png(matrix: Sequence[Sequence[int]], path: Path, title: str = "Confusion matrix") -> Path:
+def confusion_matrix_png(
+    matrix: Sequence[Sequence[int]], path: Path, title: str = "Confusion matrix", labels: Sequence[str] = LABELS
+) -> Path:
+    """The confusion matrix, rows and columns named by `labels` (the model's topics)."""
     plt = _pyplot()
     m = np.asarray(matrix)
     fig, ax = plt.subplots(figsize=(5, 4.2))
     ax.imshow(m, cmap="Blues")
-    ax.set_xticks(range(len(LABELS)), LABELS, rotation=30)
-    ax.set_yticks(range(len(LABELS)), LABELS)
+    ax.set_xticks(range(len(labels)), labels, rotation=30)
+    ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("predicted")
     ax.set_ylabel("true")
     ax.set_title(title)
@@ -39,14 +42,16 @@ def confusion_matrix_png(matrix: Sequence[Sequence[int]], path: Path, title: str
     return path
 
 
-def curves_png(y_true: Sequence[int], probs: np.ndarray, path: Path, title: str = "") -> Path:
-    """One-vs-rest ROC (left) and precision-recall (right) curves per label."""
+def curves_png(
+    y_true: Sequence[int], probs: np.ndarray, path: Path, title: str = "", labels: Sequence[str] = LABELS
+) -> Path:
+    """One-vs-rest ROC (left) and precision-recall (right) curves per label (`labels`: the columns of `probs`)."""
     from sklearn.metrics import precision_recall_curve, roc_curve
 
     plt = _pyplot()
     y = np.asarray(y_true)
     fig, (roc_ax, pr_ax) = plt.subplots(1, 2, figsize=(10, 4.2))
-    for i, name in enumerate(LABELS):
+    for i, name in enumerate(labels):
         positives = y == i
         if positives.all() or not positives.any():
             continue
