@@ -20,6 +20,7 @@ from core.registry.versions import ModelRegistry, ModelVersion
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import ExportConfig
 from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
+from retrain.evaluate import model_labels
 from retrain.model import load_checkpoint, save_checkpoint
 from retrain.publish import calibrate, calibrated_probs, publish
 
@@ -53,8 +54,10 @@ def rows_seen(source: str, trained: set[str]) -> dict[str, dict[str, Any]]:
 
 
 def _metrics(model_dir: Path, onnx_file: str, validation: list[Example]) -> dict[str, Any]:
-    probs = OnnxClassifier(model_dir, onnx_file=onnx_file).proba_in_label_order([e.text for e in validation])
-    return evaluate_probabilities([e.label for e in validation], probs)
+    """The file's metrics on `validation`, whose labels index the model's own topics (the data it was trained on)."""
+    classifier = OnnxClassifier(model_dir, onnx_file=onnx_file)
+    probs = classifier.proba_in_label_order([e.text for e in validation], labels=classifier.labels)
+    return evaluate_probabilities([e.label for e in validation], probs, classifier.labels)
 
 
 def package_starter(
@@ -89,7 +92,7 @@ def package_starter(
     }
     meta = {key: value for key, value in version.meta.items() if key not in ("version", "committed_at")}
     meta |= {
-        "labels": list(LABELS),
+        "labels": list(model_labels(version)),  # what it predicts: AG News's four, or the topics of its data
         "data": description,  # names the data set, never a path: the page shows it
         "serve_file": INT8_FILE,
         "source_version": version.version,
@@ -141,7 +144,7 @@ def calibrate_starter(starter_dir: Path, validation: list[Example]) -> dict[str,
         raise FileNotFoundError(f"no starter in {starter_dir}")
     raw = OnnxClassifier(Path(starter_dir), onnx_file=INT8_FILE)
     raw.temperature = 1.0  # the fit starts from the uncalibrated softmax, whatever the meta holds now
-    full = raw.proba_in_label_order([e.text for e in validation])
+    full = raw.proba_in_label_order([e.text for e in validation], labels=raw.labels)
     temperatures, meta["calibration"], meta["validation_read_as"] = calibrate(Path(starter_dir), INT8_FILE, validation, full, scorer=raw)
     meta |= temperatures.to_meta()
     (Path(starter_dir) / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
@@ -163,7 +166,7 @@ def forms_report(model_dir: Path, validation: list[Example]) -> dict[str, dict[s
         if rows:
             m = _metrics(model_dir, INT8_FILE, rows)
             report[form.value] = _headline(m) | {
-                "n": len(rows), "recall": {label: m["per_label"][label]["recall"] for label in LABELS}
+                "n": len(rows), "recall": {label: scores["recall"] for label, scores in m["per_label"].items()}
             }
     return report
 
@@ -176,11 +179,12 @@ def model_card(meta: dict[str, Any]) -> str:
     """The model card: data and its hash, recipe, seed, the reproducing command, validation metrics, sizes."""
     report = meta["validation_report"]
     config = meta.get("train_config", {})
+    labels = tuple(meta["labels"])  # package_starter records them
     lines = [
         "# NewsLoop starter model",
         "",
-        f"A {meta.get('base_model', 'BERT-family')} encoder with a small MLP head, fine-tuned on AG News topics "
-        f"({', '.join(LABELS)}). Served as dynamically quantized int8 ONNX; `checkpoint/` holds fp16 weights "
+        f"A {meta.get('base_model', 'BERT-family')} encoder with a small MLP head, fine-tuned on "
+        f"{'AG News topics' if labels == LABELS else 'topics of its own data'} ({', '.join(labels)}). Served as dynamically quantized int8 ONNX; `checkpoint/` holds fp16 weights "
         "that retrains warm-start from (loaded back in fp32).",
         "",
         "## Data",
@@ -224,7 +228,7 @@ def model_card(meta: dict[str, Any]) -> str:
     lines += ["", "Per label (served int8 file):", "", "| label | precision | recall | F1 | AUROC | AUPRC | support |",
               "|---|---:|---:|---:|---:|---:|---:|"]
     int8 = report["int8"]
-    for label in LABELS:
+    for label in labels:
         p = int8["per_label"][label]
         lines.append(
             f"| {label} | {p['precision']:.4f} | {p['recall']:.4f} | {p['f1']:.4f} | "
@@ -233,10 +237,10 @@ def model_card(meta: dict[str, Any]) -> str:
     by_form = meta.get("validation_by_form", {})
     if by_form:
         lines += ["", "Per input form (served int8 file; the same validation rows read as headline only, body only):",
-                  "", f"| input | rows | accuracy | macro-F1 | {' | '.join(LABELS)} (recall) |",
-                  "|---|---:|---:|---:|" + "---:|" * len(LABELS)]
+                  "", f"| input | rows | accuracy | macro-F1 | {' | '.join(labels)} (recall) |",
+                  "|---|---:|---:|---:|" + "---:|" * len(labels)]
         for form, m in by_form.items():
-            recalls = " | ".join(f"{m['recall'][label]:.4f}" for label in LABELS)
+            recalls = " | ".join(f"{m['recall'][label]:.4f}" for label in labels)
             lines.append(f"| {form} | {m['n']} | {m['accuracy']:.4f} | {m['macro_f1']:.4f} | {recalls} |")
     calibration = meta.get("calibration") or {}
     if calibration:

@@ -24,7 +24,6 @@ def build_tiny_champion(home: Path, seed: int = 0, track: bool = False, **overri
     from transformers import AutoTokenizer
 
     from core.data import source_labels
-
     from retrain.bootstrap import bootstrap
     from retrain.model import resolve_base_model, tiny_model
     from retrain.setup import BootstrapSetup

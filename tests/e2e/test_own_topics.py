@@ -4,7 +4,6 @@ by name, through the REST API and the page, and stores an answer naming one of t
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import subprocess
@@ -17,25 +16,14 @@ from gradio_client import Client
 
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import OnnxClassifier
-from core.settings.config import PROJECT_ROOT, SEED_CSV
+from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
+from testkit.data import OWN_TOPICS, own_topics_csv
 from testkit.stack import get_json, start_replica
 
 pytestmark = pytest.mark.e2e
 
-# The seed set's first three AG News topics, renamed; its Sci/Tech rows are left out.
-RENAMED = {"1": "Politics", "2": "Sport", "3": "Money"}
-TOPICS = ["Politics", "Sport", "Money"]
-
-
-def own_csv(path: Path) -> Path:
-    """The seed rows of three topics, each labelled by a name instead of AG News's number."""
-    with SEED_CSV.open(newline="", encoding="utf-8") as source, path.open("w", newline="", encoding="utf-8") as out:
-        rows = csv.reader(source)
-        writer = csv.writer(out)
-        writer.writerow(next(rows))  # label,title,description
-        writer.writerows([RENAMED[label], title, body] for label, title, body in rows if label in RENAMED)
-    return path
+TOPICS = list(OWN_TOPICS.values())  # Politics, Sport, Money
 
 
 def tiny_base(folder: Path) -> Path:
@@ -52,7 +40,7 @@ def tiny_base(folder: Path) -> Path:
 def test_bootstrap_on_three_named_topics_serves_them_and_stores_an_answer(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEWSLOOP_", "MLFLOW_"))} | {
-        "NEWSLOOP_HOME": str(home), "NEWSLOOP_DATA": str(own_csv(tmp_path / "own.csv")),
+        "NEWSLOOP_HOME": str(home), "NEWSLOOP_DATA": str(own_topics_csv(tmp_path / "own.csv")),
         "NEWSLOOP_BASE_MODEL": str(tiny_base(tmp_path / "tiny-base")), "NEWSLOOP_MAX_LENGTH": "64",
         "NEWSLOOP_BOOTSTRAP_MAX_MINUTES": "0", "NEWSLOOP_ONNX_THREADS": "1", "NEWSLOOP_TORCH_THREADS": "2",
         "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(PROJECT_ROOT),
