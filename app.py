@@ -137,6 +137,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             export_dir=settings.storage.home / "exports",  # under home: never served by Gradio (blocked_paths)
             monitor=settings.monitor,
             flush_served=metrics.estimates.flush,
+            topics=actions.topics,
             **admin_state,
         )
     pages = web_pages(actions, admin, settings.hosting.hf_sign_in)
@@ -316,7 +317,7 @@ def main(verbose: bool = False) -> None:
     service.refresh()
     service.start_watching()
     store = FeedbackStore.from_settings(settings)
-    seed_topics(store, service)
+    seed_topics(store, service)  # the champion's topics are the taxonomy's version 1 (kept if one is stored)
     if settings.queue.demo_pool:
         store.offer_demo_pool()  # something to label from the first minute; a first import replaces it
     start_schedule(settings)

@@ -28,6 +28,7 @@ from web.admin.jobs import RetrainJobs
 from web.admin.sessions import AdminSessions, SignedInBrowsers, SignInTickets
 from web.server.identity import IdentityService
 from web.server.session_memory import SessionMap
+from web.server.topics import PageTopics
 
 if TYPE_CHECKING:
     from feedback.traffic.monitoring import TrafficReport
@@ -65,6 +66,7 @@ class AdminActions:
         export_dir: Path | None = None,
         monitor: MonitorPolicy | None = None,
         flush_served: Callable[[], None] | None = None,
+        topics: PageTopics | None = None,
     ) -> None:
         self.store = store
         self.password = password
@@ -83,6 +85,7 @@ class AdminActions:
         self.hub_token = hub_token
         self.monitor = monitor or MonitorPolicy()
         self.flush_served = flush_served or (lambda: None)  # this server's served tallies, written before a read
+        self.topics = topics  # the taxonomy over the served model's labels (the page's), for the Topics panel
 
     @property
     def enabled(self) -> bool:
@@ -102,6 +105,11 @@ class AdminActions:
         """`is_admin`, for an event sent by the admin's own page: it carries the browser's anti-forgery token,
         which a request forged by another site cannot (web.server.identity.FORM_HEADER)."""
         return self.is_admin(request, profile) and self.identities.sent_form_token(request)
+
+    def signed_in_as(self, request: Any, profile: gr.OAuthProfile | None = None) -> str:
+        """Who a change is recorded as made by: the Hugging Face account, or "an admin (password)"."""
+        who = self.identities.identify(request, profile)
+        return who.annotator.removeprefix("user:") if who.verified else "an admin (password)"
 
     def restore(
         self, request: gr.Request, profile: gr.OAuthProfile | None = None

@@ -44,8 +44,7 @@ class GuidelinesEditor:
         store = self.admin.store
         if store is None:
             return "No feedback database on this server.", gr.skip()
-        who = self.admin.identities.identify(request, profile)
-        by = who.annotator.removeprefix("user:") if who.verified else "an admin (password)"
+        by = self.admin.signed_in_as(request, profile)
         try:
             saved, new = store.guidelines.save(text, by)
         except FeedbackError as exc:

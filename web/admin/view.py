@@ -1,9 +1,9 @@
-"""The admin view's layout and wiring: sign-in, tiles, retrain, plots, review, label errors, people, guidelines, pool,
-export.
+"""The admin view's layout and wiring: sign-in, tiles, retrain, plots, review, label errors, people, guidelines, topics,
+pool, export.
 
 What each part shows comes from its own module: `web.admin.dashboard` (tiles, plots, decision, progress),
-`web.admin.review_view`, `web.admin.label_errors_view`, `web.admin.people_view` and `web.admin.guidelines_view`; what
-the buttons do from `web.admin.actions`.
+`web.admin.review_view`, `web.admin.label_errors_view`, `web.admin.people_view`, `web.admin.guidelines_view` and
+`web.admin.topics_view`; what the buttons do from `web.admin.actions`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from web.admin.guidelines_view import build_guidelines_editor
 from web.admin.label_errors_view import build_label_errors
 from web.admin.people_view import build_people
 from web.admin.review_view import build_review
+from web.admin.topics_view import build_topics
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # Trades a sign-in/sign-out ticket for a fresh browser id cookie (POST /admin/session, beside this page at /admin/).
@@ -81,6 +82,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
             label_errors = build_label_errors(admin)
             people, people_outputs = build_people(admin, after=lambda event: after_change(event))
             reload_guidelines = build_guidelines_editor(admin)
+            reload_topics = build_topics(admin)
             gr.Markdown("## Run history")
             history = gr.Dataframe(headers=["at", "action", "version", "why"], label="Run history", wrap=True,
                                    interactive=False, elem_id="history", show_label=False)
@@ -122,6 +124,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
     def whole_view(event: Any) -> Any:
         """After sign-in, a reload or Refresh: everything, the review list and the guidelines included."""
         reload_guidelines(event)
+        reload_topics(event)
         return review.reload(after_change(event, relist=False))
 
     signed = [login_msg, panel, signin]

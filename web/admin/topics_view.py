@@ -1,0 +1,190 @@
+"""The Topics panel of the admin view: the taxonomy (its version, each topic with its description and whether the
+served model predicts it yet), and a maintainer's changes to it: add, rename, describe, merge, split.
+
+A change is shown first (what it does, and what it touches), then made when the maintainer confirms, as a
+compare-and-swap on the version they saw (`TopicBook.commit`): if another admin changed the topics meanwhile, they
+are told and shown the new list. Refusals are the taxonomy's own messages (core.taxonomy).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
+from web.admin.actions import AdminActions
+from web.admin.guard import admin_only
+from web.server.topics import LEARNING, PageTopics
+
+PRIVATE: dict[str, Any] = {"api_visibility": "private"}
+CHANGES = {"add": "Add a topic", "rename": "Rename a topic", "describe": "Describe a topic",
+           "merge": "Merge a topic into another", "split": "Split a topic in two"}
+NO_STORE = "No feedback database on this server: the topics are the served model's."
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A change as the maintainer previewed it, on the version they saw; what Confirm makes."""
+
+    version: int
+    kind: str
+    topic: str
+    into: str
+    name: str
+    description: str
+    why: str
+
+
+def apply(taxonomy: Taxonomy, plan: Plan, by: str = "") -> Taxonomy:
+    """`taxonomy` with `plan`'s change made (raises TaxonomyError with the taxonomy's message when refused)."""
+    who = {"by": by, "why": " ".join(plan.why.split())}
+    if plan.kind == "add":
+        return taxonomy.add(plan.name, plan.description, **who)
+    if plan.kind == "rename":
+        return taxonomy.rename(_topic(plan.topic), plan.name, **who)
+    if plan.kind == "describe":
+        return taxonomy.describe(_topic(plan.topic), plan.description, **who)
+    if plan.kind == "merge":
+        return taxonomy.merge(_topic(plan.topic), _topic(plan.into, "the topic to merge into"), **who)
+    if plan.kind == "split":
+        return taxonomy.split(_topic(plan.topic), plan.name, plan.description, **who)
+    raise TaxonomyError(f"choose a change: one of {', '.join(CHANGES)}")
+
+
+def _topic(value: str, what: str = "a topic") -> str:
+    if not value:
+        raise TaxonomyError(f"choose {what}")
+    return value
+
+
+def what_it_does(before: Taxonomy, after: Taxonomy) -> str:
+    """The change from `before` to `after` (one step), in plain words: what labellers, old answers, training and the
+    gate will see."""
+    change = after.current.change
+    name = before.name_of(change.topic) if change.topic else ""
+    if change.kind == "add":
+        return (f"Add **{change.name}**: labellers can answer it at once; it is marked \"{LEARNING}\" until a champion "
+                "predicts it.")
+    if change.kind == "rename":
+        return f"Rename **{name}** to **{change.name}**: display only, no retrain; its answers follow the new name."
+    if change.kind == "describe":
+        return f"Describe **{name}** as: {change.description or '(no description)'}."
+    if change.kind == "merge":
+        into = before.name_of(change.into)
+        return (f"Merge **{name}** into **{into}**: its answers and base rows count as {into} from now on; it is no "
+                "longer offered, and the next challenger has no output for it.")
+    if change.kind == "split":
+        return (f"Split **{name}** into **{name}** and **{change.name}**: answers and base rows labelled {name} before "
+                f"the split mean \"{name} or {change.name}\" (a set, not a guess); new answers are exact.")
+    return ""
+
+
+def topics_table(taxonomy: Taxonomy, topics: PageTopics) -> str:
+    """The taxonomy as an HTML table (escaped: names and descriptions are data), with its version line."""
+    v = taxonomy.current
+    since = f", since {html.escape(v.at[:16].replace('T', ' '))} UTC" if v.at else ""
+    by = f" by {html.escape(v.by)}" if v.by else ""
+    why = f": {html.escape(v.why)}" if v.why else ""
+    rows = "".join(
+        f"<tr><td>{i + 1}</td><td>{html.escape(t.name)}</td><td>{html.escape(t.description)}</td>"
+        f"<td>{LEARNING if t.learning else 'predicts it'}</td></tr>"
+        for i, t in enumerate(topics.offered(taxonomy)))
+    return (f'<p class="topics-version">Version <strong>{v.version}</strong>{since}{by}{why}.</p>'
+            '<table class="topics-table"><thead><tr><th>#</th><th>Topic</th><th>Description</th>'
+            f"<th>Served model</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+class TopicsEditor:
+    """The panel's handlers; each is wrapped in `admin_only`. `impact(before, after)` says what a change touches
+    (how many base rows, answers, checks and queued items), or "" where that cannot be counted here."""
+
+    def __init__(self, admin: AdminActions, impact: Callable[[Taxonomy, Taxonomy], str] | None = None) -> None:
+        self.admin = admin
+        self.topics = admin.topics or PageTopics(None, admin.store)
+        self.impact = impact or (lambda before, after: "")
+
+    def _listed(self, taxonomy: Taxonomy) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        names = list(taxonomy.names)
+        return (topics_table(taxonomy, self.topics), gr.update(choices=names, value=None),
+                gr.update(choices=names, value=None))
+
+    @admin_only(lambda _: (gr.skip(), gr.skip(), gr.skip()))
+    def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, Any, Any]:
+        return self._listed(self.topics.taxonomy())
+
+    @admin_only(lambda _: ("Sign in first.", None, gr.update(visible=False)))
+    def preview(self, kind: str, topic: str | None, into: str | None, name: str, description: str, why: str,
+                request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Plan | None, Any]:
+        """What the change would do and touch, and the plan Confirm makes; nothing is changed yet."""
+        if self.admin.store is None:
+            return NO_STORE, None, gr.update(visible=False)
+        before = self.topics.taxonomy()
+        plan = Plan(before.version, kind or "", topic or "", into or "", name or "", description or "", why or "")
+        try:
+            after = apply(before, plan)
+        except TaxonomyError as exc:
+            return f"Refused: {exc}.", None, gr.update(visible=False)
+        touches = self.impact(before, after)
+        text = what_it_does(before, after) + (f"\n\n{touches}" if touches else "")
+        return f"{text}\n\nConfirm to make it (version {before.version} → {after.version}).", plan, gr.update(visible=True)
+
+    @admin_only(lambda _: ("Sign in first.", gr.skip(), gr.skip(), gr.skip(), None, gr.update(visible=False)))
+    def confirm(self, plan: Plan | None, request: gr.Request,
+                profile: gr.OAuthProfile | None = None) -> tuple[str, Any, Any, Any, Plan | None, Any]:
+        """Make the previewed change, if the topics are still the version it was planned on."""
+        hidden = gr.update(visible=False)
+        if self.admin.store is None:
+            return (NO_STORE, gr.skip(), gr.skip(), gr.skip(), None, hidden)
+        if plan is None:
+            return ("Preview a change first.", gr.skip(), gr.skip(), gr.skip(), None, hidden)
+        now = self.topics.taxonomy()
+        # Made on the version the maintainer saw; the store refuses it if that is no longer the newest.
+        seen = Taxonomy(now.versions[: plan.version]) if 0 < plan.version <= now.version else now
+        try:
+            by = self.admin.signed_in_as(request, profile)
+            changed = self.admin.store.topics.commit(apply(seen, plan, by), plan.version)
+        except TaxonomyConflict as exc:
+            return (f"Not changed: {exc}.", *self._listed(self.topics.taxonomy()), None, hidden)
+        except TaxonomyError as exc:
+            return (f"Refused: {exc}.", gr.skip(), gr.skip(), gr.skip(), None, hidden)
+        return (f"Changed: the topics are now version {changed.version}. Labellers see them the next time their page "
+                "loads.", *self._listed(changed), None, hidden)
+
+
+def build_topics(admin: AdminActions, impact: Callable[[Taxonomy, Taxonomy], str] | None = None) -> Callable[[Any], Any]:
+    """The Topics panel. Returns `reload(event)`, which lists the taxonomy after `event`."""
+    editor = TopicsEditor(admin, impact)
+    with gr.Column(elem_id="topics-panel"):
+        gr.Markdown("## Topics")
+        listed = gr.HTML(elem_id="topics-list")
+        with gr.Accordion("Change the topics", open=False, elem_id="topics-change"):
+            kind = gr.Radio([(text, key) for key, text in CHANGES.items()], value="add", label="Change",
+                            elem_id="topics-kind")
+            with gr.Row():
+                topic = gr.Dropdown([], label="Topic (to rename, describe, merge or split)", elem_id="topics-topic")
+                into = gr.Dropdown([], label="Merge into", elem_id="topics-into")
+            with gr.Row():
+                name = gr.Textbox(label="Name (the new topic's, or the new name)", max_length=100,
+                                  elem_id="topics-name")
+                description = gr.Textbox(label="Description (one line)", max_length=400, elem_id="topics-description")
+            why = gr.Textbox(label="Why (optional: kept with the change)", max_length=400, elem_id="topics-why")
+            preview_btn = gr.Button("Preview the change", elem_id="topics-preview")
+            shown = gr.Markdown(elem_id="topics-shown", elem_classes=["live"])
+            plan = gr.State(None)
+            with gr.Row(visible=False, elem_id="topics-confirm") as confirm_row:
+                confirm_btn = gr.Button("Make the change", variant="primary", elem_id="topics-confirm-btn")
+                cancel_btn = gr.Button("Cancel", elem_id="topics-cancel")
+            message = gr.Markdown(elem_id="topics-msg", elem_classes=["live"])
+    preview_btn.click(editor.preview, inputs=[kind, topic, into, name, description, why],
+                      outputs=[shown, plan, confirm_row], **PRIVATE)
+    confirm_btn.click(editor.confirm, inputs=plan, outputs=[message, listed, topic, into, plan, confirm_row], **PRIVATE)
+    cancel_btn.click(lambda: ("", None, gr.update(visible=False)), outputs=[shown, plan, confirm_row], **PRIVATE)
+
+    def reload(event: Any) -> Any:
+        return event.then(editor.load, outputs=[listed, topic, into], **PRIVATE)
+
+    return reload
