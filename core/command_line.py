@@ -35,7 +35,7 @@ _MEANINGS = {
     ExitCode.BAD_INPUT: "bad input: the command line (a usage error), or an input file (data, pool, database) that "
     "is missing or whose rows or format are wrong",
     ExitCode.REFUSED: "a retrain kept the champion: the gate refused its challenger, or it had nothing to train on",
-    ExitCode.BUSY: "another retrain holds the lock: nothing was done",
+    ExitCode.BUSY: "another retrain holds the lock, or another maintainer changed the topics first: nothing was done",
     ExitCode.ALERT: "`status`: the champion's estimated accuracy on its served traffic raised the alert",
     ExitCode.CONFIG: "a setting that cannot be used (the message names it): nothing was done; the server does not start",
 }

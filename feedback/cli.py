@@ -18,9 +18,12 @@ from core import command_line
 from core.command_line import ExitCode
 from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
+from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
 from feedback import commands
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
+from feedback.topics import changes
+from feedback.topics import commands as topic_commands
 from feedback.trust.label_errors import MAX_SHOWN as LABEL_MAX_SHOWN
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.review import HELD, MAX_SHOWN, ReviewFilter
@@ -40,6 +43,12 @@ def _exit_statuses() -> Iterator[None]:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         click.get_current_context().exit(ExitCode.CONFIG)
+    except TaxonomyConflict as exc:  # before TaxonomyError, its parent: someone else changed the topics first
+        print(f"error: {exc}", file=sys.stderr)
+        click.get_current_context().exit(ExitCode.BUSY)
+    except TaxonomyError as exc:  # a refused name or change, an unknown topic
+        print(f"error: {exc}", file=sys.stderr)
+        click.get_current_context().exit(ExitCode.BAD_INPUT)
     except (FeedbackError, sqlite3.DatabaseError) as exc:  # bad rows, a missing file, a database that is not one
         print(f"error: {exc}", file=sys.stderr)
         click.get_current_context().exit(ExitCode.BAD_INPUT)
@@ -71,7 +80,8 @@ def _with_store(work: Callable[..., None]) -> Callable[..., None]:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--source", default=None, help="name recorded with the items (default: the file name)")
 @click.option("--checks", is_flag=True,
-              help="the rows are known-answer checks: each needs a 'label' (topic name or AG News number 1-4); the "
+              help="the rows are known-answer checks: each needs a 'label' (a topic's name, or its position from 1 in "
+              "`newsloop topics list`, as AG News numbers its four 1-4); the "
               "queue mixes them in and annotators who fail them are not trained on")
 @_with_store
 def import_(settings: Settings, store: FeedbackStore, file: Path, source: str | None, checks: bool) -> None:
@@ -219,8 +229,76 @@ def label_errors_decisions(settings: Settings, store: FeedbackStore, limit: int,
     commands.label_errors_decisions(store, limit, live)
 
 
+@click.group(help="The topics labellers answer and the next challenger learns, versioned in the feedback database: "
+             "list them, or add, rename, merge, split or describe one. Each change first says how many base rows, "
+             "answers, checks and queued items it touches; --dry-run stops there.")
+def topics() -> None:
+    """`newsloop topics`."""
+
+
+def _current(settings: Settings, store: FeedbackStore) -> Taxonomy:
+    """The stored topics, or version 1 made of the serving champion's when none is stored yet."""
+    return store.topics.current(changes.champion_labels(settings))
+
+
+@topics.command("list", help="The topics in order (the keys 1-9 on the page follow it), with their descriptions, and "
+                "which the serving model does not predict yet ('new: the model is still learning it').")
+@click.option("--json", "as_json", is_flag=True, help="print JSON (version, topics, every change so far)")
+@_with_store
+def topics_list(settings: Settings, store: FeedbackStore, as_json: bool) -> None:
+    topic_commands.list_topics(_current(settings, store), changes.champion_labels(settings), as_json=as_json)
+
+
+def _topic_change(name: str, help: str, arguments: Sequence[str], plan: Callable[..., Taxonomy],
+                  description: bool = False) -> click.Command:
+    """A change command: ARGUMENTS, then --dry-run, --by, --why (and --description where a topic is made)."""
+
+    @_with_store
+    def command(settings: Settings, store: FeedbackStore, dry_run: bool, by: str | None, why: str,
+                **values: Any) -> None:
+        who = {"by": by or _os_user(), "why": why}
+        topic_commands.change_topics(store, _current(settings, store), lambda t: plan(t, who=who, **values),
+                                     lambda: changes.base_labels(settings), dry_run=dry_run)
+
+    command = click.option("--why", default="", help="why, recorded with the change")(command)
+    command = click.option("--by", default=None, help="who makes it, recorded with the change (default: the OS user)")(command)
+    command = click.option("--dry-run", is_flag=True, help="print what it would touch and write nothing")(command)
+    if description:
+        command = click.option("--description", default="", help="a one-line description of the new topic")(command)
+    for argument in reversed(arguments):
+        command = click.argument(argument)(command)
+    return click.command(name, help=help)(command)
+
+
+def _os_user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name in a bare container
+        return MAINTAINER
+
+
+topics.add_command(_topic_change(
+    "add", "Add a topic NAME: labellers can answer it at once; it is new until a champion predicts it.", ["name"],
+    lambda t, who, name, description: t.add(name, description, **who), description=True))
+topics.add_command(_topic_change(
+    "rename", "Rename TOPIC to NAME: display only; answers, data and models keep its key, and no retrain is needed.",
+    ["topic", "name"], lambda t, who, topic, name: t.rename(topic, name, **who)))
+topics.add_command(_topic_change(
+    "merge", "Merge TOPIC into INTO: its answers and base rows count as INTO from now on; the next challenger has "
+    "no TOPIC.", ["topic", "into"], lambda t, who, topic, into: t.merge(topic, into, **who)))
+topics.add_command(_topic_change(
+    "split", "Split a new topic NAME out of TOPIC: answers and base rows labelled TOPIC before the split become "
+    "'TOPIC or NAME' (a set of allowed topics, not a guess); new answers are exact.", ["topic", "name"],
+    lambda t, who, topic, name, description: t.split(topic, name, description, **who), description=True))
+topics.add_command(_topic_change(
+    "describe", "Give TOPIC the one-line description TEXT (what labellers read beside it).", ["topic", "text"],
+    lambda t, who, topic, text: t.describe(topic, text, **who)))
+
+
 COMMANDS: dict[str, click.Command] = {
-    "import": import_, "export": export, "stats": stats, "tables": tables, "review": review,
+    "import": import_, "export": export, "stats": stats, "tables": tables, "review": review, "topics": topics,
 }
 
 

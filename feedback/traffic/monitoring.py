@@ -20,6 +20,7 @@ from core.evaluation.monitor import Baseline, TrafficCheck, check_traffic, wilso
 from core.input_forms import guess_form
 from core.settings.policies import MonitorPolicy, TrustPolicy
 from feedback.store import FeedbackStore
+from feedback.topics.meaning import agrees
 from feedback.traffic.served import read_tallies, utc_day
 from feedback.training.snapshot import traffic_hashes
 from feedback.trust.rules import select_trusted
@@ -81,7 +82,7 @@ def measured_traffic(store: FeedbackStore, trust: TrustPolicy, version: str) -> 
             continue
         seen.add(digest)
         cell = counts.setdefault((str(row["created_at"])[:10], guess_form(row["text"]).value), [0, 0])
-        cell[0] += int(row["predicted_label"] == truth[digest])
+        cell[0] += int(agrees(row["predicted_label"], truth[digest]))  # labels as they mean now
         cell[1] += 1
     return {key: (right, n) for key, (right, n) in counts.items()}
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.data import Example
-from core.labels import LABELS, label_index
+from core.labels import LABELS
 from core.text import text_hash
 from feedback.store import FeedbackStore
 from feedback.trust.label_errors import Action, Source
@@ -45,17 +45,21 @@ class LabelFixes:
     def __len__(self) -> int:
         return len(self.relabel) + len(self.exclude)
 
-    def examples(self, rows: Sequence[Example], source: Source = Source.BASE) -> list[Example]:
-        """`rows` (labels as indices into LABELS) as training reads them: relabelled, excluded ones left out."""
+    def examples(self, rows: Sequence[Example], source: Source = Source.BASE,
+                 labels: Sequence[str] = LABELS) -> list[Example]:
+        """`rows` (labels as indices into `labels`, their corpus's topic keys) as training reads them: relabelled,
+        excluded ones left out. A relabel to a topic `labels` lacks leaves the row as it is."""
         if not self:
             return list(rows)
         out = []
         for row in rows:
-            key = (source.value, text_hash(row.text), LABELS[row.label])
+            key = (source.value, text_hash(row.text), labels[row.label])
             if key in self.exclude:
                 continue
             after = self.relabel.get(key)
-            out.append(row if after is None else replace(row, label=label_index(after)))
+            if after is not None and after in labels:
+                row = replace(row, label=list(labels).index(after), allowed=())
+            out.append(row)
         return out
 
     def trusted(self, rows: Sequence[TrustedExample]) -> list[TrustedExample]:
@@ -71,12 +75,12 @@ class LabelFixes:
             out.append(row if after is None else replace(row, label=after))
         return out
 
-    def touched(self, rows: Sequence[Example], source: Source = Source.BASE) -> int:
-        """How many of `rows` a fix changes (relabels or leaves out)."""
+    def touched(self, rows: Sequence[Example], source: Source = Source.BASE, labels: Sequence[str] = LABELS) -> int:
+        """How many of `rows` (labels indexing `labels`) a fix changes (relabels or leaves out)."""
         if not self:
             return 0
         keys = self.exclude | self.relabel.keys()
-        return sum((source.value, text_hash(row.text), LABELS[row.label]) in keys for row in rows)
+        return sum((source.value, text_hash(row.text), labels[row.label]) in keys for row in rows)
 
 
 def read_fixes(store: FeedbackStore) -> LabelFixes:

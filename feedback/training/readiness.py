@@ -67,10 +67,11 @@ def count_new_trusted(store: FeedbackStore, policy: TrustPolicy, last_run: RunRe
 def readiness(store: FeedbackStore, trust: TrustPolicy, policy: RetrainPolicy, gate: GateConfig,
               last_run: RunRecord | None) -> Readiness:
     """Everything the retrain preview and `retrain status` say about the feedback, in one pass over the answers."""
-    rows = store.answers()
-    trusted = select_trusted(rows, store.gold_labels(), trust)
+    taxonomy = store.taxonomy()
+    rows = store.answers(taxonomy=taxonomy)
+    trusted = select_trusted(rows, store.gold_labels(taxonomy), trust)
     fixes = read_fixes(store)
-    split = split_trusted(fixes.trusted(trusted), traffic_hashes(store), policy.holdout_fraction)
+    split = split_trusted(fixes.trusted(trusted), traffic_hashes(store), policy.holdout_fraction, taxonomy)
     # The GAIN rule tests each non-empty set and, with more than one, all rows pooled (retrain.gate).
     sets = 1 + bool(split.holdout) + 1  # base validation, the holdout if any, the traffic set
     tests = sets + 1

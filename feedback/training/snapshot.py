@@ -4,16 +4,17 @@ the maintainer's label fixes the retrain applies to the base rows."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.data import Example, split_by_hash
 from core.evaluation.decision import FeedbackParts
-from core.labels import label_index
 from core.settings.policies import TrustPolicy
+from core.taxonomy import Taxonomy
 from core.text import text_hash
 from feedback.database.db import is_database_url
 from feedback.store import FeedbackStore
+from feedback.topics.meaning import allowed_keys
 from feedback.traffic.traffic_set import read_traffic
 from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.trust.rules import TrustedExample, select_trusted
@@ -26,13 +27,17 @@ HOLDOUT_SALT = "feedback-holdout"
 class FeedbackSplit:
     """Trusted feedback: the traffic set's texts (judge only, see feedback.traffic.traffic_set), the rest split by text
     hash into train and holdout; the newest answer id the snapshot held; and the live label fixes (already applied
-    to these parts; the retrain applies them to the base rows)."""
+    to these parts; the retrain applies them to the base rows). Examples' labels index `labels` (the taxonomy's
+    keys it was read in); a text whose topic that taxonomy no longer has is left out, counted in `left_out`."""
 
     train: list[Example]
     holdout: list[Example]
     last_answer_id: int
     traffic: list[Example] = field(default_factory=list)
     fixes: LabelFixes = field(default_factory=LabelFixes)
+    labels: tuple[str, ...] = ()
+    taxonomy_version: int = 0
+    left_out: int = 0
 
     @property
     def parts(self) -> FeedbackParts:
@@ -40,12 +45,15 @@ class FeedbackSplit:
         return FeedbackParts(train=len(self.train), holdout=len(self.holdout), traffic=len(self.traffic))
 
 
-def read_trusted(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes | None = None) -> list[TrustedExample]:
-    """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`), read through the
-    label fixes (`fixes`, else the store's own): relabelled texts with their new label, excluded ones left out. Not
+def read_trusted(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes | None = None,
+                 taxonomy: Taxonomy | None = None) -> list[TrustedExample]:
+    """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`), each read as it
+    means under `taxonomy` (default: the store's current one; `feedback.topics.meaning`), read through the label
+    fixes (`fixes`, else the store's own): relabelled texts with their new label, excluded ones left out. Not
     logged here: what matters is how many of them train, which the run logs once it knows (`FeedbackParts.words`)."""
     fixes = read_fixes(store) if fixes is None else fixes
-    return fixes.trusted(select_trusted(store.answers(), store.gold_labels(), policy))
+    taxonomy = taxonomy or store.taxonomy()
+    return fixes.trusted(select_trusted(store.answers(taxonomy=taxonomy), store.gold_labels(taxonomy), policy))
 
 
 def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Path | None:
@@ -70,25 +78,30 @@ def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Pa
     return dest
 
 
-def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fraction: float) -> FeedbackSplit:
-    """Trusted feedback from a consistent copy, split by (salted) text hash into train and holdout parts."""
+def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fraction: float,
+                  taxonomy: Taxonomy | None = None) -> FeedbackSplit:
+    """Trusted feedback from a consistent copy, split by (salted) text hash into train and holdout parts, read in
+    `taxonomy` (the one the retrain started with; default: the copy's current one)."""
     if snapshot_db is None:
-        return FeedbackSplit(train=[], holdout=[], last_answer_id=0)
+        return FeedbackSplit(train=[], holdout=[], last_answer_id=0, labels=taxonomy.keys if taxonomy else (),
+                             taxonomy_version=taxonomy.version if taxonomy else 0)
     store = FeedbackStore(snapshot_db)
     try:
+        taxonomy = taxonomy or store.taxonomy()
         fixes = read_fixes(store)
-        trusted = read_trusted(store, policy, fixes)
+        trusted = read_trusted(store, policy, fixes, taxonomy)
         last_id = max((row["id"] for row in store.answers(limit=1)), default=0)
-        split = split_trusted(trusted, traffic_hashes(store), holdout_fraction)
+        split = split_trusted(trusted, traffic_hashes(store), holdout_fraction, taxonomy)
     finally:
         store.close()
-    return FeedbackSplit(train=split.train, holdout=split.holdout, last_answer_id=last_id, traffic=split.traffic,
-                         fixes=fixes)
+    return replace(split, last_answer_id=last_id, fixes=fixes)
 
 
 def trusted_parts(store: FeedbackStore, policy: TrustPolicy, holdout_fraction: float) -> FeedbackParts:
     """The live store's trusted texts by part, as the next retrain's snapshot would split them (the admin tiles')."""
-    return split_trusted(read_trusted(store, policy), traffic_hashes(store), holdout_fraction).parts
+    taxonomy = store.taxonomy()
+    return split_trusted(read_trusted(store, policy, taxonomy=taxonomy), traffic_hashes(store), holdout_fraction,
+                         taxonomy).parts
 
 
 def traffic_hashes(store: FeedbackStore) -> set[str]:
@@ -97,10 +110,31 @@ def traffic_hashes(store: FeedbackStore) -> set[str]:
         return read_traffic(conn)
 
 
-def split_trusted(trusted: list[TrustedExample], traffic: set[str], holdout_fraction: float) -> FeedbackSplit:
-    """Traffic texts apart (never trained on); the rest split by salted text hash into train and holdout."""
-    examples = [(Example(t.text, label_index(t.label)), t.text_hash or text_hash(t.text)) for t in trusted]
+def as_example(text: str, label: str, taxonomy: Taxonomy) -> Example | None:
+    """A trusted text as a training example in `taxonomy`: `label` (read by `feedback.topics.meaning`) indexes its
+    keys, and a set-valued label (a split topic's earlier answers) trains as its set (`Example.allowed`). None when
+    the label names a topic the taxonomy does not have."""
+    keys = allowed_keys(label)
+    if not all(k in taxonomy.keys for k in keys):
+        return None
+    indices = tuple(sorted(taxonomy.keys.index(k) for k in keys))
+    return Example(text, indices[0], allowed=indices if len(indices) > 1 else ())
+
+
+def split_trusted(trusted: list[TrustedExample], traffic: set[str], holdout_fraction: float,
+                  taxonomy: Taxonomy) -> FeedbackSplit:
+    """Traffic texts apart (never trained on); the rest split by salted text hash into train and holdout; labels
+    index `taxonomy`'s keys, and texts whose topic it does not have are left out and counted."""
+    examples = []
+    left_out = 0
+    for t in trusted:
+        example = as_example(t.text, t.label, taxonomy)
+        if example is None:
+            left_out += 1
+        else:
+            examples.append((example, t.text_hash or text_hash(t.text)))
     train, holdout = split_by_hash([e for e, digest in examples if digest not in traffic], holdout_fraction,
                                    salt=HOLDOUT_SALT)
     return FeedbackSplit(train=train, holdout=holdout, last_answer_id=0,
-                         traffic=[e for e, digest in examples if digest in traffic])
+                         traffic=[e for e, digest in examples if digest in traffic], labels=taxonomy.keys,
+                         taxonomy_version=taxonomy.version, left_out=left_out)

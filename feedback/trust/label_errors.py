@@ -23,6 +23,7 @@ from feedback.database.db import Database, iso_time
 from feedback.database.query import first, inserted_id, rows
 from feedback.database.tables import label_candidates, label_fixes, label_searches
 from feedback.errors import FeedbackError
+from feedback.topics.meaning import allowed_keys
 from feedback.validate import canonical_label, check_row_id
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ class LabelErrors:
         taxonomy = self._taxonomy()
         values = [{
             "search_id": search_id, "source": Source(c.source).value, "text_hash": c.text_hash, "origin": c.origin,
-            "text": c.text, "given_label": canonical_label(c.given_label, taxonomy),
+            "text": c.text, "given_label": _given(c.given_label, taxonomy),
             "suggested_label": canonical_label(c.suggested_label, taxonomy), "probability": float(c.probability),
             "rank": rank, "created_at": now,
         } for rank, c in enumerate(found, start=1)]
@@ -223,6 +224,15 @@ class LabelErrors:
         with self._db.read() as conn:
             return rows(conn, sa.select(label_fixes).where(label_fixes.c.undone_at.is_(None))
                         .order_by(label_fixes.c.id))
+
+
+def _given(label: str, taxonomy: Taxonomy) -> str:
+    """A candidate's given label: a topic's key, or a split topic's earlier label as its set of current keys
+    (`feedback.topics.meaning`), kept as it is so a decision on it matches the row training reads."""
+    keys = allowed_keys(label)
+    if len(keys) > 1 and all(k in taxonomy.keys for k in keys):
+        return label
+    return canonical_label(label, taxonomy)
 
 
 def _action(value: object) -> Action:

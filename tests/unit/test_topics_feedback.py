@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from core.settings.policies import TrustPolicy
 from core.taxonomy import Taxonomy, TaxonomyConflict
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from feedback.topics.meaning import SET_MARK
+from feedback.training.snapshot import read_trusted, split_trusted
 from feedback.trust.agreement import pairwise_agreement
+from feedback.trust.label_errors import Candidate, Source
 from feedback.trust.review import ReviewFilter
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
@@ -157,3 +160,54 @@ def test_two_changes_released_together_one_wins_the_other_is_told(store: Feedbac
 def test_two_processes_seeding_at_once_store_one_version(store: FeedbackStore) -> None:
     seeded = at_once(4, lambda i: store.topics.seed(["Politics", "Sport", "Culture"]).version)
     assert seeded == [1, 1, 1, 1] and store.topics.stored_version() == 1
+
+
+# Training reads old answers as what they mean now -----------------------------------------------------------------
+
+ANYONE = TrustPolicy(train_on="anyone", labels_required=1)
+
+
+def examples(store: FeedbackStore, taxonomy: Taxonomy | None = None) -> tuple[dict[str, tuple[int, tuple[int, ...]]], int]:
+    """text -> (label, allowed) of every trusted example (train and holdout), and how many were left out."""
+    taxonomy = taxonomy or store.taxonomy()
+    split = split_trusted(read_trusted(store, ANYONE, taxonomy=taxonomy), set(), 0.5, taxonomy)
+    assert split.labels == taxonomy.keys and split.taxonomy_version == taxonomy.version
+    return {e.text: (e.label, e.allowed) for e in split.train + split.holdout}, split.left_out
+
+
+def test_a_split_s_earlier_answers_train_as_sets_and_a_merge_s_as_the_target(store: FeedbackStore) -> None:
+    answer(store, "New chip", "Sci/Tech")
+    answer(store, "Oil up", "Business")
+    change(store, lambda t: t.split("Sci/Tech", "Science"))
+    answer(store, "Comet seen", "Science")
+    change(store, lambda t: t.merge("Business", "World"))
+    taxonomy = store.taxonomy()
+    assert taxonomy.keys == ("World", "Sports", "Sci/Tech", "Science")
+    found, left_out = examples(store)
+    assert found == {"New chip": (2, (2, 3)), "Comet seen": (3, ()), "Oil up": (0, ())} and left_out == 0
+
+
+def test_a_retrain_keeps_the_taxonomy_it_started_with(store: FeedbackStore) -> None:
+    answer(store, "Oil up", "Business")
+    started = store.taxonomy()
+    change(store, lambda t: t.add("Health"))
+    answer(store, "Flu season", "Health")
+    change(store, lambda t: t.merge("Business", "World"))
+    found, left_out = examples(store, started)  # read as the four topics it started with
+    assert found == {"Oil up": (2, ())} and left_out == 1  # the Health answer names a topic it does not have
+    now, _ = examples(store)
+    assert now == {"Oil up": (0, ()), "Flu season": (3, ())}
+
+
+def test_label_fixes_take_the_taxonomy_s_topics_and_a_split_s_sets(store: FeedbackStore) -> None:
+    change(store, lambda t: t.split("Sci/Tech", "Science"))
+    both = f"Sci/Tech{SET_MARK}Science"
+    found = [Candidate(Source.ANSWER, "a" * 64, "answer #1", "New chip", both, "science", 0.9),
+             Candidate(Source.BASE, "b" * 64, "train.csv row 2", "Comet seen", "Sci/Tech", "Science", 0.8)]
+    assert store.label_errors.save_search("s1", found) == 2
+    open_ones, _ = store.label_errors.open_candidates()
+    assert [(c["given_label"], c["suggested_label"]) for c in open_ones] == [(both, "Science"), ("Sci/Tech", "Science")]
+    with pytest.raises(FeedbackError, match="expected one of"):
+        store.label_errors.decide([open_ones[0]["id"]], "relabel", "maya", "Weather")
+    report = store.label_errors.decide([open_ones[0]["id"]], "relabel", "maya", "science")
+    assert report.decided and store.label_errors.live_fixes()[0]["label_after"] == "Science"

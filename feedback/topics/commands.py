@@ -1,0 +1,60 @@
+"""`newsloop topics ...`: list the topics, and add, rename, merge, split or describe one, each change saying first
+what it touches (`feedback.topics.changes.impact`) and, with `dry_run`, writing nothing. feedback.cli parses the
+options and turns refusals into exit statuses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from core.taxonomy import Taxonomy
+from feedback.store import FeedbackStore
+from feedback.topics.changes import Impact, impact
+
+LEARNING = "new: the model is still learning it"
+
+
+def listing(taxonomy: Taxonomy, model_labels: Sequence[str]) -> dict[str, Any]:
+    """The taxonomy as `topics list --json` prints it: its version, the topics in order, and every change so far."""
+    learning = set(taxonomy.learning(model_labels))
+    return {
+        "version": taxonomy.version,
+        "topics": [{"position": i + 1, "key": t.key, "name": t.name, "description": t.description,
+                    "learning": t.key in learning} for i, t in enumerate(taxonomy.topics)],
+        "history": [{"version": v.version, "change": v.change.to_dict(), "by": v.by, "at": v.at, "why": v.why}
+                    for v in taxonomy.versions],
+    }
+
+
+def list_topics(taxonomy: Taxonomy, model_labels: Sequence[str], *, as_json: bool = False) -> None:
+    """Print the topics: version, then each topic's position, name (its key when different), description, and
+    whether the serving model predicts it yet."""
+    found = listing(taxonomy, model_labels)
+    if as_json:
+        print(json.dumps(found, indent=2))
+        return
+    last = taxonomy.current
+    said = f" ({last.change.kind}{f' by {last.by}' if last.by else ''}{f', {last.at}' if last.at else ''})"
+    print(f"topics, version {taxonomy.version}{said if last.version > 1 else ''}:")
+    for t in found["topics"]:
+        key = f" [key {t['key']}]" if t["key"] != t["name"] else ""
+        about = f": {t['description']}" if t["description"] else ""
+        new = f" ({LEARNING})" if t["learning"] else ""
+        print(f"  {t['position']}. {t['name']}{key}{about}{new}")
+
+
+def change_topics(store: FeedbackStore, before: Taxonomy, step: Callable[[Taxonomy], Taxonomy],
+                  base_labels: Callable[[], Sequence[str]], *, dry_run: bool) -> Impact:
+    """Plan a change on `before` (raises TaxonomyError when refused), print what it touches, and unless `dry_run`
+    store it as the next version (raises TaxonomyConflict when someone changed the topics meanwhile)."""
+    after = step(before)
+    # Only a merge or a split changes what rows mean; only they need the base data's labels, which can be slow to read.
+    kind = after.current.change.kind
+    found = impact(store, before, after, base_labels() if kind in ("merge", "split") else ())
+    if dry_run:
+        print(f"dry run, nothing written: {found.words()}")
+        return found
+    stored = store.topics.commit(after, before.version)
+    print(f"topics version {stored.version}: {found.words()}")
+    return found
