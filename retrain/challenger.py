@@ -25,13 +25,12 @@ def train_challenger(
     factory: ModelFactory,
     tracker: Tracker,
     label_fixes: int = 0,
-    taxonomy: Taxonomy | None = None,
 ) -> tuple[NewsClassifier, PreTrainedTokenizerBase, dict[str, Any]]:
-    """Train on `rows` (labels indexing `taxonomy`'s topics; default the four AG News ones) toward their replay
-    targets and log the run (with `label_fixes`, the live label fixes its rows were read through); returns the
-    model, one output per topic of `taxonomy`, its tokenizer and the meta its version will carry."""
+    """Train on `rows` (labels indexing `rows.taxonomy`'s topics; default the four AG News ones) toward their
+    replay targets and log the run (with `label_fixes`, the live label fixes its rows were read through); returns
+    the model, one output per topic of the taxonomy, its tokenizer and the meta its version will carry."""
     policy, config = setup.policy, setup.train
-    taxonomy = taxonomy or starting(LABELS)
+    taxonomy = rows.taxonomy or starting(LABELS)
     model, tokenizer = factory(champion)
     fit_head(model, taxonomy)  # grown or shrunk from the champion's outputs
     targets = replay_targets(

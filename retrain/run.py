@@ -163,7 +163,7 @@ def _retrain(
         log.info("label fixes: %d live, %d touch base training rows, %d base validation rows", len(split.fixes),
                  result.label_fixes["base_train"], result.label_fixes["base_validation"])
     rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed,
-                    setup.policy.feedback_repeats)
+                    setup.policy.feedback_repeats, taxonomy)
     counts = rows.counts
     result.rows = RowCounts(base_train=counts["base_train"], feedback_train=counts["feedback_train"],
                             feedback_holdout=counts["feedback_holdout"], traffic=len(split.traffic),
@@ -178,8 +178,7 @@ def _retrain(
         return
 
     stage(Stage.TRAINING)
-    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes),
-                                              taxonomy)
+    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes))
 
     stage(Stage.EXPORT)
     exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)

@@ -34,6 +34,7 @@ class TrainingRows:
     validation: list[Example]
     on_validation: int = 0  # trusted feedback left out: its texts are base-validation texts
     feedback_repeats: int = 1  # times each feedback row is trained on per epoch (RetrainPolicy.feedback_repeats)
+    taxonomy: Taxonomy | None = None  # the topics the rows' labels index (None: the four AG News ones)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -80,13 +81,14 @@ def set_mask(examples: list[Example], num_labels: int) -> np.ndarray | None:
 
 def assemble(
     corpus: Corpus, feedback: list[Example], holdout: list[Example], base_rows: int, seed: int,
-    feedback_repeats: int = 1,
+    feedback_repeats: int = 1, taxonomy: Taxonomy | None = None,
 ) -> TrainingRows:
-    """Base rows (capped) and trusted feedback, never training on a base-validation text."""
+    """Base rows (capped) and trusted feedback, never training on a base-validation text; their labels index
+    `taxonomy`'s topics."""
     protected = {text_hash(e.text) for e in corpus.validation}
     kept = [e for e in feedback if text_hash(e.text) not in protected]
     return TrainingRows(cap_rows(corpus.train, base_rows, seed), kept, holdout, corpus.validation,
-                        on_validation=len(feedback) - len(kept), feedback_repeats=feedback_repeats)
+                        on_validation=len(feedback) - len(kept), feedback_repeats=feedback_repeats, taxonomy=taxonomy)
 
 
 def replay_targets(

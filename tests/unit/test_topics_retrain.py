@@ -1,0 +1,256 @@
+"""Training and the gate across a taxonomy change: rows and heads follow the taxonomy a retrain started with, a
+split's old rows train as sets, and the gate compares on shared topics and judges a new topic on its own answers."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import retrain.challenger as challenger_module
+from core.data import Corpus, Example, under_taxonomy
+from core.evaluation.decision import Rule
+from core.labels import LABELS
+from core.registry.stages import Stage
+from core.registry.versions import ModelRegistry
+from core.serving.classifier import OnnxClassifier
+from core.settings.policies import GateConfig, StoreLimits
+from core.taxonomy import Taxonomy, starting
+from core.topic_maps import NewTopicScore, comparison, in_taxonomy, new_topic_scores
+from feedback.store import FeedbackStore
+from retrain.gate import EvalSet, decide
+from retrain.model import fit_head, tiny_model
+from retrain.run import retrain
+from retrain.setup import RetrainSetup
+from retrain.train import TrainResult, row_losses
+from testkit.models import tiny_settings
+
+AG = starting(LABELS)
+
+
+# --- rows in the taxonomy's index space ---------------------------------------------------------------------------
+def test_base_rows_follow_a_merge_and_a_split_and_the_four_topics_are_untouched() -> None:
+    corpus = Corpus([Example("w", 0), Example("s", 1), Example("b", 2), Example("t", 3)], [Example("v", 3)])
+    assert under_taxonomy(corpus, AG) is corpus
+    changed = AG.merge("World", "Business").split("Sci/Tech", "Science")
+    read = under_taxonomy(corpus, changed)
+    assert read.labels == ("Sports", "Business", "Sci/Tech", "Science")
+    by_text = {e.text: e for e in read.train}
+    assert (by_text["w"].label, by_text["w"].allowed) == (1, ())  # World counts as Business now
+    assert (by_text["b"].label, by_text["b"].allowed) == (1, ())
+    assert (by_text["t"].label, by_text["t"].allowed) == (2, (2, 3))  # "Sci/Tech or Science", labelled the parent
+    assert read.validation[0].allowed == (2, 3)
+
+
+# --- the head ------------------------------------------------------------------------------------------------------
+def _last(model: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    layer = model.head[-1]
+    return layer.weight.detach().clone(), layer.bias.detach().clone()
+
+
+def test_after_add_the_head_has_five_outputs_the_new_one_neutral_and_below_the_rest() -> None:
+    model = tiny_model()
+    weight, bias = _last(model)
+    fit_head(model, AG.add("Health"))
+    new_weight, new_bias = _last(model)
+    assert model.labels == (*LABELS, "Health") and model.num_labels == 5 and new_weight.shape[0] == 5
+    assert torch.equal(new_weight[:4], weight) and torch.equal(new_bias[:4], bias)
+    assert torch.allclose(new_weight[4], weight.mean(dim=0)) and new_bias[4] < bias.min()
+    ids = torch.randint(1000, 2000, (3, 12))
+    assert model(ids, torch.ones_like(ids)).shape == (3, 5)
+
+
+def test_after_merge_the_head_has_three_outputs_and_the_target_keeps_its_row() -> None:
+    model = tiny_model()
+    weight, bias = _last(model)
+    fit_head(model, AG.merge("World", "Business"))
+    new_weight, new_bias = _last(model)
+    assert model.labels == ("Sports", "Business", "Sci/Tech") and new_weight.shape[0] == 3
+    assert torch.equal(new_weight, weight[1:]) and torch.equal(new_bias, bias[1:])
+
+
+def test_after_split_the_head_has_five_outputs_and_the_child_starts_as_its_parent() -> None:
+    model = tiny_model()
+    weight, bias = _last(model)
+    fit_head(model, AG.split("Sci/Tech", "Science"))
+    new_weight, new_bias = _last(model)
+    assert model.labels == (*LABELS, "Science")
+    assert torch.equal(new_weight[4], weight[3]) and new_bias[4] == bias[3]
+
+
+# --- the loss ------------------------------------------------------------------------------------------------------
+def test_a_set_row_loses_minus_log_of_the_sets_probability_an_exact_row_its_cross_entropy() -> None:
+    logits = torch.log(torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3, 0.4]], requires_grad=True))
+    targets = torch.tensor([[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
+    sets = torch.tensor([[False] * 4, [False, True, True, False]])
+    losses = row_losses(logits, targets, sets)
+    assert losses[0].item() == pytest.approx(-math.log(0.4))  # exact: its own target
+    assert losses[1].item() == pytest.approx(-math.log(0.2 + 0.3))  # the set {1, 2}: -log(p1 + p2)
+    losses.sum().backward()  # finite: the exact row's unused set branch leaks no -inf into the gradient
+    assert row_losses(logits, targets).tolist() == pytest.approx([-math.log(0.4)] * 2)
+
+
+def test_the_champions_probabilities_carry_into_the_taxonomy() -> None:
+    probs = np.array([[0.1, 0.2, 0.3, 0.4]])
+    merged = in_taxonomy(probs, LABELS, 1, AG.merge("World", "Business"))
+    assert merged.tolist()[0] == pytest.approx([0.2, 0.4, 0.4])  # World + Business summed
+    split = in_taxonomy(probs, LABELS, 1, AG.split("Sci/Tech", "Science").add("Health"))
+    assert split.tolist()[0] == pytest.approx([0.1, 0.2, 0.3, 0.2, 0.2, 0.0])  # the parent's shared by the set
+
+
+# --- the gate ------------------------------------------------------------------------------------------------------
+def test_a_champion_lacking_a_topic_is_compared_on_the_shared_ones() -> None:
+    taxonomy = AG.merge("World", "Business").add("Health")
+    classes = comparison(LABELS, taxonomy)
+    assert classes.keys == ("Sports", "Business", "Sci/Tech") and classes.new_topics == ("Health",)
+    # The champion's World counts as Business; the challenger's Health on a shared row is "outside" (wrong there).
+    assert classes.champion_classes([0, 1, 2, 3]).tolist() == [1, 0, 1, 2]
+    assert classes.challenger_classes([0, 1, 2, 3]).tolist() == [0, 1, 2, 3]
+    assert classes.truths([0, 1, 2, 3]).tolist() == [0, 1, 2, -1]
+
+
+def _split_comparison() -> tuple[Taxonomy, Any]:
+    taxonomy = AG.split("Sci/Tech", "Science")
+    return taxonomy, comparison(LABELS, taxonomy)
+
+
+def test_after_a_split_the_challengers_child_counts_as_its_parent_on_shared_rows() -> None:
+    _, classes = _split_comparison()
+    assert classes.new_topics == ("Science",) and classes.challenger_classes([4]).tolist() == [3]
+
+
+def _base(n: int = 400) -> EvalSet:
+    y = np.arange(n) % 4
+    return EvalSet("base_validation", y, y.copy(), y.copy())
+
+
+def test_the_gate_refuses_a_new_topic_with_too_few_held_out_answers_and_says_so() -> None:
+    few = NewTopicScore("Health", "Health", 12, 1.0, 1.0)
+    result = decide([_base()], GateConfig(), LABELS, [few])
+    rule = result.rule(Rule.NEW_TOPIC, "Health")
+    assert rule is not None and not rule.passed and not result.promote
+    assert "the new topic Health has 12 held-out answers; it needs 30" in result.reasons
+
+
+def test_a_new_topic_with_enough_answers_is_judged_on_recall_and_precision_in_plain_words() -> None:
+    good = NewTopicScore("Health", "Health", 41, 0.83, 0.88)
+    weak = NewTopicScore("Climate", "Climate", 41, 0.55, 0.88)
+    result = decide([_base()], GateConfig(), LABELS, [good, weak])
+    passed, failed = result.rule(Rule.NEW_TOPIC, "Health"), result.rule(Rule.NEW_TOPIC, "Climate")
+    assert passed is not None and passed.passed and failed is not None and not failed.passed
+    from core.evaluation.decision import describe
+
+    assert describe(passed) == "the new topic Health: 41 held-out answers, recall 0.83, precision 0.88"
+    assert result.reasons[-1] == ("the new topic Climate: 41 held-out answers, recall 0.55, precision 0.88; "
+                                  "recall needs 0.70")
+
+
+def test_new_topic_scores_count_exact_answers_for_recall_and_allowed_sets_for_precision() -> None:
+    taxonomy, _ = _split_comparison()
+    labels = [4, 4, 4, 3, 3, 0]  # three exact Science answers, one exact Sci/Tech, one old "Sci/Tech or Science"
+    allowed: list[tuple[int, ...]] = [(), (), (), (), (3, 4), ()]
+    predicted = [4, 4, 3, 4, 4, 0]
+    [score] = new_topic_scores(taxonomy, ["Science"], labels, allowed, predicted)
+    assert (score.n, score.recall, score.precision) == (3, pytest.approx(2 / 3), pytest.approx(3 / 4))
+
+
+# --- a whole retrain across a change (the optimizer's steps left out: the rows and head are what is checked) -------
+@pytest.fixture
+def no_steps(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Replace the training loop: record what it was given and leave the warm-started, re-headed model as it is."""
+    calls: list[dict[str, Any]] = []
+
+    def train(model: Any, tokenizer: Any, texts: Any, labels: Any, config: Any, **kw: Any) -> TrainResult:
+        calls.append({"model_labels": model.labels, "texts": list(texts), "labels": list(labels), **kw})
+        return TrainResult()
+
+    monkeypatch.setattr(challenger_module, "train", train)
+    return calls
+
+
+def _with_feedback(home: Path, change: Any = None) -> Any:
+    settings = tiny_settings(home, retrain_base_rows=0)
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
+    from core.data import load_seed
+
+    for i, ex in enumerate(load_seed().train[:30]):  # trusted feedback, or the run stops before training
+        store.record(text=ex.text, user_label=LABELS[ex.label], annotator=f"tester-{i % 3}", kind="correct")
+    if change is not None:
+        store.topics.commit(change(store.topics.current(LABELS)), planned_on=1)
+    store.close()
+    return settings
+
+
+def _challenger_labels(home: Path, version: str) -> tuple[str, ...]:
+    path = ModelRegistry(home / "models").get(version).path
+    return OnnxClassifier(path).labels
+
+
+def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_without_answers(
+        tiny_home_copy: Path, no_steps: list[dict[str, Any]]) -> None:
+    settings = _with_feedback(tiny_home_copy, lambda t: t.add("Health", "health and medicine"))
+    result = retrain(RetrainSetup.from_settings(settings), track=True)
+    [call] = no_steps
+    assert call["model_labels"] == (*LABELS, "Health") and np.shape(call["targets"])[1] == 5
+    assert _challenger_labels(tiny_home_copy, result.challenger) == (*LABELS, "Health")
+    assert result.decision == "refused"
+    assert "the new topic Health has 0 held-out answers; it needs 30" in result.reasons
+    assert ModelRegistry(tiny_home_copy / "models").champion().version == result.champion_before  # keeps serving
+    import mlflow
+
+    client = mlflow.tracking.MlflowClient(settings.tracking_uri)
+    assert client.get_run(result.mlflow_run_id).data.params["taxonomy_version"] == "2"
+    local = client.download_artifacts(result.mlflow_run_id, "topics.json", str(tiny_home_copy))
+    topics = json.loads(Path(local).read_text())
+    assert topics["version"] == 2 and topics["topics"][-1] == {"key": "Health", "name": "Health",
+                                                              "description": "health and medicine"}
+
+
+def test_a_retrain_after_split_trains_the_old_rows_as_sets(tiny_home_copy: Path,
+                                                            no_steps: list[dict[str, Any]]) -> None:
+    settings = _with_feedback(tiny_home_copy, lambda t: t.split("Sci/Tech", "Science"))
+    result = retrain(RetrainSetup.from_settings(settings), track=False)
+    [call] = no_steps
+    assert call["model_labels"] == (*LABELS, "Science")
+    sets, labels = call["sets"], call["labels"]
+    sci = [i for i, label in enumerate(labels) if label == 3]
+    assert sci and all(sets[i].tolist() == [False, False, False, True, True] for i in sci)
+    assert not sets[[i for i, label in enumerate(labels) if label != 3]].any()  # every other row is exact
+    assert _challenger_labels(tiny_home_copy, result.challenger) == (*LABELS, "Science")
+    assert result.gate is not None and result.gate.rule(Rule.LABEL_RECALL, "Sci/Tech") is not None
+
+
+def test_a_retrain_after_merge_has_three_outputs_and_is_judged_on_them(tiny_home_copy: Path,
+                                                                        no_steps: list[dict[str, Any]]) -> None:
+    settings = _with_feedback(tiny_home_copy, lambda t: t.merge("World", "Business"))
+    result = retrain(RetrainSetup.from_settings(settings), track=False)
+    [call] = no_steps
+    assert call["model_labels"] == ("Sports", "Business", "Sci/Tech") and set(call["labels"]) == {0, 1, 2}
+    assert _challenger_labels(tiny_home_copy, result.challenger) == ("Sports", "Business", "Sci/Tech")
+    assert result.gate is not None
+    assert {r.subject for r in result.gate.rules if r.rule == Rule.LABEL_RECALL} == {"Sports", "Business", "Sci/Tech"}
+
+
+def test_a_change_made_while_a_retrain_runs_does_not_touch_it(tiny_home_copy: Path,
+                                                              no_steps: list[dict[str, Any]]) -> None:
+    settings = _with_feedback(tiny_home_copy)
+
+    def meanwhile(stage: Stage) -> None:
+        if stage == Stage.TRAINING:  # after the snapshot: another maintainer adds a topic
+            store = FeedbackStore(settings.paths.feedback_db)
+            store.topics.commit(store.topics.current(LABELS).add("Climate"), planned_on=1)
+            store.close()
+
+    result = retrain(RetrainSetup.from_settings(settings), track=False, on_stage=meanwhile)
+    [call] = no_steps
+    assert call["model_labels"] == LABELS
+    assert _challenger_labels(tiny_home_copy, result.challenger) == LABELS
+    assert result.gate is not None and result.gate.rule(Rule.NEW_TOPIC) is None  # judged as it started
+    store = FeedbackStore(settings.paths.feedback_db)
+    assert store.topics.current(LABELS).keys == (*LABELS, "Climate")  # the change itself was kept
+    store.close()
