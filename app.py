@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from core.command_line import ExitCode
-from core.data import source_labels
+from core.data import DataSourceError, source_labels
 from core.host.cpu_share import BESIDE_SERVING_ENV
 from core.logs import configure_logging
 from core.registry.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
@@ -301,8 +301,12 @@ def main(verbose: bool = False) -> None:
         sys.exit(ExitCode.CONFIG)
     ensure_home(settings)
     start_snapshots(settings)
-    ensure_champion(settings)
-    register_starter_on_server(settings)
+    try:
+        ensure_champion(settings)
+        register_starter_on_server(settings)
+    except DataSourceError as exc:  # NEWSLOOP_DATA names a file or folder it refuses: say so, in one line
+        print(f"NewsLoop will not start: {exc}", file=sys.stderr)
+        sys.exit(ExitCode.BAD_INPUT)
     from core.serving.classifier import (
         ChampionService,  # here, so `import app` (tests, tools) does not load ONNX Runtime
     )

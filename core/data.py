@@ -348,24 +348,31 @@ def load_corpus(source: str, val_fraction: float = 0.1, use_extra: bool = True) 
 
 
 def load_corpus_or_seed(source: str, val_fraction: float = 0.1, use_extra: bool = True) -> Corpus:
-    """Like `load_corpus`, but fall back to the seed set when the source is unavailable."""
+    """Like `load_corpus`, but fall back to the seed set when the source is unavailable (a hub dataset that cannot
+    be loaded, a path that is not there). A file or folder that is there but refused raises: training on the seed
+    set instead of the data someone gave would hide their mistake."""
     try:
         return load_corpus(source, val_fraction, use_extra)
     except DataSourceError as exc:
+        if _is_present(source):
+            raise
         log.warning("%s; falling back to the built-in seed set", exc)
         return load_seed()
 
 
+def _is_present(source: str) -> bool:
+    """Whether `source` names a file or folder that exists (the seed set aside)."""
+    return source != SEED_SOURCE and Path(source).expanduser().exists()
+
+
 def source_labels(source: str, use_extra: bool = True) -> tuple[str, ...]:
     """The topics `load_corpus_or_seed(source)` gives its examples, without loading a dataset from the hub (AG
-    News's four, as the seed set's): what a starter or a champion must predict to fit the configured data."""
+    News's four, as the seed set's): what a starter or a champion must predict to fit the configured data. Raises
+    DataSourceError as it does, for a file or folder that is there but refused."""
     path = Path(source).expanduser()
-    try:
-        if path.is_dir():
-            train_csv, extras, test_csv = _folder_files(path, use_extra)
-            return read_labelled([train_csv, *extras, *([test_csv] if test_csv else [])])[1]
-        if path.is_file():
-            return read_labelled([path])[1]
-    except DataSourceError as exc:
-        log.warning("%s; its topics are taken to be the seed set's", exc)
-    return LABELS
+    if not _is_present(source):
+        return LABELS
+    if path.is_dir():
+        train_csv, extras, test_csv = _folder_files(path, use_extra)
+        return read_labelled([train_csv, *extras, *([test_csv] if test_csv else [])])[1]
+    return read_labelled([path])[1]

@@ -243,5 +243,13 @@ def test_source_labels_without_files_are_the_ag_news_four(tmp_path: Path) -> Non
     assert source_labels("seed") == LABELS
     assert source_labels("ag_news") == LABELS  # a hub id: nothing is downloaded to say so
     assert load_seed().labels == LABELS
+    assert source_labels(str(tmp_path / "missing.csv")) == LABELS  # as load_corpus_or_seed falls back to the seed
+
+
+def test_a_file_that_is_there_but_refused_is_not_replaced_by_the_seed_set(tmp_path: Path) -> None:
     broken = write(tmp_path / "broken.csv", "label,text\nSport,a\n")
-    assert source_labels(str(broken)) == LABELS  # as load_corpus_or_seed falls back to the seed set
+    with pytest.raises(DataSourceError, match="names 1 topic"):
+        load_corpus_or_seed(str(broken))
+    with pytest.raises(DataSourceError, match="names 1 topic"):
+        source_labels(str(broken))
+    assert load_corpus_or_seed(str(tmp_path / "missing.csv")).description.startswith("seed")

@@ -4,18 +4,23 @@ champion it serves; what in core reads probabilities takes the model's own topic
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from app import seed_topics
+from core.command_line import ExitCode
 from core.evaluation.estimate import Tally, estimate
 from core.evaluation.metrics import evaluate_probabilities, ranking_metrics
 from core.labels import LABELS
 from core.registry.starter import STARTER_DIR, install_starter, starter_fits, starter_meta
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import ChampionService, OnnxClassifier
+from core.settings.config import PROJECT_ROOT
 from core.storage.paths import CHECKPOINT_DIR
 from testkit.data import OWN_TOPICS, own_topics_csv
 from testkit.models import build_tiny_champion, tiny_settings
@@ -114,3 +119,18 @@ def test_estimates_and_metrics_name_the_models_topics() -> None:
     assert list(metrics["per_label"]) == list(TOPICS) and metrics["accuracy"] == 0.75
     with pytest.raises(ValueError, match=r"probabilities of shape \(4, 3\) for 4 labels"):
         ranking_metrics([0, 1, 2, 1], probs)  # AG News's four by default: three columns are not them
+
+
+@pytest.mark.parametrize("command", [["-m", "newsloop", "bootstrap"], ["app.py"]])
+def test_a_data_file_it_refuses_stops_the_bootstrap_and_the_app_naming_file_and_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    data = tmp_path / "own.csv"
+    data.write_text("label,text\nPolitics,Vote count begins\nSport,Cup final tonight\n,Shares fall\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEWSLOOP_", "MLFLOW_"))} | {
+        "NEWSLOOP_HOME": str(tmp_path / "home"), "NEWSLOOP_DATA": str(data), "PYTHONPATH": str(PROJECT_ROOT)}
+    done = subprocess.run([sys.executable, *command], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == ExitCode.BAD_INPUT, done.stderr[-2000:]
+    assert "own.csv:4: empty label" in done.stderr and "Traceback" not in done.stderr
+    assert ModelRegistry(tmp_path / "home" / "models").champion() is None  # neither the seed set nor the starter
