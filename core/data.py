@@ -180,11 +180,12 @@ class _Topics:
             self.names.append(name)
         return self._index[folded]
 
-    def labels(self, where: str) -> tuple[str, ...]:
-        """The topic keys the indices given so far point into; refuses fewer than MIN_TOPICS topics."""
+    def labels(self, where: str, counted: bool = True) -> tuple[str, ...]:
+        """The topic keys the indices given so far point into; refuses fewer than MIN_TOPICS topics (a source's)
+        unless not `counted` (a file read on its own, one of a folder's, say)."""
         if self.numbered in (None, True):
             return LABELS
-        if len(self.names) < MIN_TOPICS:
+        if counted and len(self.names) < MIN_TOPICS:
             raise DataSourceError(f"{where} names {len(self.names)} topic ({', '.join(self.names)}); "
                                   f"a source needs at least {MIN_TOPICS}")
         return tuple(self.names)
@@ -200,18 +201,21 @@ class _Topics:
 
 
 def read_csv(path: Path) -> list[Example]:
-    """Read a labelled CSV (`label,title,description` or `label,text`, labels 1-4 or topic names); each example's
-    `label` indexes the file's topics (`read_labelled`), AG News's four for a numbered file."""
-    return read_labelled([Path(path)])[0][0]
+    """Read one labelled CSV on its own (`label,title,description` or `label,text`, labels 1-4 or topic names);
+    each example's `label` indexes the file's topics, AG News's four for a numbered file. A source's topics are
+    `read_labelled`'s (it counts them; one file of a folder may name a single topic)."""
+    return read_labelled([Path(path)], counted=False)[0][0]
 
 
-def read_labelled(paths: Sequence[Path]) -> tuple[list[list[Example]], tuple[str, ...]]:
+def read_labelled(
+    paths: Sequence[Path], *, counted: bool = True
+) -> tuple[list[list[Example]], tuple[str, ...]]:
     """Read the CSVs of one source: each file's examples, and the topics their `label`s index (one list for all
-    the files: a topic named in several is one topic)."""
+    the files: a topic named in several is one topic); `counted`: refuse fewer than MIN_TOPICS of them."""
     topics = _Topics()
     files = [_read_rows(Path(path), topics) for path in paths]
     where = ", ".join(Path(p).name for p in paths)
-    labels = topics.labels(where)
+    labels = topics.labels(where, counted)
     ag_news = topics.as_ag_news()
     if ag_news is not None:  # the four by name: read as AG News, in its order, so AG News's models fit them
         files = [[replace(e, label=ag_news[e.label]) for e in examples] for examples in files]

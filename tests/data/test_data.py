@@ -233,6 +233,10 @@ def test_a_folder_of_names_shares_one_topic_list_across_its_files(tmp_path: Path
     assert corpus.labels == ("Politics", "Sport", "Money")
     assert Example("Extra sport row", 1) in corpus.train and corpus.test == [Example("Held out money row", 2)]
     assert source_labels(str(tmp_path)) == corpus.labels
+    # One file of the folder read on its own (to name rows, say) may hold a single topic.
+    write(tmp_path / "train_more.csv", "label,text\nMoney,Extra money row\n")
+    assert read_csv(tmp_path / "train_more.csv") == [Example("Extra money row", 0)]
+    assert load_corpus(str(tmp_path), 0.1, use_extra=True).labels == ("Politics", "Sport", "Money")
     # A file that mixes numbers with the names of another file of the same source is refused.
     write(tmp_path / "test.csv", "label,text\n3,Held out money row\n")
     with pytest.raises(DataSourceError, match=r"test.csv:2: label '3' in a source whose labels are topic names"):

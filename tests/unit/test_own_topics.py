@@ -134,3 +134,19 @@ def test_a_data_file_it_refuses_stops_the_bootstrap_and_the_app_naming_file_and_
     assert done.returncode == ExitCode.BAD_INPUT, done.stderr[-2000:]
     assert "own.csv:4: empty label" in done.stderr and "Traceback" not in done.stderr
     assert ModelRegistry(tmp_path / "home" / "models").champion() is None  # neither the seed set nor the starter
+
+
+def test_the_tfidf_baseline_reads_the_datas_topics_and_a_test_file_by_name(tmp_path: Path) -> None:
+    from core.data import DataSourceError
+    from core.settings.policies import DataSource
+    from retrain.baseline import tfidf_svm_baseline
+
+    data = DataSource(source=str(own_topics_csv(tmp_path / "own.csv")))
+    test_csv = tmp_path / "test.csv"
+    test_csv.write_text("label,text\nMoney,Shares fell as the central bank raised rates\n"
+                        "Sport,The striker scored twice in the cup final\n", encoding="utf-8")
+    report = tfidf_svm_baseline(data, 0, 0, test_csv)
+    assert report["csv"]["n"] == 2 and 0.0 <= report["validation"]["accuracy"] <= 1.0
+    test_csv.write_text("label,text\nHealth,Flu cases rise\n", encoding="utf-8")
+    with pytest.raises(DataSourceError, match="test.csv names Health, not among the data's topics"):
+        tfidf_svm_baseline(data, 0, 0, test_csv)
