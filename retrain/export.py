@@ -169,7 +169,7 @@ def _optimize(raw: Path, out: Path, model: NewsClassifier) -> bool:
 
 def _set_metadata(path: Path, max_length: int, extra: dict) -> None:
     proto = onnx.load(str(path))
-    entries = {"labels": "|".join(LABELS), "max_length": str(max_length), "tokenizer": TOKENIZER_FILE}  # `extra` names the model's
+    entries = {"labels": "|".join(LABELS), "max_length": str(max_length), "tokenizer": TOKENIZER_FILE}
     entries |= {k: str(v) for k, v in extra.items()}
     del proto.metadata_props[:]
     for key, value in entries.items():

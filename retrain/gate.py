@@ -55,7 +55,7 @@ class EvalSet:
     challenger_pred: np.ndarray  # may also be K: a topic the champion lacks (wrong on these rows)
 
 
-def combined_score(sets: list[EvalSet], which: str, holdout_weight: float) -> float:
+def combined_score(sets: list[EvalSet], which: str, holdout_weight: float, labels: Sequence[str] = LABELS) -> float:
     """Macro-F1 of `which` model ("champion" or "challenger") over base validation and the users' sets.
 
     Base validation alone if it is the only set. Otherwise the users' sets share `holdout_weight`: the
@@ -68,8 +68,8 @@ def combined_score(sets: list[EvalSet], which: str, holdout_weight: float) -> fl
         raise ValueError(f"which must be one of {', '.join(MODELS)}, got {which!r}")
     if not 0.0 <= holdout_weight <= 1.0:
         raise ValueError(f"holdout_weight must be in [0, 1], got {holdout_weight}")
-    by_name = _validated(sets)
-    return _combined(by_name, _weights(by_name, holdout_weight), which)
+    by_name = _validated(sets, len(labels))
+    return _combined(by_name, _weights(by_name, holdout_weight), which, labels)
 
 
 def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABELS,
@@ -78,8 +78,8 @@ def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABE
     topics (the classes of `sets`); `new_topics`: the challenger's scores on each topic the champion lacks."""
     by_name = _validated(sets, len(labels))
     weights = _weights(by_name, config.holdout_weight)
-    champion_score = _combined(by_name, weights, "champion")
-    challenger_score = _combined(by_name, weights, "challenger")
+    champion_score = _combined(by_name, weights, "champion", labels)
+    challenger_score = _combined(by_name, weights, "challenger", labels)
     rules = [
         RuleResult(Rule.MARGIN, challenger_score - champion_score >= config.margin - _EPS,
                    champion=champion_score, challenger=challenger_score, threshold=config.margin),
@@ -109,7 +109,7 @@ def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABE
     return GateResult(
         promote=all(r.passed for r in rules),
         rules=tuple(rules),
-        sets=tuple(_set_scores(s, weights[name]) for name, s in by_name.items()),
+        sets=tuple(_set_scores(s, weights[name], labels) for name, s in by_name.items()),
         champion_score=champion_score,
         challenger_score=challenger_score,
         p_value=gain_p,
@@ -219,9 +219,9 @@ def _weights(by_name: dict[str, EvalSet], holdout_weight: float) -> dict[str, fl
     return {BASE_SET: 1.0 - sum(weights.values())} | weights
 
 
-def _combined(by_name: dict[str, EvalSet], weights: dict[str, float], which: str) -> float:
+def _combined(by_name: dict[str, EvalSet], weights: dict[str, float], which: str, labels: Sequence[str]) -> float:
     # A zero-weight set is skipped rather than scored: it may be empty, which sklearn refuses.
-    return float(sum(w * _macro_f1(by_name[name], which) for name, w in weights.items() if w > 0))
+    return float(sum(w * _macro_f1(by_name[name], which, labels) for name, w in weights.items() if w > 0))
 
 
 def _pred(s: EvalSet, which: str) -> np.ndarray:
@@ -232,13 +232,14 @@ def _mean(s: EvalSet, which: str) -> float:
     return float(np.mean(_pred(s, which) == s.y_true))
 
 
-def _macro_f1(s: EvalSet, which: str) -> float:
-    return classification_metrics(s.y_true, _pred(s, which))["macro_f1"]
+def _macro_f1(s: EvalSet, which: str, labels: Sequence[str]) -> float:
+    # Over the compared topics only: "a topic the champion lacks" (class len(labels)) is no class of its own.
+    return classification_metrics(s.y_true, _pred(s, which), labels)["macro_f1"]
 
 
-def _set_scores(s: EvalSet, weight: float) -> SetScores:
+def _set_scores(s: EvalSet, weight: float, labels: Sequence[str]) -> SetScores:
     # sklearn refuses empty inputs; an empty set simply has no scores (and zero weight).
-    champion, challenger = (classification_metrics(s.y_true, _pred(s, which)) if s.y_true.size else None
+    champion, challenger = (classification_metrics(s.y_true, _pred(s, which), labels) if s.y_true.size else None
                             for which in MODELS)
     return SetScores(
         s.name, int(s.y_true.size), float(weight),

@@ -20,10 +20,8 @@ def _pyplot() -> Any:  # matplotlib.pyplot, imported on first use
     return plt
 
 
-def confusion_matrix_png(
-    matrix: Sequence[Sequence[int]], path: Path, title: str = "Confusion matrix", labels: Sequence[str] = LABELS
-) -> Path:
-    """The confusion matrix, rows and columns named by `labels` (the model's topics)."""
+def confusion_matrix_png(matrix: Sequence[Sequence[int]], path: Path, title: str = "Confusion matrix",
+                         labels: Sequence[str] = LABELS) -> Path:
     plt = _pyplot()
     m = np.asarray(matrix)
     fig, ax = plt.subplots(figsize=(5, 4.2))
@@ -42,10 +40,9 @@ def confusion_matrix_png(
     return path
 
 
-def curves_png(
-    y_true: Sequence[int], probs: np.ndarray, path: Path, title: str = "", labels: Sequence[str] = LABELS
-) -> Path:
-    """One-vs-rest ROC (left) and precision-recall (right) curves per label (`labels`: the columns of `probs`)."""
+def curves_png(y_true: Sequence[int], probs: np.ndarray, path: Path, title: str = "",
+               labels: Sequence[str] = LABELS) -> Path:
+    """One-vs-rest ROC (left) and precision-recall (right) curves per label."""
     from sklearn.metrics import precision_recall_curve, roc_curve
 
     plt = _pyplot()

@@ -20,7 +20,6 @@ from core.registry.versions import ModelRegistry, ModelVersion
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import ExportConfig
 from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
-from retrain.evaluate import model_labels
 from retrain.model import load_checkpoint, save_checkpoint
 from retrain.publish import calibrate, calibrated_probs, publish
 
@@ -54,9 +53,8 @@ def rows_seen(source: str, trained: set[str]) -> dict[str, dict[str, Any]]:
 
 
 def _metrics(model_dir: Path, onnx_file: str, validation: list[Example]) -> dict[str, Any]:
-    """The file's metrics on `validation`, whose labels index the model's own topics (the data it was trained on)."""
-    classifier = OnnxClassifier(model_dir, onnx_file=onnx_file)
-    probs = classifier.proba_in_label_order([e.text for e in validation], labels=classifier.labels)
+    classifier = OnnxClassifier(model_dir, onnx_file=onnx_file)  # columns and per-label scores in its own topics
+    probs = classifier.predict_proba([e.text for e in validation])
     return evaluate_probabilities([e.label for e in validation], probs, classifier.labels)
 
 
@@ -92,7 +90,7 @@ def package_starter(
     }
     meta = {key: value for key, value in version.meta.items() if key not in ("version", "committed_at")}
     meta |= {
-        "labels": list(model_labels(version)),  # what it predicts: AG News's four, or the topics of its data
+        "labels": list(model.labels),
         "data": description,  # names the data set, never a path: the page shows it
         "serve_file": INT8_FILE,
         "source_version": version.version,
@@ -144,7 +142,7 @@ def calibrate_starter(starter_dir: Path, validation: list[Example]) -> dict[str,
         raise FileNotFoundError(f"no starter in {starter_dir}")
     raw = OnnxClassifier(Path(starter_dir), onnx_file=INT8_FILE)
     raw.temperature = 1.0  # the fit starts from the uncalibrated softmax, whatever the meta holds now
-    full = raw.proba_in_label_order([e.text for e in validation], labels=raw.labels)
+    full = raw.proba_in_label_order([e.text for e in validation], labels=raw.labels)  # its own topics
     temperatures, meta["calibration"], meta["validation_read_as"] = calibrate(Path(starter_dir), INT8_FILE, validation, full, scorer=raw)
     meta |= temperatures.to_meta()
     (Path(starter_dir) / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
@@ -175,18 +173,27 @@ def _headline(metrics: dict[str, Any]) -> dict[str, float]:
     return {"accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"]}
 
 
+def model_topics(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The topic keys a model predicts, in its output order, as its meta records them (the AG News four if not)."""
+    return tuple(meta.get("labels") or LABELS)
+
+
 def model_card(meta: dict[str, Any]) -> str:
     """The model card: data and its hash, recipe, seed, the reproducing command, validation metrics, sizes."""
     report = meta["validation_report"]
     config = meta.get("train_config", {})
-    labels = tuple(meta["labels"])  # package_starter records them
+    labels = model_topics(meta)
     lines = [
         "# NewsLoop starter model",
         "",
         f"A {meta.get('base_model', 'BERT-family')} encoder with a small MLP head, fine-tuned on "
-        f"{'AG News topics' if labels == LABELS else 'topics of its own data'} ({', '.join(labels)}). Served as dynamically quantized int8 ONNX; `checkpoint/` holds fp16 weights "
+        f"{'AG News topics' if labels == LABELS else 'its own topics'} ({', '.join(labels)}). Served as dynamically quantized int8 ONNX; `checkpoint/` holds fp16 weights "
         "that retrains warm-start from (loaded back in fp32).",
         "",
+        *(["## Topics", "", f"Taxonomy version {meta.get('taxonomy_version', 1)}, in the model's output order:", "",
+            "| key | name | description |", "|---|---|---|",
+            *[f"| {t['key']} | {t['name']} | {t.get('description', '')} |" for t in meta["topics"]], ""]
+          if meta.get("topics") else []),
         "## Data",
         "",
         f"- {meta.get('data', 'unknown')}",

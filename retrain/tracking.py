@@ -139,9 +139,10 @@ class Tracker:
         self.log_metrics(flatten_metrics(metrics, f"{name}_"))
         self.log_dict(metrics, f"metrics/{name}.json")
         with tempfile.TemporaryDirectory() as tmp:
-            labels = tuple(metrics["per_label"])  # the topics the metrics were computed for, in column order
-            cm = confusion_matrix_png(metrics["confusion_matrix"], Path(tmp) / f"{name}_confusion.png", name, labels)
-            curves = curves_png(y_true, probs, Path(tmp) / f"{name}_curves.png", name, labels)
+            labels = list(metrics.get("per_label") or ()) or None  # the model's topics, in its output order
+            cm = confusion_matrix_png(metrics["confusion_matrix"], Path(tmp) / f"{name}_confusion.png", name,
+                                      *([labels] if labels else []))
+            curves = curves_png(y_true, probs, Path(tmp) / f"{name}_curves.png", name, *([labels] if labels else []))
             self.log_artifact(cm, "plots")
             self.log_artifact(curves, "plots")
 

@@ -277,13 +277,15 @@ def describe(r: RuleResult) -> str:
                 f"A loss of {points(r.threshold).lstrip('+')} or more {verdict} (lower bound {points(r.bound)} at "
                 f"{pct(r.confidence)} confidence).")
     if r.rule == Rule.NEW_TOPIC:
+        # A topic the current model lacks has no champion to beat: it is judged on its own held-out answers.
         if r.n < (r.threshold or 0):
-            return f"the new topic {r.subject} has {r.n:,} held-out answers; it needs {r.threshold or 0:.0f}"
-        words = f"the new topic {r.subject}: {r.n:,} held-out answers, recall {r.recall or 0:.2f}, precision {r.precision or 0:.2f}"
+            return f"The new topic {r.subject} has {r.n:,} held-out answers; it needs {r.threshold or 0:.0f}."
+        words = (f"The new topic {r.subject}: {r.n:,} held-out answers, recall {r.recall or 0:.2f}, "
+                 f"precision {r.precision or 0:.2f}")
         short = [f"{what} needs {need:.2f}" for what, got, need in (("recall", r.recall, r.min_recall),
                                                                       ("precision", r.precision, r.min_precision))
                  if need is not None and (got or 0) < need - 1e-9]
-        return words if r.passed else f"{words}; {' and '.join(short)}"
+        return f"{words}." if r.passed else f"{words}; {' and '.join(short)}."
     if r.rule == Rule.CHAMPION_UNCHANGED:
         if r.passed:
             return ""

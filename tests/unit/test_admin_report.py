@@ -14,10 +14,12 @@ import pytest
 
 from core.evaluation.decision import FeedbackParts, GateResult, Rule, RuleResult, p_text, pct, points
 from core.evaluation.paired import traffic_sample_size
+from core.labels import LABELS
 from core.registry.stages import Outcome, Progress, RowCounts, RunRecord, Stage, read_last_run, state_payload
 from core.registry.versions import write_json_atomic
 from core.settings.policies import GateConfig
 from core.storage.paths import HomePaths
+from core.topic_maps import NewTopicScore
 from retrain.gate import EvalSet, decide
 from web.admin import report
 from web.admin.decision_words import decision_text, traffic_sentence
@@ -59,6 +61,9 @@ def gate_for(case: str) -> GateResult:
         holdout = EvalSet("feedback_holdout", users, wrong_at(users, list(range(40))), users.copy())
         lost = [(k % 4) * 500 + k for k in range(13)]
         return decide([EvalSet("base_validation", y, y.copy(), wrong_at(y, lost)), holdout], GateConfig())
+    if case == "new_topic":  # a topic the champion lacks, with too few held-out answers to judge
+        few = NewTopicScore("Health", "Health", 12, 0.75, 0.9)
+        return decide([EvalSet("base_validation", y, better, y.copy())], GateConfig(), LABELS, [few])
     if case == "not_worse":
         users = truth(50)
         traffic = EvalSet("traffic", users, users.copy(), wrong_at(users, list(range(0, 200, 20))))
@@ -108,11 +113,12 @@ def record_numbers(run: RunRecord) -> set[str]:
                    f"{FeedbackParts.of(r).trusted:,}"}
         for t in r.tests:
             values |= {f"{t.n:,}", f"{t.challenger_only:,}", f"{t.champion_only:,}"}
+        values |= {f"{v:.2f}" for v in (r.recall, r.precision, r.min_recall, r.min_precision) if v is not None}
     return values
 
 
 CASES = ["promote", "feedback", "feedback_on_validation", "champion", "margin", "discordant", "gain", "not_worse", "base_accuracy",
-         "label_recall", "champion_unchanged"]
+         "label_recall", "champion_unchanged", "new_topic"]
 
 
 def test_every_rule_can_fail_in_these_cases() -> None:

@@ -134,7 +134,7 @@ def test_the_gate_refuses_a_new_topic_with_too_few_held_out_answers_and_says_so(
     result = decide([_base()], GateConfig(), LABELS, [few])
     rule = result.rule(Rule.NEW_TOPIC, "Health")
     assert rule is not None and not rule.passed and not result.promote
-    assert "the new topic Health has 12 held-out answers; it needs 30" in result.reasons
+    assert "The new topic Health has 12 held-out answers; it needs 30." in result.reasons
 
 
 def test_a_new_topic_with_enough_answers_is_judged_on_recall_and_precision_in_plain_words() -> None:
@@ -145,9 +145,20 @@ def test_a_new_topic_with_enough_answers_is_judged_on_recall_and_precision_in_pl
     assert passed is not None and passed.passed and failed is not None and not failed.passed
     from core.evaluation.decision import describe
 
-    assert describe(passed) == "the new topic Health: 41 held-out answers, recall 0.83, precision 0.88"
-    assert result.reasons[-1] == ("the new topic Climate: 41 held-out answers, recall 0.55, precision 0.88; "
-                                  "recall needs 0.70")
+    assert describe(passed) == "The new topic Health: 41 held-out answers, recall 0.83, precision 0.88."
+    assert result.reasons[-1] == ("The new topic Climate: 41 held-out answers, recall 0.55, precision 0.88; "
+                                  "recall needs 0.70.")
+
+
+def test_after_a_merge_macro_f1_is_over_the_compared_topics_and_outside_predictions_are_wrong() -> None:
+    y = np.arange(300) % 3
+    challenger = y.copy()
+    challenger[:30] = 3  # a topic the champion lacks, on rows of shared topics
+    result = decide([EvalSet("base_validation", y, y.copy(), challenger)], GateConfig(),
+                    ("Sports", "Business", "Sci/Tech"))
+    assert result.champion_score == 1.0 and result.challenger_score < 1.0
+    assert result.rule(Rule.BASE_ACCURACY) is not None and result.rule(Rule.BASE_ACCURACY).challenger == 0.9
+    assert not result.promote
 
 
 def test_new_topic_scores_count_exact_answers_for_recall_and_allowed_sets_for_precision() -> None:
@@ -199,7 +210,7 @@ def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_without_
     assert call["model_labels"] == (*LABELS, "Health") and np.shape(call["targets"])[1] == 5
     assert _challenger_labels(tiny_home_copy, result.challenger) == (*LABELS, "Health")
     assert result.decision == "refused"
-    assert "the new topic Health has 0 held-out answers; it needs 30" in result.reasons
+    assert "The new topic Health has 0 held-out answers; it needs 30." in result.reasons
     assert ModelRegistry(tiny_home_copy / "models").champion().version == result.champion_before  # keeps serving
     import mlflow
 
@@ -209,6 +220,14 @@ def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_without_
     topics = json.loads(Path(local).read_text())
     assert topics["version"] == 2 and topics["topics"][-1] == {"key": "Health", "name": "Health",
                                                               "description": "health and medicine"}
+    from core.data import load_seed
+    from retrain.starter import package_starter
+
+    challenger = ModelRegistry(tiny_home_copy / "models").get(result.challenger)
+    package_starter(challenger, tiny_home_copy / "card", load_seed().validation, description="seed", data={}, command="")
+    card = (tiny_home_copy / "card" / "MODEL_CARD.md").read_text()
+    assert "its own topics (World, Sports, Business, Sci/Tech, Health)" in card
+    assert "| Health | Health | health and medicine |" in card and "Taxonomy version 2" in card
 
 
 def test_a_retrain_after_split_trains_the_old_rows_as_sets(tiny_home_copy: Path,
@@ -254,3 +273,14 @@ def test_a_change_made_while_a_retrain_runs_does_not_touch_it(tiny_home_copy: Pa
     store = FeedbackStore(settings.paths.feedback_db)
     assert store.topics.current(LABELS).keys == (*LABELS, "Climate")  # the change itself was kept
     store.close()
+
+
+def test_a_promotion_says_how_the_new_topic_did_in_plain_words_and_survives_the_state_file() -> None:
+    from core.registry.stages import RunRecord
+    from web.admin.decision_words import decision_text
+
+    gate = decide([_base()], GateConfig(), LABELS, [NewTopicScore("Health", "Health", 41, 0.83, 0.88)])
+    record = RunRecord(decision="promoted", champion_before="v0001", challenger="v0002", champion_after="v0002",
+                       gate=gate)
+    restored = RunRecord.from_dict(json.loads(json.dumps(record.as_dict())))
+    assert "The new topic Health: 41 held-out answers, recall 0.83, precision 0.88." in decision_text(restored)

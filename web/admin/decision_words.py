@@ -19,7 +19,7 @@ def decision_text(run: RunRecord | None) -> str:
             f"{rows.get('feedback_holdout', 0):,} held-out feedback and {rows.get('traffic', 0):,} traffic rows, "
             f"in {run.seconds / 60:.1f} min.")
     if run.decision == Outcome.PROMOTED:
-        evidence = [describe(r) for r in run.rules if r.rule in (Rule.GAIN, Rule.BASE_ACCURACY)]
+        evidence = [describe(r) for r in run.rules if r.rule in (Rule.GAIN, Rule.BASE_ACCURACY, Rule.NEW_TOPIC)]
         return f"**Promoted.** The new model **{run.champion_after}** replaced **{run.champion_before}**. " + \
             " ".join(evidence) + data
     reasons = " ".join(filter(None, (describe(r) for r in run.failed_rules)))
