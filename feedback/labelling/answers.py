@@ -283,6 +283,7 @@ class Answers:
 
     def stats(self) -> dict[str, Any]:
         """Counts for a dashboard; see `FeedbackStore.stats`."""
+        taxonomy = self._taxonomy()
         with self._db.read() as db:
 
             def grouped(column: sa.ColumnElement[str], *where: sa.ColumnElement[bool]) -> dict[str, int]:
@@ -295,7 +296,6 @@ class Answers:
             by_kind = grouped(answers.c.kind, LIVE)
             annotators = count(db, sa.select(sa.func.count(sa.distinct(answers.c.annotator))).where(LIVE))
             pool_numbers = pool_counts(db)
-            taxonomy = self._taxonomy()
             check_rows, gold = read_now(answers_on_checks(db), taxonomy), read_gold(db, taxonomy)
         scores = check_scores(check_rows, gold)
         by_label = dict.fromkeys(taxonomy.keys, 0)  # what the answers mean now: old ones of a merged topic count as its target

@@ -34,7 +34,7 @@ class TrustedExample:
     """A text with the label its annotators agree on."""
 
     text: str
-    label: str  # canonical name from core.labels.LABELS
+    label: str  # a topic key as it means now, or a split topic's set of keys (feedback.topics.meaning)
     votes: int  # counted answers giving `label`
     agreement: float  # votes / all counted answers on this text
     annotators: tuple[str, ...]  # who gave `label`, sorted
