@@ -88,8 +88,12 @@ class Comparison:
     def outside(self) -> int:
         return len(self.keys)
 
-    def truths(self, labels: Sequence[int] | np.ndarray) -> np.ndarray:
-        return np.asarray([self.truth[i] for i in labels], dtype=np.int64)
+    def truths(self, labels: Sequence[int] | np.ndarray, allowed: Sequence[Sequence[int]] = ()) -> np.ndarray:
+        """Each row's comparison class (-1: a topic the champion lacks). A row that allows a set (a split's earlier
+        answer "B or C") is the class of the first topic of its set the champion has, whichever its label names."""
+        sets = list(allowed) or [()] * len(labels)
+        return np.asarray([next((self.truth[j] for j in a if self.truth[j] >= 0), -1) if a else self.truth[i]
+                           for i, a in zip(labels, sets, strict=True)], dtype=np.int64)
 
     def challenger_classes(self, predictions: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.asarray([self.challenger[i] for i in predictions], dtype=np.int64)

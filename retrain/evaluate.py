@@ -109,7 +109,7 @@ def judge(
         champion_probs = served_probs(champion, examples)
         challenger_probs = served_probs(challenger, examples)
         y = np.array([e.label for e in examples])
-        truth = classes.truths(y)
+        truth = classes.truths(y, [e.allowed for e in examples])
         shared = truth >= 0  # rows of a topic the champion lacks are the NEW_TOPIC rule's alone
         sets.append(EvalSet(name, truth[shared], classes.champion_classes(champion_probs.argmax(axis=1))[shared],
                             classes.challenger_classes(challenger_probs.argmax(axis=1))[shared]))

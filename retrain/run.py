@@ -13,12 +13,10 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
-from core.data import Corpus, Example, examples_under, load_corpus_or_seed, under_taxonomy
+from core.data import Corpus, load_corpus_or_seed, under_taxonomy
 from core.evaluation.decision import FeedbackParts, GateResult, Rule, RuleResult, describe
-from core.labels import LABELS
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
 from core.registry.versions import ChampionChanged, ModelRegistry
@@ -26,7 +24,7 @@ from core.settings.policies import GateConfig
 from core.taxonomy import Taxonomy, starting
 from feedback.store import FeedbackStore
 from feedback.training.fixes import LabelFixes
-from feedback.training.snapshot import FeedbackSplit, backup_database, trusted_split
+from feedback.training.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
 from retrain.evaluate import judge, model_labels, validation_scores
 from retrain.model import ModelFactory, starting_point
@@ -88,8 +86,9 @@ def read_through(corpus: Corpus, fixes: LabelFixes) -> Corpus:
     of training and of the validation the gate judges on."""
     if not fixes:
         return corpus
-    return Corpus(fixes.examples(corpus.train), fixes.examples(corpus.validation), corpus.test,
-                  f"{corpus.description}, read through {len(fixes)} label fix(es)")
+    return Corpus(fixes.examples(corpus.train, labels=corpus.labels),
+                  fixes.examples(corpus.validation, labels=corpus.labels), corpus.test,
+                  f"{corpus.description}, read through {len(fixes)} label fix(es)", corpus.labels)
 
 
 def snapshot_taxonomy(snapshot: Path | None, champion_labels: tuple[str, ...]) -> Taxonomy:
@@ -101,15 +100,6 @@ def snapshot_taxonomy(snapshot: Path | None, champion_labels: tuple[str, ...]) -
         return store.topics.current(champion_labels)
     finally:
         store.close()
-
-
-def in_taxonomy(split: FeedbackSplit, taxonomy: Taxonomy) -> FeedbackSplit:
-    """The trusted feedback's examples in the taxonomy's index space (the snapshot gives them as AG News label
-    indices, answers of the first version)."""
-    def under(examples: list[Example]) -> list[Example]:
-        return examples_under(examples, LABELS, taxonomy)
-
-    return replace(split, train=under(split.train), holdout=under(split.holdout), traffic=under(split.traffic))
 
 
 def new_topic_words(gate: GateResult) -> list[str]:
@@ -151,14 +141,18 @@ def _retrain(
     # Read once, from the same snapshot as the answers: a change made while this runs does not touch this run,
     # which trains on, and is judged on, the taxonomy it started with.
     taxonomy = snapshot_taxonomy(snapshot, model_labels(champion))
-    split = in_taxonomy(trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction), taxonomy)
+    split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction, taxonomy)
     result.last_answer_id = split.last_answer_id
-    base = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
-    # Label fixes name the base rows' own labels, so they apply before the rows are read in the taxonomy.
-    as_labelled = under_taxonomy(base, taxonomy)
-    corpus = under_taxonomy(read_through(base, split.fixes), taxonomy)
-    result.label_fixes = {"live": len(split.fixes), "base_train": split.fixes.touched(base.train),
-                          "base_validation": split.fixes.touched(base.validation)}
+    if split.left_out:
+        log.info("%d trusted texts left out: their topic is gone from taxonomy version %d", split.left_out,
+                 taxonomy.version)
+    # Base rows in the taxonomy's topics, then through the label fixes (which name topics as the taxonomy does).
+    as_labelled = under_taxonomy(load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra),
+                                 taxonomy)
+    corpus = read_through(as_labelled, split.fixes)
+    result.label_fixes = {"live": len(split.fixes),
+                          "base_train": split.fixes.touched(as_labelled.train, labels=as_labelled.labels),
+                          "base_validation": split.fixes.touched(as_labelled.validation, labels=as_labelled.labels)}
     if split.fixes:
         log.info("label fixes: %d live, %d touch base training rows, %d base validation rows", len(split.fixes),
                  result.label_fixes["base_train"], result.label_fixes["base_validation"])

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import retrain.challenger as challenger_module
-from core.data import Corpus, Example, under_taxonomy
+from core.data import Corpus, Example, split_by_hash, under_taxonomy
 from core.evaluation.decision import Rule
 from core.labels import LABELS
 from core.registry.stages import Stage
@@ -23,6 +23,7 @@ from core.settings.policies import GateConfig, StoreLimits
 from core.taxonomy import Taxonomy, starting
 from core.topic_maps import NewTopicScore, comparison, in_taxonomy, new_topic_scores
 from feedback.store import FeedbackStore
+from feedback.training.snapshot import HOLDOUT_SALT
 from retrain.gate import EvalSet, decide
 from retrain.model import fit_head, tiny_model
 from retrain.run import retrain
@@ -122,6 +123,8 @@ def _split_comparison() -> tuple[Taxonomy, Any]:
 def test_after_a_split_the_challengers_child_counts_as_its_parent_on_shared_rows() -> None:
     _, classes = _split_comparison()
     assert classes.new_topics == ("Science",) and classes.challenger_classes([4]).tolist() == [3]
+    # An old "Sci/Tech or Science" row is compared as Sci/Tech whichever topic of the set its label names.
+    assert classes.truths([4, 3, 4], [(3, 4), (3, 4), ()]).tolist() == [3, 3, -1]
 
 
 def _base(n: int = 400) -> EvalSet:
@@ -202,15 +205,24 @@ def _challenger_labels(home: Path, version: str) -> tuple[str, ...]:
     return OnnxClassifier(path).labels
 
 
-def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_without_answers(
+def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_with_too_few_answers(
         tiny_home_copy: Path, no_steps: list[dict[str, Any]]) -> None:
     settings = _with_feedback(tiny_home_copy, lambda t: t.add("Health", "health and medicine"))
+    health = [f"Clinic {i} reports a rise in flu cases as the vaccine campaign begins" for i in range(24)]
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
+    for i, text in enumerate(health):
+        store.record(text=text, user_label="Health", annotator=f"tester-{i % 3}", kind="correct")
+    store.close()
+    held_out = len(split_by_hash([Example(t, 0) for t in health], 0.25, salt=HOLDOUT_SALT)[1])
+    assert 0 < held_out < 30
+
     result = retrain(RetrainSetup.from_settings(settings), track=True)
     [call] = no_steps
     assert call["model_labels"] == (*LABELS, "Health") and np.shape(call["targets"])[1] == 5
+    assert call["labels"].count(4) == (24 - held_out) * 3  # Health answers train (each feedback row 3 times)
     assert _challenger_labels(tiny_home_copy, result.challenger) == (*LABELS, "Health")
     assert result.decision == "refused"
-    assert "The new topic Health has 0 held-out answers; it needs 30." in result.reasons
+    assert f"The new topic Health has {held_out} held-out answers; it needs 30." in result.reasons
     assert ModelRegistry(tiny_home_copy / "models").champion().version == result.champion_before  # keeps serving
     import mlflow
 
