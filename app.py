@@ -39,6 +39,7 @@ from feedback.database.shared_state import (
 )
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
+from feedback.topics import changes as topic_changes
 from feedback.traffic.served import save_tallies
 from web.admin import page as admin_page
 from web.admin.actions import AdminActions
@@ -138,6 +139,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             monitor=settings.monitor,
             flush_served=metrics.estimates.flush,
             topics=actions.topics,
+            base_labels=lambda: topic_changes.base_labels(settings),
             **admin_state,
         )
     pages = web_pages(actions, admin, settings.hosting.hf_sign_in)
@@ -191,7 +193,8 @@ def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackS
     required = settings.queue.labels_required
     pool_left = (lambda: store.pool_left(required)) if store is not None else None
     save = (lambda writer, tallies: save_tallies(store.database, writer, tallies)) if store is not None else None
-    return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save))
+    return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save),
+                   topics=PageTopics(classifier, store))
 
 
 def pool_scoring(settings: Settings, classifier: Classifier, store: FeedbackStore | None) -> PoolScoring | None:

@@ -51,7 +51,7 @@ def _add_topic(page, name: str, description: str) -> None:  # type: ignore[no-un
     page.fill("#topics-description textarea", description)
     page.fill("#topics-why textarea", "the newsroom covers health every day")
     page.click("#topics-preview")
-    assert f"Add {name}" in _wait_for_text(page, "#topics-shown", "Confirm to make it")
+    assert f"Adding {name} touches no data" in _wait_for_text(page, "#topics-shown", "Confirm to make it")
     page.click("#topics-confirm-btn")
     _wait_for_text(page, "#topics-msg", "now version 2")
     listed = _wait_for_text(page, "#topics-list", name)

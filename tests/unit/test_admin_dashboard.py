@@ -52,6 +52,9 @@ class Admin:
     def trusted_parts(self) -> None:
         return None
 
+    def model_names(self, meta: dict[str, Any]) -> list[str]:
+        return list(meta.get("labels") or [])
+
 
 def dashboard(tmp_path: Path, admin: bool = True) -> tuple[AdminDashboard, DashboardParts, Admin]:
     parts = DashboardParts(*(f.name for f in fields(DashboardParts)))  # names stand in for the components

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ class AdminActions:
         monitor: MonitorPolicy | None = None,
         flush_served: Callable[[], None] | None = None,
         topics: PageTopics | None = None,
+        base_labels: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         self.store = store
         self.password = password
@@ -86,6 +88,8 @@ class AdminActions:
         self.monitor = monitor or MonitorPolicy()
         self.flush_served = flush_served or (lambda: None)  # this server's served tallies, written before a read
         self.topics = topics  # the taxonomy over the served model's labels (the page's), for the Topics panel
+        # The base data's label keys, one per row: what a topic change's preview counts (read once, when first asked).
+        self.base_labels = functools.cache(base_labels) if base_labels else (lambda: ())
 
     @property
     def enabled(self) -> bool:
@@ -105,6 +109,16 @@ class AdminActions:
         """`is_admin`, for an event sent by the admin's own page: it carries the browser's anti-forgery token,
         which a request forged by another site cannot (web.server.identity.FORM_HEADER)."""
         return self.is_admin(request, profile) and self.identities.sent_form_token(request)
+
+    def topic_names(self) -> tuple[str, ...]:
+        """The taxonomy's current topic names, in order (what the panels offer to filter, relabel and settle by)."""
+        return (self.topics or PageTopics(None, self.store)).taxonomy().names
+
+    def model_names(self, meta: Mapping[str, Any]) -> list[str]:
+        """A model's own topics (its meta's `labels`, else the served model's), by their current names."""
+        topics = self.topics or PageTopics(None, self.store)
+        taxonomy = topics.taxonomy()
+        return [taxonomy.name_of(key) for key in meta.get("labels") or topics.model_labels()]
 
     def signed_in_as(self, request: Any, profile: gr.OAuthProfile | None = None) -> str:
         """Who a change is recorded as made by: the Hugging Face account, or "an admin (password)"."""

@@ -69,17 +69,18 @@ class AdminDashboard:
         job = admin.jobs.status()
         decision, numbers = self.decision()
         traffic = admin.traffic()
+        names = admin.model_names(meta)
         return {
             p.status_line: f"Champion **{status['champion'] or 'none'}** · updated {report.now()}",
             p.tiles: report.tiles(stats, admin.trusted_parts(), pool_left),
             p.history: report.history_rows(status["events"]),
-            p.confusion: plots.confusion_figure(meta.get("validation", {}).get("confusion_matrix") or []),
+            p.confusion: plots.confusion_figure(meta.get("validation", {}).get("confusion_matrix") or [], names),
             p.versions: plots.versions_figure(plots.version_scores(admin.registry, record),
                                               plots.significance_note(record)),
             p.per_day: plots.per_day_figure(days),
             p.traffic_alert: report.alert_markdown(traffic.check) if traffic else "There is no feedback store here.",
             p.traffic_plot: plots.traffic_figure(traffic.points, traffic.check) if traffic else None,
-            p.drift: report.drift_markdown(traffic.check) if traffic else "",
+            p.drift: report.drift_markdown(traffic.check, names) if traffic else "",
             p.decision: decision,
             p.numbers: numbers,
             p.rollback_btn: gr.update(interactive=bool(previous),

@@ -15,7 +15,6 @@ from typing import Any
 
 import gradio as gr
 
-from core.labels import LABELS
 from feedback.errors import FeedbackError
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import MAINTAINER
@@ -147,6 +146,7 @@ class LabelErrorsWidgets:
 
     panel: LabelErrorsPanel
     changes: list[Any]  # the relabel, keep, exclude and undo events, for follow-ups (the tiles' refresh)
+    topic_choice: Any  # "Relabel to", whose choices are the taxonomy's topics
 
 
 def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
@@ -162,7 +162,7 @@ def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
             source = gr.Dropdown([("base rows and answers", ANY), ("base rows", Source.BASE.value),
                                   ("trusted answers", Source.ANSWER.value)], value=ANY, label="From",
                                  elem_id="label-errors-source")
-            new_label = gr.Dropdown([("the suggested topic", SUGGESTED), *LABELS], value=SUGGESTED,
+            new_label = gr.Dropdown([("the suggested topic", SUGGESTED), *admin.topic_names()], value=SUGGESTED,
                                     label="Relabel to", elem_id="label-errors-new-label")
             list_btn = gr.Button("List again", size="sm", elem_id="label-errors-refresh")
             find_btn = gr.Button("Search for label errors", size="sm", elem_id="label-errors-find")
@@ -192,4 +192,4 @@ def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
                                    (exclude_btn, Action.EXCLUDE))]
     changes.append(undo_btn.click(panel.undo, inputs=[decisions, source], outputs=[message, *shown],
                                   api_name="label_errors_undo", **PRIVATE))
-    return LabelErrorsWidgets(panel, changes)
+    return LabelErrorsWidgets(panel, changes, new_label)

@@ -9,7 +9,6 @@ from typing import Any
 
 import gradio as gr
 
-from core.labels import LABELS
 from feedback.errors import FeedbackError
 from feedback.trust.agreement import agreement
 from feedback.trust.people import Disagreement, Person, disagreements, people
@@ -106,6 +105,7 @@ def build_people(admin: AdminActions, after: Callable[[Any], Any]) -> tuple[Peop
             if not items:
                 gr.Markdown("No disagreements to settle.", elem_id="no-disagreements")
                 return
+            topics = panel.admin.topic_names()
             for i, item in enumerate(items):
                 d = Disagreement(**item)
                 votes = " · ".join(f"{label}: {', '.join(names)}" for label, names in d.votes.items())
@@ -114,8 +114,8 @@ def build_people(admin: AdminActions, after: Callable[[Any], Any]) -> tuple[Peop
                     gr.HTML(f"<p>“{html.escape(_quote(d.text))}”</p><p><em>{html.escape(votes)}</em></p>",
                             elem_classes=["disagreement-text"])
                     with gr.Row():
-                        for name in LABELS:
-                            btn = gr.Button(name, size="sm", min_width=56, elem_id=f"settle-{i}-{LABELS.index(name)}")
+                        for j, name in enumerate(topics):  # the taxonomy's, as it is when the list is drawn
+                            btn = gr.Button(name, size="sm", min_width=56, elem_id=f"settle-{i}-{j}")
                             settled = btn.click(_settle(panel, d.text_hash, name), outputs=message, **PRIVATE)
                             after(settled)  # the view's refresh: tiles, then this panel
     return panel, outputs

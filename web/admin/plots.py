@@ -14,7 +14,6 @@ from typing import Any
 from core.evaluation.decision import EvalSetName, GateResult, Rule
 from core.evaluation.monitor import FORMS, TrafficCheck
 from core.input_forms import FORM_NAMES
-from core.labels import LABELS
 from core.registry.stages import RunRecord
 from core.registry.versions import ModelRegistry
 from feedback.traffic.monitoring import DayPoint
@@ -154,7 +153,9 @@ def versions_figure(points: Sequence[VersionScores], note: str = "") -> Any:
     return fig
 
 
-def confusion_figure(matrix: Sequence[Sequence[int]]) -> Any:
+def confusion_figure(matrix: Sequence[Sequence[int]], names: Sequence[str] = ()) -> Any:
+    """The champion's validation confusion matrix, its rows and columns named `names` (the model's own topics, by
+    their current names; numbered when they do not fit)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -167,8 +168,9 @@ def confusion_figure(matrix: Sequence[Sequence[int]]) -> Any:
         for i, row in enumerate(matrix):
             for j, n in enumerate(row):
                 ax.text(j, i, str(n), ha="center", va="center", color="white" if n > peak / 2 else "black")
-    ax.set_xticks(range(len(LABELS)), LABELS, rotation=20)
-    ax.set_yticks(range(len(LABELS)), LABELS)
+    ticks = list(names) if len(names) == len(matrix) else [str(i + 1) for i in range(len(matrix))]
+    ax.set_xticks(range(len(ticks)), ticks, rotation=20)
+    ax.set_yticks(range(len(ticks)), ticks)
     ax.set_xlabel("predicted")
     ax.set_ylabel("true")
     ax.set_title("Champion on validation")

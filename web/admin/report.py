@@ -11,7 +11,6 @@ from core.command_line import ExitCode
 from core.evaluation.decision import FeedbackParts
 from core.evaluation.monitor import TrafficCheck, alert_lines
 from core.input_forms import FORM_NAMES
-from core.labels import LABELS
 from core.registry.stages import RunRecord, Stage
 from feedback.traffic.monitoring import TrafficReport
 from feedback.training.readiness import Readiness
@@ -107,13 +106,14 @@ def alert_markdown(check: TrafficCheck) -> str:
             f"accuracy over the last {check.days} day(s) (a form needs {policy.min_texts:,} served texts first).")
 
 
-def drift_markdown(check: TrafficCheck) -> str:
-    """The window's drift against the model's own data, as a small table (Jensen-Shannon distance: 0 = same)."""
+def drift_markdown(check: TrafficCheck, names: Sequence[str] = ()) -> str:
+    """The window's drift against the model's own data, as a small table (Jensen-Shannon distance: 0 = same);
+    `names`: the model's own topics by their current names, in its output order (the order of the label shares)."""
     def jsd(value: float | None) -> str:
         return "–" if value is None else f"{value:.2f}"
 
     mix = ", ".join(f"{FORM_NAMES[form]} {share:.0%}" for form, share in check.form_mix.items()) or "–"
-    labels = ", ".join(f"{name} {share:.0%}" for name, share in zip(LABELS, check.label_shares, strict=False)) or "–"
+    labels = ", ".join(f"{name} {share:.0%}" for name, share in zip(names, check.label_shares, strict=False)) or "–"
     rows = [f"| input forms | {mix} | {jsd(check.form_mix_drift)} |",
             f"| predicted labels | {labels} | {jsd(check.label_drift)} |"]
     rows += [f"| confidence, {FORM_NAMES[c.form]} | mean {c.estimated:.1%} over {c.n:,} texts | "

@@ -12,7 +12,6 @@ from typing import Any
 
 import gradio as gr
 
-from core.labels import LABELS
 from feedback.errors import FeedbackError
 from feedback.trust.people import nickname
 from feedback.trust.review import HELD, ReviewFilter, review_message
@@ -119,6 +118,7 @@ class ReviewWidgets:
     shown: list[Any]  # the summary line and the list: outputs of every search
     options: list[Any]  # the reason and annotator filters, whose choices come from the database
     changes: list[Any]  # the accept and reject events, for follow-ups (the tiles' refresh)
+    topic_filter: Any  # the label filter, whose choices are the taxonomy's topics
 
     def reload(self, event: Any) -> Any:
         """After `event`: the filters' choices, then the list under the filters as they stand."""
@@ -138,7 +138,9 @@ def build_review(admin: AdminActions) -> ReviewWidgets:
             status = gr.Dropdown([*STATUSES, ("held corrections (wait for you)", HELD), ("any status", ANY)],
                                  value="suspicious", label="Status", elem_id="review-status")
             reason = gr.Dropdown([("any reason", ANY)], value=ANY, label="Why suspicious", elem_id="review-reason")
-            label = gr.Dropdown([("any label", ANY), *LABELS], value=ANY, label="Label given", elem_id="review-label")
+            # The taxonomy's topics when the page was built; the Topics panel offers the current ones on each load.
+            label = gr.Dropdown([("any label", ANY), *admin.topic_names()], value=ANY, label="Label given",
+                                elem_id="review-label")
             annotator = gr.Dropdown([("anyone", ANY)], value=ANY, label="Annotator", elem_id="review-annotator")
             text = gr.Textbox(label="Text contains", elem_id="review-text", info="Press Enter to filter.")
         summary = gr.Markdown(elem_id="review-summary", elem_classes=["live"])
@@ -160,4 +162,4 @@ def build_review(admin: AdminActions) -> ReviewWidgets:
     changes = [btn.click(panel.act(verdict), inputs=[listing, *filters], outputs=[message, *shown], api_name=name,
                          **PRIVATE)
                for btn, verdict, name in ((accept_btn, "accepted", "accept"), (reject_btn, "rejected", "reject"))]
-    return ReviewWidgets(panel, filters, shown, [reason, annotator], changes)
+    return ReviewWidgets(panel, filters, shown, [reason, annotator], changes, label)

@@ -9,13 +9,14 @@ are told and shown the new list. Refusals are the taxonomy's own messages (core.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
+from feedback.topics.changes import impact
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
 from web.server.topics import LEARNING, PageTopics
@@ -61,26 +62,10 @@ def _topic(value: str, what: str = "a topic") -> str:
     return value
 
 
-def what_it_does(before: Taxonomy, after: Taxonomy) -> str:
-    """The change from `before` to `after` (one step), in plain words: what labellers, old answers, training and the
-    gate will see."""
-    change = after.current.change
-    name = before.name_of(change.topic) if change.topic else ""
-    if change.kind == "add":
-        return (f"Add **{change.name}**: labellers can answer it at once; it is marked \"{LEARNING}\" until a champion "
-                "predicts it.")
-    if change.kind == "rename":
-        return f"Rename **{name}** to **{change.name}**: display only, no retrain; its answers follow the new name."
-    if change.kind == "describe":
-        return f"Describe **{name}** as: {change.description or '(no description)'}."
-    if change.kind == "merge":
-        into = before.name_of(change.into)
-        return (f"Merge **{name}** into **{into}**: its answers and base rows count as {into} from now on; it is no "
-                "longer offered, and the next challenger has no output for it.")
-    if change.kind == "split":
-        return (f"Split **{name}** into **{name}** and **{change.name}**: answers and base rows labelled {name} before "
-                f"the split mean \"{name} or {change.name}\" (a set, not a guess); new answers are exact.")
-    return ""
+# What a change means for training, beyond what it touches (feedback.topics.changes.Impact says that).
+TRAINING = {"merge": "It is no longer offered, and the next challenger has one output fewer.",
+            "split": "New answers are exact; the next challenger has one output more.",
+            "add": "The next challenger has one output more, judged on its own held-out answers."}
 
 
 def topics_table(taxonomy: Taxonomy, topics: PageTopics) -> str:
@@ -99,21 +84,28 @@ def topics_table(taxonomy: Taxonomy, topics: PageTopics) -> str:
 
 
 class TopicsEditor:
-    """The panel's handlers; each is wrapped in `admin_only`. `impact(before, after)` says what a change touches
-    (how many base rows, answers, checks and queued items), or "" where that cannot be counted here."""
+    """The panel's handlers; each is wrapped in `admin_only`. `base_labels()` gives the base data's label keys, one
+    per row, which a change's preview counts (none: no base rows counted)."""
 
-    def __init__(self, admin: AdminActions, impact: Callable[[Taxonomy, Taxonomy], str] | None = None) -> None:
+    def __init__(self, admin: AdminActions, base_labels: Callable[[], Sequence[str]] | None = None,
+                 choosers: Sequence[tuple[str, str]] = ()) -> None:
         self.admin = admin
         self.topics = admin.topics or PageTopics(None, admin.store)
-        self.impact = impact or (lambda before, after: "")
+        self.base_labels = base_labels or (lambda: ())
+        self.choosers = tuple(choosers)  # other panels' topic dropdowns: each one's first (label, value) option
 
-    def _listed(self, taxonomy: Taxonomy) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def _listed(self, taxonomy: Taxonomy) -> tuple[Any, ...]:
+        """The table, this panel's two topic dropdowns, then the other panels' (their first option kept)."""
         names = list(taxonomy.names)
         return (topics_table(taxonomy, self.topics), gr.update(choices=names, value=None),
-                gr.update(choices=names, value=None))
+                gr.update(choices=names, value=None),
+                *(gr.update(choices=[first, *names], value=first[1]) for first in self.choosers))
 
-    @admin_only(lambda _: (gr.skip(), gr.skip(), gr.skip()))
-    def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, Any, Any]:
+    def _skipped(self) -> tuple[Any, ...]:
+        return tuple(gr.skip() for _ in range(3 + len(self.choosers)))
+
+    @admin_only(lambda self: self._skipped())
+    def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         return self._listed(self.topics.taxonomy())
 
     @admin_only(lambda _: ("Sign in first.", None, gr.update(visible=False)))
@@ -128,19 +120,20 @@ class TopicsEditor:
             after = apply(before, plan)
         except TaxonomyError as exc:
             return f"Refused: {exc}.", None, gr.update(visible=False)
-        touches = self.impact(before, after)
-        text = what_it_does(before, after) + (f"\n\n{touches}" if touches else "")
+        words = impact(self.admin.store, before, after, self.base_labels()).words()
+        text = f"{words[:1].upper()}{words[1:]}. {TRAINING.get(after.current.change.kind, '')}".strip()
         return f"{text}\n\nConfirm to make it (version {before.version} → {after.version}).", plan, gr.update(visible=True)
 
-    @admin_only(lambda _: ("Sign in first.", gr.skip(), gr.skip(), gr.skip(), None, gr.update(visible=False)))
+    @admin_only(lambda self: ("Sign in first.", None, gr.update(visible=False), *self._skipped()))
     def confirm(self, plan: Plan | None, request: gr.Request,
-                profile: gr.OAuthProfile | None = None) -> tuple[str, Any, Any, Any, Plan | None, Any]:
-        """Make the previewed change, if the topics are still the version it was planned on."""
+                profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """Make the previewed change, if the topics are still the version it was planned on: (message, plan, the
+        confirm row, then what `_listed` updates)."""
         hidden = gr.update(visible=False)
         if self.admin.store is None:
-            return (NO_STORE, gr.skip(), gr.skip(), gr.skip(), None, hidden)
+            return (NO_STORE, None, hidden, *self._skipped())
         if plan is None:
-            return ("Preview a change first.", gr.skip(), gr.skip(), gr.skip(), None, hidden)
+            return ("Preview a change first.", None, hidden, *self._skipped())
         now = self.topics.taxonomy()
         # Made on the version the maintainer saw; the store refuses it if that is no longer the newest.
         seen = Taxonomy(now.versions[: plan.version]) if 0 < plan.version <= now.version else now
@@ -148,16 +141,18 @@ class TopicsEditor:
             by = self.admin.signed_in_as(request, profile)
             changed = self.admin.store.topics.commit(apply(seen, plan, by), plan.version)
         except TaxonomyConflict as exc:
-            return (f"Not changed: {exc}.", *self._listed(self.topics.taxonomy()), None, hidden)
+            return (f"Not changed: {exc}.", None, hidden, *self._listed(self.topics.taxonomy()))
         except TaxonomyError as exc:
-            return (f"Refused: {exc}.", gr.skip(), gr.skip(), gr.skip(), None, hidden)
+            return (f"Refused: {exc}.", None, hidden, *self._skipped())
         return (f"Changed: the topics are now version {changed.version}. Labellers see them the next time their page "
-                "loads.", *self._listed(changed), None, hidden)
+                "loads.", None, hidden, *self._listed(changed))
 
 
-def build_topics(admin: AdminActions, impact: Callable[[Taxonomy, Taxonomy], str] | None = None) -> Callable[[Any], Any]:
-    """The Topics panel. Returns `reload(event)`, which lists the taxonomy after `event`."""
-    editor = TopicsEditor(admin, impact)
+def build_topics(admin: AdminActions, choosers: Sequence[tuple[Any, tuple[str, str]]] = ()) -> Callable[[Any], Any]:
+    """The Topics panel. Returns `reload(event)`, which lists the taxonomy after `event`. `choosers`: other panels'
+    topic dropdowns, each with its first option, offered the current topics on each reload and change."""
+    editor = TopicsEditor(admin, admin.base_labels, [first for _, first in choosers])
+    others = [dropdown for dropdown, _ in choosers]
     with gr.Column(elem_id="topics-panel"):
         gr.Markdown("## Topics")
         listed = gr.HTML(elem_id="topics-list")
@@ -181,10 +176,11 @@ def build_topics(admin: AdminActions, impact: Callable[[Taxonomy, Taxonomy], str
             message = gr.Markdown(elem_id="topics-msg", elem_classes=["live"])
     preview_btn.click(editor.preview, inputs=[kind, topic, into, name, description, why],
                       outputs=[shown, plan, confirm_row], **PRIVATE)
-    confirm_btn.click(editor.confirm, inputs=plan, outputs=[message, listed, topic, into, plan, confirm_row], **PRIVATE)
+    confirm_btn.click(editor.confirm, inputs=plan,
+                      outputs=[message, plan, confirm_row, listed, topic, into, *others], **PRIVATE)
     cancel_btn.click(lambda: ("", None, gr.update(visible=False)), outputs=[shown, plan, confirm_row], **PRIVATE)
 
     def reload(event: Any) -> Any:
-        return event.then(editor.load, outputs=[listed, topic, into], **PRIVATE)
+        return event.then(editor.load, outputs=[listed, topic, into, *others], **PRIVATE)
 
     return reload

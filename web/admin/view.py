@@ -15,9 +15,9 @@ import gradio as gr
 from web.admin.actions import EXPORTS, AdminActions
 from web.admin.dashboard import POLL_S, WATCH_S, AdminDashboard, DashboardParts
 from web.admin.guidelines_view import build_guidelines_editor
-from web.admin.label_errors_view import build_label_errors
+from web.admin.label_errors_view import SUGGESTED, build_label_errors
 from web.admin.people_view import build_people
-from web.admin.review_view import build_review
+from web.admin.review_view import ANY, build_review
 from web.admin.topics_view import build_topics
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
@@ -82,7 +82,8 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
             label_errors = build_label_errors(admin)
             people, people_outputs = build_people(admin, after=lambda event: after_change(event))
             reload_guidelines = build_guidelines_editor(admin)
-            reload_topics = build_topics(admin)
+            reload_topics = build_topics(admin, choosers=[(review.topic_filter, ("any label", ANY)),
+                                                          (label_errors.topic_choice, ("the suggested topic", SUGGESTED))])
             gr.Markdown("## Run history")
             history = gr.Dataframe(headers=["at", "action", "version", "why"], label="Run history", wrap=True,
                                    interactive=False, elem_id="history", show_label=False)

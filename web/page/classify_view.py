@@ -42,8 +42,9 @@ def classify_buttons(offered: tuple[Offered, ...]) -> str:
     return f'<div class="fb-right">{right}</div><div class="fb-topics">{topics}</div>'
 
 
-def build_classify(actions: NewsLoopActions) -> None:
-    """The Classify tab: text, counter, result, one-click answer, undo."""
+def build_classify(actions: NewsLoopActions) -> gr.HTML:
+    """The Classify tab: text, counter, result, one-click answer, undo. Returns the answer buttons' place, which the
+    page fills from the taxonomy on each load (`topic_parts`)."""
     limit = actions.limits.max_input_chars
     with gr.Tab("Classify", id="classify"), gr.Row(elem_id="classify-row"):
         with gr.Column(scale=3, elem_id="classify-input"):
@@ -65,8 +66,8 @@ def build_classify(actions: NewsLoopActions) -> None:
             # The server's id of the prediction on screen: every answer sends it back with the box's text.
             shown = gr.Textbox(visible=False, elem_id="prediction-id")
             gr.Markdown("**Is this right?**")
-            # The taxonomy's topics, read again on each page load: a topic added since is offered after a refresh.
-            gr.HTML(lambda: classify_buttons(actions.topics.offered()), elem_id="fb-buttons")
+            # The taxonomy's topics, drawn on each page load: a topic added since is offered after a refresh.
+            buttons = gr.HTML(elem_id="fb-buttons")
             # answers.js clicks this hidden button with the topic pressed; it is the answers' one server event.
             send = gr.Button("send", visible="hidden", elem_id="fb-send")
             chosen = gr.Textbox(visible=False)
@@ -86,6 +87,15 @@ def build_classify(actions: NewsLoopActions) -> None:
                js="(c, s, t) => [window.newsloopAnswers.next(), s, t]", **PRIVATE).then(
         None, inputs=state, js="(s) => { window.newsloopAnswers.apply(s); return []; }", **PRIVATE)
     undo_btn.click(actions.undo, outputs=ack, api_name="undo").then(None, js=UNMARK, **PRIVATE)
+    return buttons
+
+
+def topic_parts(actions: NewsLoopActions) -> tuple[str, str, str]:
+    """What the page draws from the taxonomy as it loads: Classify's answer buttons, the queue's key hint and its
+    buttons (one read of the taxonomy for all three)."""
+    offered = actions.topics.offered()
+    return (classify_buttons(offered), queue_hint(len(offered)),
+            answer_buttons(offered, prefix="q-", text="{name}", numbered=True))
 
 
 def _answer(actions: NewsLoopActions) -> Callable[..., list[Any]]:
@@ -119,7 +129,7 @@ def queue_hint(topics: int) -> str:
             f"topic{more}, <kbd>S</kbd> skips, <kbd>U</kbd> undoes your last queue answer.</p>")
 
 
-def build_queue(actions: NewsLoopActions) -> gr.Tab:
+def build_queue(actions: NewsLoopActions) -> tuple[gr.HTML, gr.HTML]:
     """The Label queue tab: the article loads when the tab opens; keys 1-9 (one per topic, in the taxonomy's
     order), S and U work without a mouse.
 
@@ -127,20 +137,19 @@ def build_queue(actions: NewsLoopActions) -> gr.Tab:
     (`web.page.labelling.BufferedQueue`), shows the next one at once on a press and sends the answers behind, in
     order, through the hidden sync event (`build_queue_sync`). The buttons have no server event of their own."""
     with gr.Tab("Label queue", id="queue") as tab:
-        gr.HTML(lambda: queue_hint(len(actions.topics.offered())), elem_id="queue-hint")
+        hint = gr.HTML(elem_id="queue-hint")  # drawn on each page load (`topic_parts`), as the buttons are
         gr.HTML('<p class="q-msg"></p><p class="q-sign" role="alert"></p><p class="q-state"></p>',
                 elem_id="queue-ack", elem_classes=["live"])
         gr.HTML("", elem_id="queue-progress")
         gr.HTML(article_html(""), elem_id="queue-article")
-        # The taxonomy's topics, read again on each page load; queue.js reads each button's topic from it.
-        gr.HTML(lambda: answer_buttons(actions.topics.offered(), prefix="q-", text="{name}", numbered=True),
-                elem_id="queue-buttons")
+        # The taxonomy's topics, drawn on each page load; queue.js reads each button's topic from it.
+        buttons = gr.HTML(elem_id="queue-buttons")
         with gr.Row():
             gr.Button("S · Skip", size="sm", elem_id="q-skip")
             gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")
         guidelines_panel(actions.store, "queue-guidelines")
     tab.select(None, js="() => { window.newsloopQueue && window.newsloopQueue.open(); return []; }", **PRIVATE)
-    return tab
+    return hint, buttons
 
 
 def build_queue_sync(actions: NewsLoopActions) -> None:

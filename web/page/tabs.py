@@ -7,7 +7,14 @@ from pathlib import Path
 import gradio as gr
 
 from web.page.actions import NewsLoopActions
-from web.page.classify_view import EXAMPLES, build_api_events, build_classify, build_queue, build_queue_sync
+from web.page.classify_view import (
+    EXAMPLES,
+    build_api_events,
+    build_classify,
+    build_queue,
+    build_queue_sync,
+    topic_parts,
+)
 
 __all__ = ["EXAMPLES", "SCRIPTS", "build_page"]
 
@@ -27,13 +34,15 @@ def build_page(actions: NewsLoopActions, *, hf_sign_in: bool = False, admin_link
         if hf_sign_in:
             gr.LoginButton()
         with gr.Tabs():
-            build_classify(actions)
-            build_queue(actions)
+            answer_buttons = build_classify(actions)
+            queue_parts = build_queue(actions)
         build_api_events(actions)
         build_queue_sync(actions)
         model_note = gr.Markdown(actions.model_note(), elem_id="model-note")
         if admin_link:
             # gr.HTML, not Markdown: Gradio opens a Markdown link in a new tab.
             gr.HTML(f'<a href="{ADMIN_LINK}" id="maintainers-link">Maintainers</a>', elem_id="maintainers")
-        demo.load(lambda: actions.model_note(), outputs=model_note, api_visibility="private")
+        # One load event draws what changes without a restart: the footer's model and the taxonomy's topics.
+        demo.load(lambda: (actions.model_note(), *topic_parts(actions)),
+                  outputs=[model_note, answer_buttons, *queue_parts], api_visibility="private")
     return demo

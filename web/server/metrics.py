@@ -47,6 +47,7 @@ from feedback.traffic.served import TallyKey, utc_day
 from feedback.validate import Status
 from web.server.identity import ASGIApp, Scope
 from web.server.serving import Classifier
+from web.server.topics import PageTopics
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,8 @@ def _in_label_order(probabilities: dict[str, float]) -> list[float]:
 
 class Metrics:
     """One app's metrics, in its own registry. `champion` reads the served version, `queue_depth` the pool's
-    open items (None: no store), `home` where the retrain record lies (None: not shown)."""
+    open items (None: no store), `home` where the retrain record lies (None: not shown), `topics` the taxonomy
+    (None: not shown)."""
 
     def __init__(
         self,
@@ -169,6 +171,7 @@ class Metrics:
         *,
         tallies: ServedTallies | None = None,
         queue_cache_s: float = 5.0,
+        topics: PageTopics | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests = Counter("newsloop_http_requests", "HTTP requests answered, by route template, method and status.",
@@ -187,7 +190,7 @@ class Metrics:
             self.answers.labels(str(status))
         self.estimates = tallies if tallies is not None else ServedTallies()
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
-        self.registry.register(_ReadAtScrape(self, champion, queue_depth, home, queue_cache_s))
+        self.registry.register(_ReadAtScrape(self, champion, queue_depth, home, queue_cache_s, topics))
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
@@ -277,8 +280,9 @@ class _ReadAtScrape:
     """What is read when a scrape asks: the champion, the estimates, the pool's open items, the retrain record."""
 
     def __init__(self, metrics: Metrics, champion: Callable[[], str | None], queue_depth: Callable[[], int] | None,
-                 home: HomePaths | None, queue_cache_s: float) -> None:
+                 home: HomePaths | None, queue_cache_s: float, topics: PageTopics | None = None) -> None:
         self.metrics, self.champion, self.queue_depth, self.home = metrics, champion, queue_depth, home
+        self.topics = topics
         self.queue_cache_s = queue_cache_s
         self._queue: tuple[float, int | None] = (-float("inf"), None)
         self._queue_lock = threading.Lock()
@@ -303,8 +307,29 @@ class _ReadAtScrape:
         if depth is not None:
             yield GaugeMetricFamily("newsloop_queue_depth", "Labelling pool items not yet settled "
                                     f"(read at most every {self.queue_cache_s:g} s).", value=depth)
+        if self.topics is not None:
+            yield from self._topics(self.topics)
         if self.home is not None:
             yield from self._retrain(self.home)
+
+    @staticmethod
+    def _topics(topics: PageTopics) -> Iterable[Metric]:
+        """The taxonomy's version, and one series per current topic (its stable key and its name): 1 while the served
+        model does not predict it yet. At most 50 topics (core.taxonomy.MAX_TOPICS): the labels stay bounded."""
+        try:
+            taxonomy = topics.taxonomy()
+            offered = topics.offered(taxonomy)
+        except Exception:  # a database hiccup must not fail the whole scrape
+            log.exception("cannot read the topics for /metrics")
+            return
+        yield GaugeMetricFamily("newsloop_taxonomy_version", "The topic list's version (each change is a new one).",
+                                value=taxonomy.version)
+        learning = GaugeMetricFamily("newsloop_topic_learning", "1 for a topic of the current list the served model "
+                                     "does not predict yet (new: it is still learning it), 0 for one it predicts.",
+                                     labels=["topic", "topic_name"])
+        for topic in offered:
+            learning.add_metric([topic.key, topic.name], 1.0 if topic.learning else 0.0)
+        yield learning
 
     def _queue_depth(self) -> int | None:
         if self.queue_depth is None:
