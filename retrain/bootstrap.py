@@ -73,7 +73,7 @@ def _bootstrap(
     model, tokenizer = model_and_tokenizer or load_base(setup.base_model, setup.dropout, corpus.labels)
     if model.labels != corpus.labels:
         raise BootstrapError(f"the model to train predicts {', '.join(model.labels)}, but {corpus.description} "
-                             f"has the topics {', '.join(corpus.labels)}; start from the base encoder instead")
+                             f"has the topics {', '.join(corpus.labels)}; train from the base encoder (without --init-from)")
     base_model = "custom" if model_and_tokenizer else resolve_base_model(setup.base_model)
     tracker.log_params(train_params(config, base_model, setup.dropout, base=len(rows), validation=len(corpus.validation)))
     tracker.log_params({f"rows_{form}": n for form, n in per_form.items()})

@@ -44,11 +44,16 @@ def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
 def bootstrap(settings: Settings, **choices: Any) -> int:
     """Train the first champion from the configured data (or the seed set); `choices` are those of
     BootstrapSetup.from_settings (max_rows, max_minutes, forms, init_from), which checks them."""
+    from retrain.bootstrap import BootstrapError
     from retrain.bootstrap import bootstrap as train_first
     from retrain.setup import BootstrapSetup
 
     setup = BootstrapSetup.from_settings(settings, **choices)
-    result = train_first(setup)
+    try:
+        result = train_first(setup)
+    except BootstrapError as exc:  # e.g. --init-from a checkpoint of other topics than the data's
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     v = result.exported.version
     _print(
         {

@@ -150,3 +150,13 @@ def test_the_tfidf_baseline_reads_the_datas_topics_and_a_test_file_by_name(tmp_p
     test_csv.write_text("label,text\nHealth,Flu cases rise\n", encoding="utf-8")
     with pytest.raises(DataSourceError, match="test.csv names Health, not among the data's topics"):
         tfidf_svm_baseline(data, 0, 0, test_csv)
+
+
+def test_bootstrap_from_a_checkpoint_of_other_topics_is_bad_input(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEWSLOOP_", "MLFLOW_"))} | {
+        "NEWSLOOP_HOME": str(tmp_path / "home"), "NEWSLOOP_DATA": str(own_topics_csv(tmp_path / "own.csv")),
+        "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "newsloop", "bootstrap", "--init-from", str(STARTER_DIR / CHECKPOINT_DIR)],
+                          cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == ExitCode.BAD_INPUT, done.stderr[-2000:]
+    assert "predicts World, Sports, Business, Sci/Tech, but own.csv" in done.stderr and "Traceback" not in done.stderr
