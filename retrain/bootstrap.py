@@ -60,9 +60,9 @@ def _bootstrap(
     # On a tracking server (whose first replica registered the starter), number after its versions and keep
     # what it served in the history, so a rollback from any machine returns to it.
     shared = tracker.enabled and is_tracking_server(setup.tracking.uri)
-    if shared:
-        mirror_versions(setup.tracking.uri, registry)
     corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
+    if shared:  # the shipped starter is registered first only if it predicts the data's topics
+        mirror_versions(setup.tracking.uri, registry, labels=corpus.labels)
     config = setup.train
     rows, per_form = training_rows(corpus.train, setup.forms, setup.max_rows, config.seed)
     log.info("bootstrap on %s: %d training rows %s, %d validation rows", corpus.description, len(rows), per_form,

@@ -200,13 +200,16 @@ def _same(tracking_uri: str, mv: Any, local: ModelVersion) -> bool:
     return all(remote.get(key) == local.meta.get(key) for key in ("version", "committed_at"))
 
 
-def mirror_versions(tracking_uri: str, registry: ModelRegistry, starter_dir: Path = STARTER_DIR) -> str | None:
+def mirror_versions(
+    tracking_uri: str, registry: ModelRegistry, starter_dir: Path = STARTER_DIR, labels: Sequence[str] = LABELS
+) -> str | None:
     """Copy registered versions missing from `registry` into it, and adopt @champion as its champion.
 
-    A server with no champion first gets the shipped starter (`register_starter`). Returns the champion's version
-    name, or None when the server has none (no starter fits the labels). Run under the retrain lock.
+    A server with no champion first gets the shipped starter (`register_starter`) if it predicts `labels` (the
+    configured data's topics). Returns the champion's version name, or None when the server has none. Run under
+    the retrain lock.
     """
-    register_starter(tracking_uri, starter_dir)
+    register_starter(tracking_uri, starter_dir, labels)
     client = _client(tracking_uri)
     versions = client.search_model_versions(f"name='{REGISTERED_MODEL}'")
     have = set(registry.versions())
