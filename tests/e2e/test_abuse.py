@@ -149,7 +149,7 @@ def test_a_body_that_is_not_utf8_gets_422_and_the_docs_list_only_newsloop(app: A
     response = app.classify(address(), content=b'{"text": "caf\xe9"}', headers={"content-type": "application/json"})
     assert response.status_code == 422 and "UTF-8" in response.json()["detail"]
     spec = httpx.get(f"{app.url}openapi.json", timeout=30).json()
-    assert set(spec["paths"]) == {"/api/v1/classify", "/healthz", "/readyz"}
+    assert set(spec["paths"]) == {"/api/v1/classify", "/api/v1/topics", "/healthz", "/readyz"}
 
 
 def test_one_address_flooding_the_queue_leaves_others_served(app: App) -> None:
