@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from core.command_line import ExitCode
+from core.data import DataSourceError, source_labels
 from core.host.cpu_share import BESIDE_SERVING_ENV
 from core.logs import configure_logging
 from core.registry.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
@@ -222,11 +223,15 @@ def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: Id
 
 def ensure_champion(settings: Settings) -> None:
     """Serve the shipped starter when there is no champion; train one (in a child process, so this serving
-    process never imports torch) only when no starter fits the labels."""
+    process never imports torch) only when the starter does not predict the configured data's topics (data of
+    your own topics: `core.data.source_labels`)."""
     registry = ModelRegistry(settings.paths.models_dir)
-    if registry.champion() is not None or install_starter(registry) is not None:
+    if registry.champion() is not None:
         return
-    log.info("no champion model and no starter for these labels: training one now (progress below)")
+    labels = source_labels(settings.data.source, settings.data.use_extra)
+    if install_starter(registry, labels=labels) is not None:
+        return
+    log.info("no champion model and no starter for the topics %s: training one now (progress below)", ", ".join(labels))
     subprocess.run([sys.executable, "-m", "retrain", "bootstrap"], check=True)
 
 
@@ -239,12 +244,25 @@ def register_starter_on_server(settings: Settings, wait_s: float = 300.0) -> Non
     shared = database_lock(settings.storage.database_url) if settings.storage.database_url else contextlib.nullcontext()
     try:
         with file_lock(settings.paths.retrain_lock, blocking=False), shared:
-            register_starter(settings.tracking_uri)
+            register_starter(settings.tracking_uri, labels=source_labels(settings.data.source, settings.data.use_extra))
     except (LockBusy, Busy):
         log.info("the retrain lock is held elsewhere: waiting for @champion to be registered")
         deadline = time.monotonic() + wait_s
         while alias_version(settings.tracking_uri) is None and time.monotonic() < deadline:
             time.sleep(1.0)
+
+
+def seed_topics(store: FeedbackStore, service: Classifier) -> None:
+    """The taxonomy starts from the serving champion's topics: stored as version 1 when the feedback database has
+    none yet (a no-op otherwise, and when no champion serves yet). Data of your own topics is served with its own
+    topics from the first answer; the AG News four for a fresh clone, as before."""
+    if service.version is None:
+        return
+    labels = PageTopics(service, store).model_labels()
+    taxonomy = store.topics.seed(labels, why="the champion's topics, when the app first served it")
+    if taxonomy.keys != labels:  # the maintainers' changes since, or data of other topics than the stored ones
+        log.info("the champion predicts %s; the topics (taxonomy version %d) are %s", ", ".join(labels),
+                 taxonomy.version, ", ".join(taxonomy.names))
 
 
 def start_snapshots(settings: Settings) -> SnapshotSchedule | None:
@@ -286,8 +304,12 @@ def main(verbose: bool = False) -> None:
         sys.exit(ExitCode.CONFIG)
     ensure_home(settings)
     start_snapshots(settings)
-    ensure_champion(settings)
-    register_starter_on_server(settings)
+    try:
+        ensure_champion(settings)
+        register_starter_on_server(settings)
+    except DataSourceError as exc:  # NEWSLOOP_DATA names a file or folder it refuses: say so, in one line
+        print(f"NewsLoop will not start: {exc}", file=sys.stderr)
+        sys.exit(ExitCode.BAD_INPUT)
     from core.serving.classifier import (
         ChampionService,  # here, so `import app` (tests, tools) does not load ONNX Runtime
     )
@@ -302,8 +324,7 @@ def main(verbose: bool = False) -> None:
     service.refresh()
     service.start_watching()
     store = FeedbackStore.from_settings(settings)
-    if service.version is not None:  # the champion's topics are the taxonomy's version 1 (kept if one is stored)
-        store.topics.seed(PageTopics(service, store).model_labels(), why="the champion's topics")
+    seed_topics(store, service)  # the champion's topics are the taxonomy's version 1 (kept if one is stored)
     if settings.queue.demo_pool:
         store.offer_demo_pool()  # something to label from the first minute; a first import replaces it
     start_schedule(settings)

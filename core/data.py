@@ -1,4 +1,9 @@
-"""Loading labelled news from the hub or from AG-News-format CSVs, and the deterministic split."""
+"""Loading labelled news from the hub or from CSVs, and the deterministic split.
+
+A CSV's labels are either all numbers, AG News's 1-4 (its four topics), or all topic names: any 2 to 50 topics of
+your own, in the order they first appear (a file naming exactly the AG News four reads as AG News). A file of
+names starts with a header line (`label,text` or `label,title,description`).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,13 @@ import csv
 import hashlib
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
 from core.labels import LABELS, UnknownLabelError, label_index
 from core.settings.config import SEED_CSV
-from core.taxonomy import Taxonomy
+from core.taxonomy import MAX_TOPICS, MIN_TOPICS, Taxonomy, TaxonomyError, check_name
 from core.text import clean_text, join_title, text_hash
 from core.topic_maps import successor
 
@@ -135,9 +140,90 @@ def dedupe(examples: Iterable[Example], exclude: Iterable[Example] = ()) -> list
     return out
 
 
+class _Topics:
+    """The topics the label column of one or more files names, read line by line: AG News's numbers 1-4, or names
+    (trimmed and checked, one topic whatever their case, numbered in order of first appearance). A source is one
+    or the other; a mix is refused."""
+
+    def __init__(self) -> None:
+        self.numbered: bool | None = None  # unknown until the first label
+        self.names: list[str] = []
+        self._index: dict[str, int] = {}  # casefolded name -> its index in `names`
+
+    def index(self, raw: str, where: str) -> int:
+        """The 0-based topic index of the label `raw` at `where` (file:line); DataSourceError if it cannot be one."""
+        text = raw.strip()
+        if not text:
+            raise DataSourceError(f"{where}: empty label")
+        numbered = text.lstrip("+-").isdecimal()
+        if self.numbered is None:
+            self.numbered = numbered
+        elif numbered != self.numbered:
+            first = "numbers (AG News's 1-4)" if self.numbered else "topic names"
+            raise DataSourceError(f"{where}: label {text!r} in a source whose labels are {first}; "
+                                  "use numbers or names, not both")
+        if numbered:
+            try:
+                return label_index(text, one_based=True)
+            except UnknownLabelError as exc:
+                raise DataSourceError(f"{where}: {exc}") from None
+        try:
+            name = check_name(text)
+        except TaxonomyError as exc:
+            raise DataSourceError(f"{where}: {exc}") from None
+        folded = name.casefold()
+        if folded not in self._index:
+            if len(self.names) >= MAX_TOPICS:
+                raise DataSourceError(f"{where}: {name!r} would be topic {MAX_TOPICS + 1}; "
+                                      f"a source has at most {MAX_TOPICS} topics")
+            self._index[folded] = len(self.names)
+            self.names.append(name)
+        return self._index[folded]
+
+    def labels(self, where: str, counted: bool = True) -> tuple[str, ...]:
+        """The topic keys the indices given so far point into; refuses fewer than MIN_TOPICS topics (a source's)
+        unless not `counted` (a file read on its own, one of a folder's, say)."""
+        if self.numbered in (None, True):
+            return LABELS
+        if counted and len(self.names) < MIN_TOPICS:
+            raise DataSourceError(f"{where} names {len(self.names)} topic ({', '.join(self.names)}); "
+                                  f"a source needs at least {MIN_TOPICS}")
+        return tuple(self.names)
+
+    def as_ag_news(self) -> list[int] | None:
+        """If the names are exactly AG News's four (any case or spelling `core.labels` knows), each name's index in
+        `LABELS`, in the order of `names`; else None."""
+        try:
+            indices = [label_index(name) for name in self.names]
+        except UnknownLabelError:
+            return None
+        return indices if sorted(indices) == list(range(len(LABELS))) else None
+
+
 def read_csv(path: Path) -> list[Example]:
-    """Read an AG-News-format CSV: `label,title,description` or `label,text`, labels 1-4, header optional."""
-    path = Path(path)
+    """Read one labelled CSV on its own (`label,title,description` or `label,text`, labels 1-4 or topic names);
+    each example's `label` indexes the file's topics, AG News's four for a numbered file. A source's topics are
+    `read_labelled`'s (it counts them; one file of a folder may name a single topic)."""
+    return read_labelled([Path(path)], counted=False)[0][0]
+
+
+def read_labelled(
+    paths: Sequence[Path], *, counted: bool = True
+) -> tuple[list[list[Example]], tuple[str, ...]]:
+    """Read the CSVs of one source: each file's examples, and the topics their `label`s index (one list for all
+    the files: a topic named in several is one topic); `counted`: refuse fewer than MIN_TOPICS of them."""
+    topics = _Topics()
+    files = [_read_rows(Path(path), topics) for path in paths]
+    where = ", ".join(Path(p).name for p in paths)
+    labels = topics.labels(where, counted)
+    ag_news = topics.as_ag_news()
+    if ag_news is not None:  # the four by name: read as AG News, in its order, so AG News's models fit them
+        files = [[replace(e, label=ag_news[e.label]) for e in examples] for examples in files]
+        labels = LABELS
+    return files, labels
+
+
+def _read_rows(path: Path, topics: _Topics) -> list[Example]:
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
@@ -152,22 +238,20 @@ def read_csv(path: Path) -> list[Example]:
         raise DataSourceError(f"{path} is empty")
     columns = ["label", "title", "description"] if len(rows[0]) == 3 else ["label", "text"]
     start = 0
-    if rows[0] and not rows[0][0].strip().isdigit():  # a header line
+    if rows[0] and not rows[0][0].strip().isdigit():  # a header line (a file of names has one)
         columns = [c.strip().lower() for c in rows[0]]
         start = 1
     if columns not in (["label", "title", "description"], ["label", "text"]):
         raise DataSourceError(
-            f"{path}: expected columns label,title,description or label,text; got {','.join(columns)}"
+            f"{path}: expected columns label,title,description or label,text; got {','.join(columns)} "
+            "(a file whose labels are topic names starts with that header line)"
         )
     for line_no, row in enumerate(rows[start:], start=start + 1):
         if not row:
             continue
         if len(row) != len(columns):
             raise DataSourceError(f"{path}:{line_no}: expected {len(columns)} fields, got {len(row)}")
-        try:
-            label = label_index(row[0], one_based=True)
-        except UnknownLabelError as exc:
-            raise DataSourceError(f"{path}:{line_no}: {exc}") from None
+        label = topics.index(row[0], f"{path}:{line_no}")
         raw = join_title(row[1], row[2]) if len(row) == 3 else row[1]
         text = clean_text(raw)
         if not text:
@@ -179,33 +263,40 @@ def read_csv(path: Path) -> list[Example]:
     return examples
 
 
-def _from_folder(folder: Path, val_fraction: float, use_extra: bool) -> Corpus:
+def _folder_files(folder: Path, use_extra: bool) -> tuple[Path, list[Path], Path | None]:
+    """A data folder's train.csv, its extra training files (train_*.csv) if used, and its test.csv if any."""
     train_csv = folder / "train.csv"
     if not train_csv.is_file():
-        raise DataSourceError(f"{folder} has no train.csv (AG News format: label,title,description)")
-    train, validation = split_by_hash(read_csv(train_csv), val_fraction)
-    parts = [f"{train_csv.name} ({len(train) + len(validation)} rows)"]
-    if use_extra:
-        # Extra files are partial reconstructions: they only ever add training rows, so the
-        # validation split stays a verbatim part of train.csv.
-        for extra in sorted(folder.glob("train_*.csv")):
-            rows = read_csv(extra)
-            train.extend(rows)
-            parts.append(f"{extra.name} ({len(rows)} rows)")
+        raise DataSourceError(f"{folder} has no train.csv (label,title,description or label,text)")
     test_csv = folder / "test.csv"
-    test = read_csv(test_csv) if test_csv.is_file() else []
+    return train_csv, sorted(folder.glob("train_*.csv")) if use_extra else [], test_csv if test_csv.is_file() else None
+
+
+def _from_folder(folder: Path, val_fraction: float, use_extra: bool) -> Corpus:
+    train_csv, extras, test_csv = _folder_files(folder, use_extra)
+    # Every file of the folder names topics of one list.
+    files, labels = read_labelled([train_csv, *extras, *([test_csv] if test_csv else [])])
+    train, validation = split_by_hash(files[0], val_fraction)
+    parts = [f"{train_csv.name} ({len(train) + len(validation)} rows)"]
+    # Extra files are partial reconstructions: they only ever add training rows, so the validation split stays a
+    # verbatim part of train.csv.
+    for extra, rows in zip(extras, files[1 : 1 + len(extras)], strict=True):
+        train.extend(rows)
+        parts.append(f"{extra.name} ({len(rows)} rows)")
+    test = files[-1] if test_csv else []
     if test:
         parts.append(f"test.csv ({len(test)} rows)")
     # The folder's name, never its path: descriptions reach the page, which must not show server paths.
-    return _finish(train, validation, test, f"{folder.name}: " + ", ".join(parts))
+    return _finish(train, validation, test, f"{folder.name}: " + ", ".join(parts), labels)
 
 
-def _finish(train: list[Example], validation: list[Example], test: list[Example], description: str) -> Corpus:
+def _finish(train: list[Example], validation: list[Example], test: list[Example], description: str,
+            labels: tuple[str, ...] = LABELS) -> Corpus:
     validation = dedupe(validation, exclude=test)
     train = dedupe(train, exclude=[*validation, *test])
     if not train or not validation:
         raise DataSourceError(f"{description}: too few rows to make train and validation splits")
-    return Corpus(train, validation, test, description)
+    return Corpus(train, validation, test, description, labels)
 
 
 def _from_hub(name: str, val_fraction: float) -> Corpus:
@@ -242,7 +333,8 @@ def load_seed(val_fraction: float = 0.2) -> Corpus:
 
 
 def load_corpus(source: str, val_fraction: float = 0.1, use_extra: bool = True) -> Corpus:
-    """Load `source`: 'seed', a folder with train.csv, one CSV file, or a Hugging Face dataset id."""
+    """Load `source`: 'seed', a folder with train.csv, one CSV file, or a Hugging Face dataset id (AG News's
+    numbered labels). `Corpus.labels` are the source's topics: AG News's four, or the names its CSVs use."""
     if source == SEED_SOURCE:
         return load_seed()
     path = Path(source).expanduser()
@@ -251,17 +343,40 @@ def load_corpus(source: str, val_fraction: float = 0.1, use_extra: bool = True) 
     if path.suffix.lower() == ".csv" or path.exists():
         if not path.is_file():
             raise DataSourceError(f"{path} does not exist")
-        train, validation = split_by_hash(read_csv(path), val_fraction)
-        return _finish(train, validation, [], f"{path.name} ({len(train) + len(validation)} rows)")
+        [rows], labels = read_labelled([path])
+        train, validation = split_by_hash(rows, val_fraction)
+        return _finish(train, validation, [], f"{path.name} ({len(train) + len(validation)} rows)", labels)
     if source.startswith((".", "/", "~")):
         raise DataSourceError(f"{source} does not exist")
     return _from_hub(source, val_fraction)
 
 
 def load_corpus_or_seed(source: str, val_fraction: float = 0.1, use_extra: bool = True) -> Corpus:
-    """Like `load_corpus`, but fall back to the seed set when the source is unavailable."""
+    """Like `load_corpus`, but fall back to the seed set when the source is unavailable (a hub dataset that cannot
+    be loaded, a path that is not there). A file or folder that is there but refused raises: training on the seed
+    set instead of the data someone gave would hide their mistake."""
     try:
         return load_corpus(source, val_fraction, use_extra)
     except DataSourceError as exc:
+        if _is_present(source):
+            raise
         log.warning("%s; falling back to the built-in seed set", exc)
         return load_seed()
+
+
+def _is_present(source: str) -> bool:
+    """Whether `source` names a file or folder that exists (the seed set aside)."""
+    return source != SEED_SOURCE and Path(source).expanduser().exists()
+
+
+def source_labels(source: str, use_extra: bool = True) -> tuple[str, ...]:
+    """The topics `load_corpus_or_seed(source)` gives its examples, without loading a dataset from the hub (AG
+    News's four, as the seed set's): what a starter or a champion must predict to fit the configured data. Raises
+    DataSourceError as it does, for a file or folder that is there but refused."""
+    path = Path(source).expanduser()
+    if not _is_present(source):
+        return LABELS
+    if path.is_dir():
+        train_csv, extras, test_csv = _folder_files(path, use_extra)
+        return read_labelled([train_csv, *extras, *([test_csv] if test_csv else [])])[1]
+    return read_labelled([path])[1]

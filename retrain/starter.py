@@ -142,7 +142,7 @@ def calibrate_starter(starter_dir: Path, validation: list[Example]) -> dict[str,
         raise FileNotFoundError(f"no starter in {starter_dir}")
     raw = OnnxClassifier(Path(starter_dir), onnx_file=INT8_FILE)
     raw.temperature = 1.0  # the fit starts from the uncalibrated softmax, whatever the meta holds now
-    full = raw.proba_in_label_order([e.text for e in validation])
+    full = raw.proba_in_label_order([e.text for e in validation], labels=raw.labels)  # its own topics
     temperatures, meta["calibration"], meta["validation_read_as"] = calibrate(Path(starter_dir), INT8_FILE, validation, full, scorer=raw)
     meta |= temperatures.to_meta()
     (Path(starter_dir) / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")

@@ -19,14 +19,17 @@ def tiny_settings(home: Path, **overrides: object) -> Settings:
 
 
 def build_tiny_champion(home: Path, seed: int = 0, track: bool = False, **overrides: object) -> Settings:
-    """Train a 2-layer random BERT on the seed set for a few steps and make it champion (seconds)."""
+    """Train a 2-layer random BERT on the seed set (or the `data` override's topics) for a few steps and make it
+    champion (seconds)."""
     from transformers import AutoTokenizer
 
+    from core.data import source_labels
     from retrain.bootstrap import bootstrap
     from retrain.model import resolve_base_model, tiny_model
     from retrain.setup import BootstrapSetup
 
     settings = tiny_settings(home, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
-    bootstrap(BootstrapSetup.from_settings(settings), model_and_tokenizer=(tiny_model(seed=seed), tokenizer), track=track)
+    model = tiny_model(seed=seed, labels=source_labels(settings.data.source, settings.data.use_extra))
+    bootstrap(BootstrapSetup.from_settings(settings), model_and_tokenizer=(model, tokenizer), track=track)
     return settings

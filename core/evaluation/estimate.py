@@ -40,7 +40,7 @@ def expected_confusion(probs: np.ndarray) -> np.ndarray:
     """Expected counts: cell [true, predicted] sums the probability each text predicted as `predicted` gives
     `true`. Rows of `probs` are calibrated probabilities in label order."""
     probs = np.asarray(probs, dtype=np.float64)
-    k = probs.shape[1] if probs.ndim == 2 else len(LABELS)
+    k = probs.shape[-1] if probs.ndim == 2 else 0
     confusion = np.zeros((k, k))
     if probs.size == 0:
         return confusion
@@ -51,7 +51,8 @@ def expected_confusion(probs: np.ndarray) -> np.ndarray:
 
 
 def estimate(probs: np.ndarray, labels: Sequence[str] = LABELS) -> Estimate:
-    """The expected accuracy, per-label precision and recall of the predictions behind `probs`."""
+    """The expected accuracy, per-label precision and recall of the predictions behind `probs`, whose columns are
+    `labels` (the model's own; AG News's four where a caller has no model)."""
     return Tally().add(probs, len(labels)).estimate(labels)
 
 
@@ -79,8 +80,11 @@ class Tally:
     confusion: tuple[tuple[float, ...], ...] = ()
     confidence_counts: tuple[int, ...] = ()  # texts per CONFIDENCE_BINS bin of the top probability (drift)
 
-    def add(self, probs: np.ndarray, classes: int = len(LABELS)) -> Tally:
-        probs = np.asarray(probs, dtype=np.float64).reshape(-1, classes)
+    def add(self, probs: np.ndarray, classes: int | None = None) -> Tally:
+        """This tally and the texts behind `probs`: rows of probabilities, `classes` columns (default: as many as
+        the rows have; a flat array needs it)."""
+        probs = np.asarray(probs, dtype=np.float64)
+        probs = probs.reshape(-1, classes or probs.shape[-1])
         top = probs.max(axis=1)
         confusion = expected_confusion(probs)
         counts = confidence_histogram(top)
@@ -116,10 +120,16 @@ class Tally:
         texts predicted as its label)."""
         return tuple(float(x) for x in np.asarray(self.confusion).sum(axis=0)) if self.confusion else ()
 
-    def estimate(self, labels: Sequence[str] = LABELS) -> Estimate:
+    def estimate(self, labels: Sequence[str] | None = None) -> Estimate:
+        """The estimate of the texts tallied; `labels` name the columns (the model's topics), by default their
+        positions as text ("0", "1", ...), the way a tally that outlives a model is kept."""
         if self.n == 0:
             return Estimate(0, math.nan, math.nan, {}, {})
         confusion = np.asarray(self.confusion)
+        if labels is None:
+            labels = [str(i) for i in range(len(confusion))]
+        if len(labels) != len(confusion):
+            raise ValueError(f"{len(labels)} labels for a tally of {len(confusion)} columns")
         predicted_mass, true_mass = confusion.sum(axis=0), confusion.sum(axis=1)
         return Estimate(
             n=self.n,

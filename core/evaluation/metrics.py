@@ -1,4 +1,7 @@
-"""Pure classification metrics over arrays; no I/O."""
+"""Pure classification metrics over arrays; no I/O.
+
+`labels` name the classes the indices stand for (a model's or a corpus's topics); AG News's four by default, where a
+caller has nothing else."""
 
 from __future__ import annotations
 
@@ -48,6 +51,8 @@ def classification_metrics(
 def ranking_metrics(y_true: ClassIds, probs: np.ndarray, labels: Sequence[str] = LABELS) -> dict:
     """One-vs-rest AUROC and AUPRC per label, and their macro means (labels absent from y_true skipped)."""
     truth = np.asarray(y_true)
+    if np.ndim(probs) != 2 or np.shape(probs)[1] != len(labels):
+        raise ValueError(f"probabilities of shape {np.shape(probs)} for {len(labels)} labels ({', '.join(labels)})")
     auroc, auprc = {}, {}
     for i, name in enumerate(labels):
         positives = truth == i

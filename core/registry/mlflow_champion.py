@@ -16,9 +16,11 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from core.labels import LABELS
 from core.registry.starter import STARTER_DIR, installed_meta, starter_fits, starter_meta
 from core.registry.versions import ModelRegistry, ModelVersion, RegistryError
 from core.storage.paths import CHECKPOINT_DIR, META_FILE
@@ -145,18 +147,21 @@ def ensure_registered_model(client: Any) -> None:
         client.create_registered_model(REGISTERED_MODEL, description="NewsLoop topic classifier (ONNX)")
 
 
-def register_starter(tracking_uri: str, starter_dir: Path = STARTER_DIR) -> str | None:
+def register_starter(
+    tracking_uri: str, starter_dir: Path = STARTER_DIR, labels: Sequence[str] = LABELS
+) -> str | None:
     """Register the shipped starter as @champion on a tracking server that has none; returns its version name.
 
-    None when the server has a champion already or no starter fits the labels. Run under the retrain lock, so
+    None when the server has a champion already or the starter does not predict `labels` (the configured data's
+    topics). Run under the retrain lock, so
     one replica or worker registers it however many start at once. Only MLflow's client and the shipped files
     (ONNX, tokenizer, metadata, and the checkpoint a retrain warm-starts from): no training code, no torch.
     """
     if alias_version(tracking_uri) is not None:
         return None
     meta = starter_meta(starter_dir)
-    if not starter_fits(meta):
-        log.info("no starter model fits the labels in %s: nothing to register", starter_dir)
+    if not starter_fits(meta, labels):
+        log.info("the starter in %s does not predict %s: nothing to register", starter_dir, ", ".join(labels))
         return None
     assert meta is not None
     client = _client(tracking_uri)
@@ -195,13 +200,16 @@ def _same(tracking_uri: str, mv: Any, local: ModelVersion) -> bool:
     return all(remote.get(key) == local.meta.get(key) for key in ("version", "committed_at"))
 
 
-def mirror_versions(tracking_uri: str, registry: ModelRegistry, starter_dir: Path = STARTER_DIR) -> str | None:
+def mirror_versions(
+    tracking_uri: str, registry: ModelRegistry, starter_dir: Path = STARTER_DIR, labels: Sequence[str] = LABELS
+) -> str | None:
     """Copy registered versions missing from `registry` into it, and adopt @champion as its champion.
 
-    A server with no champion first gets the shipped starter (`register_starter`). Returns the champion's version
-    name, or None when the server has none (no starter fits the labels). Run under the retrain lock.
+    A server with no champion first gets the shipped starter (`register_starter`) if it predicts `labels` (the
+    configured data's topics). Returns the champion's version name, or None when the server has none. Run under
+    the retrain lock.
     """
-    register_starter(tracking_uri, starter_dir)
+    register_starter(tracking_uri, starter_dir, labels)
     client = _client(tracking_uri)
     versions = client.search_model_versions(f"name='{REGISTERED_MODEL}'")
     have = set(registry.versions())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from core.labels import LABELS
@@ -26,8 +27,9 @@ def starter_meta(starter_dir: Path = STARTER_DIR) -> dict | None:
         return None
 
 
-def starter_fits(meta: dict | None, labels: tuple[str, ...] = LABELS) -> bool:
-    """Whether a starter predicts exactly the configured labels, in the same order."""
+def starter_fits(meta: dict | None, labels: Sequence[str] = LABELS) -> bool:
+    """Whether a starter predicts exactly `labels` (the configured data's topics, `core.data.source_labels`; AG
+    News's four by default), in the same order."""
     if not meta:
         return False
     return tuple(meta.get("labels", ())) == tuple(labels) and bool(meta.get("serve_file"))
@@ -40,18 +42,21 @@ def installed_meta(meta: dict) -> dict:
     return kept | {"kind": "starter", "starter_of": meta.get("source_version")}
 
 
-def install_starter(registry: ModelRegistry, starter_dir: Path = STARTER_DIR) -> ModelVersion | None:
+def install_starter(
+    registry: ModelRegistry, starter_dir: Path = STARTER_DIR, labels: Sequence[str] = LABELS
+) -> ModelVersion | None:
     """Make the shipped starter the champion of an empty registry; returns the new version, or None.
 
-    Nothing happens when the registry already has a champion or the starter does not fit the labels.
+    Nothing happens when the registry already has a champion or the starter does not predict `labels` (the
+    configured data's topics: data of your own topics needs a bootstrap, not AG News's starter).
     The files are copied into a staging directory and committed like any export, so the registry's
     guarantees (a version appears whole, the record changes atomically) hold for the starter too.
     """
     if registry.champion() is not None:
         return None
     meta = starter_meta(starter_dir)
-    if not starter_fits(meta):
-        log.info("no starter model for labels %s in %s", ", ".join(LABELS), starter_dir)
+    if not starter_fits(meta, labels):
+        log.info("no starter model for labels %s in %s", ", ".join(labels), starter_dir)
         return None
     assert meta is not None
     staging = registry.new_staging()

@@ -155,10 +155,19 @@ class OnnxClassifier:
         forms = [guess_form(text).value for text in texts] if self.temperatures.reads_forms else None
         return self.calibrated(self.logits(texts, batch_size), forms)
 
-    def proba_in_label_order(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """Probabilities with columns in `core.labels.LABELS` order, so that column i is label index i
-        whatever order the model was exported with."""
-        columns = [self.labels.index(name) for name in LABELS]
+    def proba_in_label_order(
+        self, texts: Sequence[str], batch_size: int = 32, labels: Sequence[str] = LABELS
+    ) -> np.ndarray:
+        """Probabilities with columns in `labels` order (the examples' topics: a corpus's or the taxonomy's keys,
+        `self.labels` for the model's own; AG News's four where a caller has nothing else), so that column i is
+        label index i whatever order the model was exported with. ValueError names any of `labels` the model does
+        not predict."""
+        order = tuple(labels)
+        missing = [name for name in order if name not in self.labels]
+        if missing:
+            raise ValueError(f"model {self.version} does not predict {', '.join(missing)} "
+                             f"(it predicts {', '.join(self.labels)})")
+        columns = [self.labels.index(name) for name in order]
         return self.predict_proba(texts, batch_size)[:, columns]
 
     def predict(self, texts: Sequence[str], batch_size: int = 32) -> list[Prediction]:
@@ -283,9 +292,11 @@ class ChampionService:
     def _predict_now(self, texts: Sequence[str]) -> list[Prediction]:
         return self.model.predict(texts)
 
-    def proba_in_label_order(self, texts: Sequence[str]) -> np.ndarray:
-        """The champion's probabilities, columns in `core.labels.LABELS` order (for batch scoring)."""
-        return self.model.proba_in_label_order(texts)
+    def proba_in_label_order(self, texts: Sequence[str], labels: Sequence[str] | None = None) -> np.ndarray:
+        """The champion's probabilities, columns in `labels` order (batch scoring; default the champion's own
+        topics, whatever they are: the caller reads them from `model.labels`)."""
+        model = self.model  # one model for the labels and the probabilities, however the champion swaps meanwhile
+        return model.proba_in_label_order(texts, labels=model.labels if labels is None else labels)
 
     def predict(self, texts: Sequence[str]) -> list[Prediction]:
         if self._batcher is not None and texts:

@@ -166,7 +166,9 @@ class DataSource(Section):
     """Where labelled base data comes from and how validation is carved out of it."""
 
     source: str = setting(
-        "ag_news", env="data", description="Hugging Face dataset id, a folder or CSV file in AG News format, or 'seed'."
+        "ag_news", env="data",
+        description="Hugging Face dataset id, 'seed', or a folder (train.csv) or CSV file of label,text or "
+                    "label,title,description rows: AG News's numbered labels 1-4, or 2-50 topic names of your own."
     )
     val_fraction: float = setting(0.1, gt=0.0, lt=0.5, description="Share of base data held out for validation.")
     use_extra: bool = setting(

@@ -12,10 +12,13 @@ from core.data import (
     as_form,
     dedupe,
     in_form,
+    is_validation,
     load_corpus,
     load_corpus_or_seed,
     load_seed,
     read_csv,
+    read_labelled,
+    source_labels,
     split_by_hash,
 )
 from core.labels import LABELS
@@ -149,3 +152,108 @@ def test_title_and_body_are_kept_apart_and_read_as_input_forms(tmp_path: Path) -
     # Rows read as label,text have no title of their own: they have the full form only.
     text_only = read_csv(write(tmp_path / "b.csv", "label,text\n4,Rocket launch delayed\n"))
     assert in_form(text_only, InputForm.TITLE) == [] and in_form(text_only, InputForm.FULL) == text_only
+
+
+# --- named topics: a CSV of your own ------------------------------------------------------------------------------
+
+def named_rows(names: list[str], per_topic: int = 30) -> str:
+    return "".join(f"{name},Article {i} about {name.strip().lower()} number {i}\n"
+                   for i in range(per_topic) for name in names)
+
+
+def test_a_file_of_names_has_its_own_topics_in_order_of_first_appearance(tmp_path: Path) -> None:
+    f = write(tmp_path / "own.csv", "label,text\n Politics ,Vote count begins\nSport,Cup final tonight\n"
+                                    "sport,Striker signs\nMoney,Shares fall\n")
+    [rows], labels = read_labelled([f])
+    assert labels == ("Politics", "Sport", "Money")  # trimmed; "sport" is "Sport": names are one topic ignoring case
+    assert [e.label for e in rows] == [0, 1, 1, 2]
+    assert read_csv(f) == rows
+
+
+def test_a_file_of_names_with_title_and_description(tmp_path: Path) -> None:
+    f = write(tmp_path / "own.csv", "label,title,description\nHealth,Flu season,Clinics fill up\nClimate,Heat,Records\n")
+    [rows], labels = read_labelled([f])
+    assert labels == ("Health", "Climate")
+    assert rows[0] == Example("Flu season Clinics fill up", 0) and rows[0].title == "Flu season"
+
+
+def test_the_four_ag_news_names_read_as_ag_news_in_its_order(tmp_path: Path) -> None:
+    f = write(tmp_path / "ag.csv", "label,text\nsports,Goal\nSci/Tech,Chip\nWorld,Talks\nbusiness,Shares\n")
+    [rows], labels = read_labelled([f])
+    assert labels == LABELS
+    assert [e.label for e in rows] == [1, 3, 0, 2]
+
+
+def test_a_numbered_file_keeps_the_ag_news_topics(tmp_path: Path) -> None:
+    [rows], labels = read_labelled([write(tmp_path / "a.csv", "label,text\n2,Goal\n4,Chip\n")])
+    assert labels == LABELS and [e.label for e in rows] == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("label,text\nSport,a\nSport,b\n", r"own.csv names 1 topic \(Sport\); a source needs at least 2"),
+        ("label,text\nSport,a\n ,b\n", r"own.csv:3: empty label"),
+        ("label,text\nSport,a\n2,b\n", r"own.csv:3: label '2' in a source whose labels are topic names"),
+        ("label,text\n2,a\nSport,b\n", r"own.csv:3: label 'Sport' in a source whose labels are numbers"),
+        ("label,text\nSport,a\n1.5,b\n", r"own.csv:3: a topic name cannot be a number"),
+        ("label,text\nSport,a\n" + "x" * 41 + ",b\n", r"own.csv:3: a topic name has at most 40 characters"),
+        ("Sport,a\nMoney,b\n", r"expected columns .* starts with that header line"),
+    ],
+)
+def test_bad_named_labels_are_refused_naming_file_and_line(tmp_path: Path, content: str, message: str) -> None:
+    with pytest.raises(DataSourceError, match=message):
+        read_labelled([write(tmp_path / "own.csv", content)])
+
+
+def test_more_than_fifty_topics_are_refused_at_the_fifty_first(tmp_path: Path) -> None:
+    rows = "".join(f"Topic {i},text {i}\n" for i in range(51))
+    with pytest.raises(DataSourceError, match=r"own.csv:52: 'Topic 50' would be topic 51; a source has at most 50"):
+        read_labelled([write(tmp_path / "own.csv", "label,text\n" + rows)])
+    fifty = "".join(f"Topic {i},text {i}\n" for i in range(50))
+    assert len(read_labelled([write(tmp_path / "own.csv", "label,text\n" + fifty)])[1]) == 50
+
+
+def test_a_csv_file_of_names_is_a_corpus_split_by_hash(tmp_path: Path) -> None:
+    f = write(tmp_path / "own.csv", "label,text\n" + named_rows(["Politics", "Sport", "Money"], 100))
+    corpus = load_corpus(str(f), 0.1)
+    assert corpus.labels == ("Politics", "Sport", "Money")
+    everything = corpus.train + corpus.validation
+    assert len(everything) == 300 and {e.label for e in everything} == {0, 1, 2}
+    expected = {e.text for e in read_csv(f) if is_validation(e.text, 0.1)}
+    assert {e.text for e in corpus.validation} == expected and 10 < len(expected) < 60
+    assert source_labels(str(f)) == corpus.labels
+
+
+def test_a_folder_of_names_shares_one_topic_list_across_its_files(tmp_path: Path) -> None:
+    write(tmp_path / "train.csv", "label,text\n" + named_rows(["Politics", "Sport"], 100))
+    write(tmp_path / "train_more.csv", "label,text\nMoney,Extra money row\nsport,Extra sport row\n")
+    write(tmp_path / "test.csv", "label,text\nmoney,Held out money row\n")
+    corpus = load_corpus(str(tmp_path), 0.1, use_extra=True)
+    assert corpus.labels == ("Politics", "Sport", "Money")
+    assert Example("Extra sport row", 1) in corpus.train and corpus.test == [Example("Held out money row", 2)]
+    assert source_labels(str(tmp_path)) == corpus.labels
+    # One file of the folder read on its own (to name rows, say) may hold a single topic.
+    write(tmp_path / "train_more.csv", "label,text\nMoney,Extra money row\n")
+    assert read_csv(tmp_path / "train_more.csv") == [Example("Extra money row", 0)]
+    assert load_corpus(str(tmp_path), 0.1, use_extra=True).labels == ("Politics", "Sport", "Money")
+    # A file that mixes numbers with the names of another file of the same source is refused.
+    write(tmp_path / "test.csv", "label,text\n3,Held out money row\n")
+    with pytest.raises(DataSourceError, match=r"test.csv:2: label '3' in a source whose labels are topic names"):
+        load_corpus(str(tmp_path), 0.1, use_extra=True)
+
+
+def test_source_labels_without_files_are_the_ag_news_four(tmp_path: Path) -> None:
+    assert source_labels("seed") == LABELS
+    assert source_labels("ag_news") == LABELS  # a hub id: nothing is downloaded to say so
+    assert load_seed().labels == LABELS
+    assert source_labels(str(tmp_path / "missing.csv")) == LABELS  # as load_corpus_or_seed falls back to the seed
+
+
+def test_a_file_that_is_there_but_refused_is_not_replaced_by_the_seed_set(tmp_path: Path) -> None:
+    broken = write(tmp_path / "broken.csv", "label,text\nSport,a\n")
+    with pytest.raises(DataSourceError, match="names 1 topic"):
+        load_corpus_or_seed(str(broken))
+    with pytest.raises(DataSourceError, match="names 1 topic"):
+        source_labels(str(broken))
+    assert load_corpus_or_seed(str(tmp_path / "missing.csv")).description.startswith("seed")

@@ -51,7 +51,7 @@ def test_tallies_add_up_across_requests_to_the_estimate_of_all_of_them() -> None
     probs, _ = _calibrated(300, seed=4)
     parts = Tally().add(probs[:100]) + Tally().add(probs[100:250]) + Tally() + Tally().add(probs[250:])
     whole = estimate(probs)
-    merged = parts.estimate()
+    merged = parts.estimate(LABELS)
     assert merged.n == whole.n == 300
     assert merged.accuracy == pytest.approx(whole.accuracy)
     assert merged.accuracy_se == pytest.approx(whole.accuracy_se)

@@ -91,3 +91,11 @@ def test_a_starter_after_versions_without_a_champion_takes_the_next_number(tiny_
         tracker.log_model_version(ModelRegistry(tiny_home_copy / "models").get("v0001").path, "v0001")  # no alias
     assert register_starter(uri, starter) == "v0002"
     assert alias_version(uri).tags["newsloop_version"] == "v0002"
+
+
+def test_a_server_for_data_of_other_topics_gets_no_starter(tiny_champion_home: Path, tmp_path: Path) -> None:
+    starter = _starter(tiny_champion_home, tmp_path / "starter")
+    uri = _server(tmp_path, "own")
+    registry = ModelRegistry(tmp_path / "models")
+    assert mirror_versions(uri, registry, starter, labels=("Politics", "Sport", "Money")) is None
+    assert alias_version(uri) is None and registry.champion() is None  # its bootstrap will be the first champion
