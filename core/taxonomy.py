@@ -20,6 +20,7 @@ MIN_TOPICS = 2
 MAX_TOPICS = 50
 MAX_NAME_CHARS = 40
 MAX_DESCRIPTION_CHARS = 200
+CONFIRM_ANSWER = "Right"  # the page's answer that confirms the prediction on screen; no topic may take its name
 
 ChangeKind = Literal["start", "add", "rename", "merge", "split", "describe"]
 CHANGE_KINDS: tuple[str, ...] = ("start", "add", "rename", "merge", "split", "describe")
@@ -85,7 +86,7 @@ class TaxonomyVersion:
 
 
 def check_name(value: object) -> str:
-    """A topic name, trimmed: 1-40 printable characters, not a number."""
+    """A topic name, trimmed: 1-40 printable characters, not a number, no '|', not a reserved answer."""
     if not isinstance(value, str):
         raise TaxonomyError(f"a topic name must be text, not {type(value).__name__}")
     name = " ".join(value.split())
@@ -97,6 +98,10 @@ def check_name(value: object) -> str:
         raise TaxonomyError(f"a topic name must be printable characters only: {name!r}")
     if re.fullmatch(r"[+-]?\d+([.,]\d+)?", name):
         raise TaxonomyError(f"a topic name cannot be a number ({name!r}): numbers pick topics by position")
+    if "|" in name:  # a model's ONNX metadata lists its topics joined by "|"
+        raise TaxonomyError(f"a topic name cannot contain '|': {name!r}")
+    if name.casefold() == CONFIRM_ANSWER.casefold():
+        raise TaxonomyError(f"{name!r} cannot be a topic: the page's \"{name}\" button confirms the model's answer")
     return name
 
 

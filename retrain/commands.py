@@ -91,6 +91,7 @@ def retrain(settings: Settings, *, max_minutes: float | None = None, base_rows: 
 
 def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str | None = None) -> int:
     """Restore the previous champion (only if `expect`, when given, is still the champion)."""
+    from core.data import DataSourceError, source_labels
     from core.registry.mlflow_champion import is_tracking_server, mirror_versions
     from core.registry.versions import ANY, ModelRegistry, RegistryError
     from retrain.tracking import sync_aliases
@@ -98,10 +99,11 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
     registry = ModelRegistry(settings.paths.models_dir)
     try:
         if is_tracking_server(settings.tracking_uri):  # replicas follow @champion: start from the server's record
-            mirror_versions(settings.tracking_uri, registry)
+            mirror_versions(settings.tracking_uri, registry,
+                            labels=source_labels(settings.data.source, settings.data.use_extra))
         expected = ANY if expect is None else expect
         restored = registry.rollback(reason=reason, expected_champion=expected)
-    except RegistryError as exc:
+    except (RegistryError, DataSourceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.ERROR
     try:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.data import Corpus, load_corpus_or_seed, under_taxonomy
+from core.data import Corpus, load_corpus_or_seed, source_labels, under_taxonomy
 from core.evaluation.decision import FeedbackParts, GateResult, Rule, RuleResult, describe
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
@@ -58,7 +58,9 @@ def retrain(
     factory = model_factory or starting_point(setup.base_model, setup.dropout, setup.policy.warm_start)
     with retrain_lock(setup.paths, setup.database_url):
         if track and is_tracking_server(setup.tracking.uri):
-            mirror_versions(setup.tracking.uri, ModelRegistry(setup.paths.models_dir))  # start from @champion
+            # start from @champion; a server with none gets the shipped starter only if it predicts the data's topics
+            mirror_versions(setup.tracking.uri, ModelRegistry(setup.paths.models_dir),
+                            labels=source_labels(setup.data.source, setup.data.use_extra))
         started = time.perf_counter()
         previous = read_last_run(setup.paths)
         result = RunRecord(decision=Outcome.FAILED.value)

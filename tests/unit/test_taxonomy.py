@@ -35,7 +35,8 @@ def test_names_are_trimmed(raw: str, name: str) -> None:
 
 @pytest.mark.parametrize(("raw", "why"), [("", "empty"), ("   ", "empty"), ("x" * 41, "at most 40"),
                                           ("7", "number"), ("-2", "number"), ("3.5", "number"),
-                                          ("bad\x00name", "printable"), (7, "must be text")])
+                                          ("bad\x00name", "printable"), (7, "must be text"),
+                                          ("A|B", r"'\|'"), (" right ", "confirms the model's answer")])
 def test_bad_names_are_refused(raw: object, why: str) -> None:
     with pytest.raises(TaxonomyError, match=why):
         check_name(raw)

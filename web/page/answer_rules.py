@@ -5,10 +5,10 @@ from __future__ import annotations
 import hmac
 import secrets
 
-from core.taxonomy import Taxonomy
+from core.taxonomy import CONFIRM_ANSWER, Taxonomy
 from web.server.topics import key_for
 
-RIGHT = "Right"  # the answer that confirms the prediction on screen
+RIGHT = CONFIRM_ANSWER  # the answer that confirms the prediction on screen (no topic may be named so)
 
 
 def snippet(text: str, words: int = 8) -> str:
