@@ -227,13 +227,9 @@ class Taxonomy:
 
     # --- changing (each returns a new Taxonomy with one more version) ---------------------------------------------
     def add(self, name: object, description: object = "", **who: str) -> Taxonomy:
-        new = check_name(name)
-        self._check_free(new)
-        if len(self.topics) >= MAX_TOPICS:
-            raise TaxonomyError(f"a taxonomy has at most {MAX_TOPICS} topics")
-        key = self._fresh_key(new)
-        topic = Topic(key, new, check_description(description))
-        return self._next((*self.topics, topic), Change("add", key=key, name=new, description=topic.description), who)
+        topic = self._new_topic(name, description)
+        return self._next((*self.topics, topic),
+                          Change("add", key=topic.key, name=topic.name, description=topic.description), who)
 
     def rename(self, topic: object, name: object, **who: str) -> Taxonomy:
         key = self.key_of(topic)
@@ -262,16 +258,18 @@ class Taxonomy:
     def split(self, topic: object, name: object, description: object = "", **who: str) -> Taxonomy:
         """Carve a new topic `name` out of `topic`; the new topic comes right after its parent."""
         parent = self.key_of(topic)
+        child = self._new_topic(name, description)
+        at = self.keys.index(parent) + 1
+        topics = (*self.topics[:at], child, *self.topics[at:])
+        return self._next(topics, Change("split", topic=parent, key=child.key, name=child.name,
+                                         description=child.description), who)
+
+    def _new_topic(self, name: object, description: object) -> Topic:
         new = check_name(name)
         self._check_free(new)
         if len(self.topics) >= MAX_TOPICS:
             raise TaxonomyError(f"a taxonomy has at most {MAX_TOPICS} topics")
-        key = self._fresh_key(new)
-        child = Topic(key, new, check_description(description))
-        at = self.keys.index(parent) + 1
-        topics = (*self.topics[:at], child, *self.topics[at:])
-        return self._next(topics, Change("split", topic=parent, key=key, name=new,
-                                         description=child.description), who)
+        return Topic(self._fresh_key(new), new, check_description(description))
 
     def _check_free(self, name: str, besides: str = "") -> None:
         for t in self.topics:

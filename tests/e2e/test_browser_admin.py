@@ -21,7 +21,7 @@ from core.settings.policies import TrustPolicy
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.server import launched_app, open_limits_settings, open_limits_store
-from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
+from tests.e2e.test_browser import STEP_TIMEOUT_MS, _wait_for_text
 from tests.e2e.test_browser_flows import AXE, SIZES, open_page, shot, tab, to_admin
 from web.page.classify_view import EXAMPLES
 
@@ -75,13 +75,6 @@ def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -
     with launched_app(settings, store) as (url, _):
         yield url, store
 
-
-@pytest.fixture(scope="module")
-def browser():  # type: ignore[no-untyped-def]
-    with playwright_sync.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def sign_in(page) -> None:  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from testkit.server import launched_app
 from tests.e2e.raw_http import Visitor
-from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync
+from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_flows import PASSWORD, open_page, sign_in, to_admin
 
 pytestmark = pytest.mark.browser
@@ -32,23 +32,16 @@ def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -
         yield url, settings
 
 
-@pytest.fixture(scope="module")
-def chromium():  # type: ignore[no-untyped-def]
-    with playwright_sync.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
 
 def browser_id(context) -> str:  # type: ignore[no-untyped-def]
     return next(c["value"] for c in context.cookies() if c["name"] == "newsloop_id")
 
 
-def test_sign_in_and_out_give_the_browser_a_fresh_id_and_exports_download_once(chromium, served) -> None:  # type: ignore[no-untyped-def]
+def test_sign_in_and_out_give_the_browser_a_fresh_id_and_exports_download_once(browser, served) -> None:  # type: ignore[no-untyped-def]
     url, settings = served
     planted = Visitor(url)
     planted.events()  # an id the attacker holds...
-    browser, context = chromium, chromium.new_context()
+    context = browser.new_context()
     context.add_cookies([{"name": "newsloop_id", "value": planted.cookie.split("=", 1)[1], "url": url}])
     page = open_page(browser, url, context=context)
     assert browser_id(context) == planted.cookie.split("=", 1)[1]  # ...is the admin's browser's id before sign-in

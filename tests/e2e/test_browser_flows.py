@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from core.settings.config import PROJECT_ROOT
 from feedback.store import FeedbackStore
 from testkit.server import launched_app, open_limits_settings, open_limits_store
-from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, STEP_TIMEOUT_MS, _wait_for_text, playwright_sync
+from tests.e2e.test_browser import STEP_TIMEOUT_MS, _wait_for_text
 
 pytestmark = pytest.mark.browser
 
@@ -42,13 +42,6 @@ def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -
     with launched_app(settings, store) as (url, _):
         yield url, store
 
-
-@pytest.fixture(scope="module")
-def browser():  # type: ignore[no-untyped-def]
-    with playwright_sync.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def open_page(browser, url: str, size: str = "desktop", context=None):  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ from feedback.trust.label_errors import Candidate, Source
 from retrain.setup import RetrainSetup
 from retrain.targets import TrainingRows
 from testkit.server import launched_app, open_limits_settings, open_limits_store
-from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync
+from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_flows import open_page, shot, to_admin
 
 pytestmark = pytest.mark.browser
@@ -47,13 +47,6 @@ def served(tiny_home_copy: Path) -> Iterator[tuple[str, Settings, list[Example]]
         yield url, settings, doubted
     store.close()
 
-
-@pytest.fixture
-def browser():  # type: ignore[no-untyped-def]
-    with playwright_sync.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def _checked(page, selector: str, n: int) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from core.labels import LABELS
 from feedback.store import FeedbackStore
 from testkit.server import launched_app, open_limits_settings, open_limits_store
-from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, _wait_for_text, playwright_sync
+from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_flows import open_page, to_admin
 from web.server.topics import LEARNING
 
@@ -32,13 +32,6 @@ def served(tiny_home_copy: Path) -> Iterator[tuple[str, FeedbackStore]]:
         yield url, store
     store.close()
 
-
-@pytest.fixture
-def browser():  # type: ignore[no-untyped-def]
-    with playwright_sync.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def _add_topic(page, name: str, description: str) -> None:  # type: ignore[no-untyped-def]
