@@ -16,6 +16,7 @@ import sqlite_utils
 from core.settings.policies import TrustPolicy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
+from feedback.topics.meaning import shown
 from feedback.trust.label_errors import Action
 from feedback.trust.review import ReviewFilter, review_message
 
@@ -89,8 +90,11 @@ def review_resolve(store: FeedbackStore, text_hash: str, label: str) -> None:
 def label_errors_list(store: FeedbackStore, source: str | None, limit: int) -> None:
     """The newest search's undecided candidates, most likely error first, and how many there are in all."""
     found, total = store.label_errors.open_candidates(limit, source)
+    taxonomy = store.taxonomy()  # labels are stored as keys (a split's earlier one as a set): named as people see them
+    named = [c | {"given_as": shown(taxonomy, c["given_label"]), "suggested_as": shown(taxonomy, c["suggested_label"])}
+             for c in found]
     _print_json({"search": store.label_errors.latest_search(), "total": total, "listed": len(found),
-                 "candidates": found})
+                 "candidates": named})
 
 
 def label_errors_decide(store: FeedbackStore, ids: Sequence[int], action: Action, by: str, label: str | None) -> None:

@@ -25,15 +25,17 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from core.data import SEED_SOURCE, Corpus, Example, read_csv
+from core.data import SEED_SOURCE, Corpus, Example, read_csv, under_taxonomy
 from core.evaluation.label_issues import RankBy, find_label_issues
-from core.labels import LABELS, NUM_LABELS, label_index
+from core.labels import NUM_LABELS
 from core.registry.versions import ModelRegistry
 from core.settings.config import SEED_CSV
 from core.settings.policies import TrustPolicy
 from core.storage.paths import CHECKPOINT_DIR
+from core.taxonomy import Taxonomy
 from core.text import text_hash
 from feedback.store import FeedbackStore
+from feedback.topics.meaning import SET_MARK, allowed_keys
 from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.trust.label_errors import Candidate, Source
 from feedback.trust.rules import select_trusted
@@ -52,8 +54,15 @@ class Row:
 
     source: Source
     text: str
-    label: int
+    label: int  # an index into the taxonomy's keys
     origin: str
+    # After a split, a row labelled before it is "B or C" (indices, `label` among them): it has no single label to
+    # doubt, so it is not fitted; it is offered first, with the likelier of its topics (issue: after a split).
+    allowed: tuple[int, ...] = ()
+
+    def given(self, keys: Sequence[str]) -> str:
+        """The label as stored on a candidate: a key, or a set's keys joined as `feedback.topics.meaning` joins them."""
+        return SET_MARK.join(keys[i] for i in self.allowed) if self.allowed else keys[self.label]
 
 
 def base_rows(corpus: Corpus, data_source: str, fixes: LabelFixes) -> list[Row]:
@@ -63,11 +72,12 @@ def base_rows(corpus: Corpus, data_source: str, fixes: LabelFixes) -> list[Row]:
     rows: list[Row] = []
     seen: set[str] = set()
     for split, examples in (("train", corpus.train), ("validation", corpus.validation)):
-        for i, example in enumerate(fixes.examples(examples)):
+        for i, example in enumerate(fixes.examples(examples, labels=corpus.labels)):
             digest = text_hash(example.text)
             if digest not in seen:
                 seen.add(digest)
-                rows.append(Row(Source.BASE, example.text, example.label, where.get(digest, f"{split} row {i + 1}")))
+                rows.append(Row(Source.BASE, example.text, example.label, where.get(digest, f"{split} row {i + 1}"),
+                                example.allowed))
     return rows
 
 
@@ -82,43 +92,56 @@ def _csv_rows(path: Path) -> dict[str, str]:
     return where
 
 
-def answer_rows(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes) -> list[Row]:
-    """Every trusted answer's text (read through the fixes), named by its newest answer giving that label."""
-    answers = store.answers()  # newest first
+def answer_rows(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes, taxonomy: Taxonomy) -> list[Row]:
+    """Every trusted answer's text (read through the fixes, labels as they mean under `taxonomy`), named by its
+    newest answer giving that label."""
+    answers = store.answers(taxonomy=taxonomy)  # newest first
     newest: dict[tuple[str, str], dict[str, Any]] = {}
     for answer in answers:
         newest.setdefault((answer["text_hash"], answer["user_label"]), answer)
     rows = []
-    for trusted in fixes.trusted(select_trusted(answers, store.gold_labels(), policy)):
+    for trusted in fixes.trusted(select_trusted(answers, store.gold_labels(taxonomy=taxonomy), policy)):
         digest = trusted.text_hash or text_hash(trusted.text)
         named = newest.get((digest, trusted.label))
         origin = (f"answer #{named['id']} by {named['annotator']}, {str(named['created_at'])[:10]}"
                   if named else "answer") + (f" ({trusted.votes} agree)" if trusted.votes > 1 else "")
-        rows.append(Row(Source.ANSWER, trusted.text, label_index(trusted.label), origin))
+        keys = [k for k in allowed_keys(trusted.label) if k in taxonomy.keys]
+        if not keys:
+            continue
+        indices = tuple(sorted(taxonomy.keys.index(k) for k in keys))
+        rows.append(Row(Source.ANSWER, trusted.text, indices[0], origin, indices if len(indices) > 1 else ()))
     return rows
 
 
 def out_of_fold_probs(texts: Sequence[str], labels: Sequence[int], embeddings: np.ndarray | None,
-                      seed: int = 0) -> np.ndarray:
-    """Each row's probability of each label from models that did not see it: the mean of a cross-validated logistic
-    regression over `embeddings` (when given) and one over TF-IDF features. Raises ValueError for too few rows."""
+                      seed: int = 0, classes: int = NUM_LABELS, unlabelled: Sequence[int] = ()) -> np.ndarray:
+    """Each row's probability of each of `classes` labels from models that did not see it: the mean of a
+    cross-validated logistic regression over `embeddings` (when given) and one over TF-IDF features. The rows named
+    in `unlabelled` (indices: a split's "B or C" rows) are not fitted; models fitted on all the other rows score them.
+    Raises ValueError for too few rows."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    y = np.asarray(labels)
-    counts = np.bincount(y, minlength=NUM_LABELS)
+    held = np.zeros(len(texts), dtype=bool)
+    held[list(unlabelled)] = True
+    fit = np.flatnonzero(~held)
+    y = np.asarray(labels)[fit]
+    counts = np.bincount(y, minlength=classes)
     present = counts[counts > 0]
     if len(present) < 2 or present.min() < 2:
         raise ValueError("too few rows to search: every label present needs at least 2 rows, and 2 labels at least")
     folds = StratifiedKFold(n_splits=int(min(FOLDS, present.min())), shuffle=True, random_state=seed)
 
-    def oof(model: object, features: object) -> np.ndarray:
-        probs = cross_val_predict(model, features, y, cv=folds, method="predict_proba")
-        out = np.zeros((len(y), NUM_LABELS))
-        out[:, np.flatnonzero(counts)] = probs  # columns of labels no row has stay 0
+    def oof(model: Any, features: Any) -> np.ndarray:
+        out = np.zeros((len(texts), classes))
+        columns = np.flatnonzero(counts)  # columns of labels no fitted row has stay 0
+        out[np.ix_(fit, columns)] = cross_val_predict(model, _take(features, fit), y, cv=folds, method="predict_proba")
+        if held.any():
+            model.fit(_take(features, fit), y)
+            out[np.ix_(np.flatnonzero(held), columns)] = model.predict_proba(_take(features, np.flatnonzero(held)))
         return out
 
     tfidf = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2),
@@ -127,6 +150,10 @@ def out_of_fold_probs(texts: Sequence[str], labels: Sequence[int], embeddings: n
     if embeddings is not None:
         parts.append(oof(make_pipeline(StandardScaler(), LogisticRegression(C=0.5, max_iter=2000)), embeddings))
     return np.mean(parts, axis=0)
+
+
+def _take(features: Any, rows: np.ndarray) -> Any:
+    return features[rows] if isinstance(features, np.ndarray) else [features[i] for i in rows]
 
 
 def encoder_embedder(checkpoint_or_base: str, max_length: int, batch_size: int = 64) -> Embedder:
@@ -180,14 +207,23 @@ def cached_embeddings(cache_dir: Path, model_key: str, texts: Sequence[str], emb
     return vectors
 
 
-def rank_candidates(rows: Sequence[Row], probs: np.ndarray, rank_by: RankBy = RankBy.SELF_CONFIDENCE,
-                    limit: int = 0) -> list[Candidate]:
-    """The rows confident learning doubts, most likely error first (at most `limit`; 0 = all)."""
-    issues = find_label_issues(probs, np.array([r.label for r in rows], dtype=np.int64), rank_by)
-    chosen = issues.candidate_rows[:limit] if limit else issues.candidate_rows
-    return [Candidate(r.source, text_hash(r.text), r.origin, r.text, LABELS[r.label],
-                      LABELS[int(issues.suggested[i])], float(probs[i, issues.suggested[i]]))
-            for i in chosen.tolist() for r in [rows[i]]]
+def rank_candidates(rows: Sequence[Row], probs: np.ndarray, keys: Sequence[str],
+                    rank_by: RankBy = RankBy.SELF_CONFIDENCE, limit: int = 0) -> list[Candidate]:
+    """The candidates, at most `limit` (0 = all): first every "B or C" row of a split, with the likelier of its
+    topics, surest first (a maintainer confirms them in bulk); then the rows confident learning doubts, most likely
+    error first. `keys` are the topics `probs`' columns and the rows' labels index."""
+    sets = [i for i, r in enumerate(rows) if r.allowed]
+    choice = {i: rows[i].allowed[int(np.argmax(probs[i, list(rows[i].allowed)]))] for i in sets}
+    found = [Candidate(rows[i].source, text_hash(rows[i].text), rows[i].origin, rows[i].text, rows[i].given(keys),
+                       keys[choice[i]], float(probs[i, choice[i]]))
+             for i in sorted(sets, key=lambda i: -probs[i, choice[i]])]
+    exact = np.array([i for i, r in enumerate(rows) if not r.allowed], dtype=np.int64)
+    if len(exact):
+        issues = find_label_issues(probs[exact], np.array([rows[i].label for i in exact], dtype=np.int64), rank_by)
+        found += [Candidate(r.source, text_hash(r.text), r.origin, r.text, keys[r.label],
+                            keys[int(issues.suggested[n])], float(probs[exact[n], issues.suggested[n]]))
+                  for n in issues.candidate_rows.tolist() for r in [rows[exact[n]]]]
+    return found[:limit] if limit else found
 
 
 @dataclass(frozen=True)
@@ -229,7 +265,9 @@ def search(
     docs/results/label-errors.md)."""
     started = time.perf_counter()
     fixes = read_fixes(store)
-    rows = base_rows(corpus, data_source, fixes) + answer_rows(store, policy, fixes)
+    taxonomy = store.taxonomy()
+    rows = (base_rows(under_taxonomy(corpus, taxonomy), data_source, fixes)
+            + answer_rows(store, policy, fixes, taxonomy))
     if embedder is None:
         champion = ModelRegistry(models_dir).champion() if use_champion else None
         checkpoint = champion.path / CHECKPOINT_DIR if champion is not None else None
@@ -243,8 +281,9 @@ def search(
     texts = [r.text for r in rows]
     log.info("label-error search: %d rows, embeddings from %s", len(rows), model_key)
     vectors = cached_embeddings(cache_dir, f"{model_key}\0{max_length}", texts, embedder)
-    probs = out_of_fold_probs(texts, [r.label for r in rows], vectors, seed)
-    found = rank_candidates(rows, probs)
+    probs = out_of_fold_probs(texts, [r.label for r in rows], vectors, seed, classes=len(taxonomy.keys),
+                              unlabelled=[i for i, r in enumerate(rows) if r.allowed])
+    found = rank_candidates(rows, probs, taxonomy.keys)
     # When, to the second, and a few random characters: two searches in one second stay apart.
     search_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(clock()))}-{secrets.token_hex(2)}"
     stored = store.label_errors.save_search(search_id, found[:limit] if limit else found, rows=len(rows),

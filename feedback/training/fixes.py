@@ -16,6 +16,7 @@ from core.data import Example
 from core.labels import LABELS
 from core.text import text_hash
 from feedback.store import FeedbackStore
+from feedback.topics.meaning import SET_MARK
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import TrustedExample
 
@@ -53,7 +54,7 @@ class LabelFixes:
             return list(rows)
         out = []
         for row in rows:
-            key = (source.value, text_hash(row.text), labels[row.label])
+            key = (source.value, text_hash(row.text), _read(row, labels))
             if key in self.exclude:
                 continue
             after = self.relabel.get(key)
@@ -80,7 +81,12 @@ class LabelFixes:
         if not self:
             return 0
         keys = self.exclude | self.relabel.keys()
-        return sum((source.value, text_hash(row.text), labels[row.label]) in keys for row in rows)
+        return sum((source.value, text_hash(row.text), _read(row, labels)) in keys for row in rows)
+
+
+def _read(row: Example, labels: Sequence[str]) -> str:
+    """A row's label as a decision names it: a key, or a split's "B or C" set as `feedback.topics.meaning` joins it."""
+    return SET_MARK.join(labels[i] for i in row.allowed) if row.allowed else labels[row.label]
 
 
 def read_fixes(store: FeedbackStore) -> LabelFixes:

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from core.command_line import ExitCode
-from core.data import Example, load_corpus
+from core.data import Example, load_corpus, under_taxonomy
 from core.labels import LABELS
 from core.settings.policies import TrustPolicy
 from core.text import text_hash
 from feedback.store import FeedbackStore
+from feedback.training.fixes import read_fixes
 from newsloop.cli import main
 from retrain.label_errors import cached_embeddings, flip_labels, out_of_fold_probs, search
 
@@ -168,3 +169,41 @@ def test_the_base_encoder_can_replace_the_champions_embeddings(home: Path, capsy
     assert main(["label-errors", "--limit", "3"]) == ExitCode.OK  # the default
     report = _json(capsys)
     assert report["model"] == "base all-MiniLM-L6-v2" and report["stored"] == min(3, report["candidates"])
+
+
+def test_after_a_split_the_earlier_rows_come_first_with_the_likelier_topic(tmp_path: Path) -> None:
+    """Issue 48, after a split: the rows whose label became "Sci/Tech or Space" lead the list, each suggesting the
+    likelier of the two by the exact answers given since; relabelled in bulk, training reads them exact."""
+    space, tech = ["planet", "orbit", "telescope", "astronaut"], ["software", "chip", "internet", "laptop"]
+    rng = np.random.default_rng(5)
+    base = [e for e in _rows(120) if e.label != 3]
+    base += [Example(f"s{i} " + " ".join(rng.choice(space if i % 2 else tech, size=4)), 3) for i in range(40)]
+    folder = _write_folder(tmp_path / "data", base)
+    store = FeedbackStore(tmp_path / "feedback.db")
+    before = store.taxonomy()
+    store.topics.commit(before.split("Sci/Tech", "Space", by="maintainer"), before.version)
+    for i in range(8):  # exact answers given after the split teach which is which
+        store.record(text=f"a{i} " + " ".join(rng.choice(space, size=4)), user_label="Space", annotator="user:ann",
+                     kind="correct", verified=True)
+        store.record(text=f"b{i} " + " ".join(rng.choice(tech, size=4)), user_label="Sci/Tech", annotator="user:ann",
+                     kind="correct", verified=True)
+    corpus = load_corpus(str(folder), 0.1, True)
+    search(store, corpus, str(folder), TrustPolicy(labels_required=1), models_dir=tmp_path / "models",
+           cache_dir=tmp_path / "cache", base_model="", max_length=32, embedder=_word_counts)
+
+    found, _ = store.label_errors.open_candidates(limit=500)
+    split_rows = [e for e in corpus.train + corpus.validation if e.label == 3]
+    first = found[:len(split_rows)]
+    assert {row["text"] for row in first} == {e.text for e in split_rows}  # every "B or C" row, before any other
+    assert all(row["given_label"] == "Sci/Tech\x1fSpace" for row in first)
+    assert [row["probability"] for row in first] == sorted((row["probability"] for row in first), reverse=True)
+    right = sum(row["suggested_label"] == ("Space" if any(w in row["text"].split() for w in space) else "Sci/Tech")
+                for row in first)
+    assert right >= 0.9 * len(first)
+
+    store.label_errors.decide([row["id"] for row in first], "relabel", "maintainer")
+    taxonomy = store.taxonomy()
+    read = read_fixes(store).examples(under_taxonomy(corpus, taxonomy).train, labels=taxonomy.keys)
+    suggested = {row["text"]: row["suggested_label"] for row in first}
+    fixed = [e for e in read if e.text in suggested]
+    assert fixed and all(not e.allowed and taxonomy.keys[e.label] == suggested[e.text] for e in fixed)

@@ -15,7 +15,9 @@ from typing import Any
 
 import gradio as gr
 
+from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
+from feedback.topics.meaning import shown
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import MAINTAINER
 from web.admin.actions import AdminActions
@@ -29,16 +31,20 @@ DECISIONS_SHOWN = 20  # recent decisions offered for undo
 NOTHING = "No feedback database on this server."
 
 
-def candidate_label(row: dict[str, Any]) -> str:
-    """One candidate as its checkbox reads: id, the label it has, the suggested one and how sure, where from, the text."""
-    return (f"#{row['id']} · {row['given_label']} → {row['suggested_label']} {row['probability']:.0%} · "
+def candidate_label(row: dict[str, Any], taxonomy: Taxonomy) -> str:
+    """One candidate as its checkbox reads: id, the label it has (a split's earlier label as "B or C"), the suggested
+    one and how sure, where from, the text; topics by their current names."""
+    given, suggested = shown(taxonomy, row["given_label"]), shown(taxonomy, row["suggested_label"])
+    return (f"#{row['id']} · {given} → {suggested} {row['probability']:.0%} · "
             f"{row['origin']}\n{' '.join(str(row['text']).split())}")
 
 
-def decision_label(row: dict[str, Any]) -> str:
+def decision_label(row: dict[str, Any], taxonomy: Taxonomy) -> str:
     """One decision as its checkbox reads: what, on which label, who, when, and the text's start."""
-    what = {Action.RELABEL: f"relabelled {row['label_before']} → {row['label_after']}",
-            Action.KEEP: f"kept {row['label_before']}", Action.EXCLUDE: f"excluded ({row['label_before']})"}
+    before = shown(taxonomy, row["label_before"])
+    after = shown(taxonomy, row["label_after"]) if row["label_after"] else ""
+    what = {Action.RELABEL: f"relabelled {before} → {after}",
+            Action.KEEP: f"kept {before}", Action.EXCLUDE: f"excluded ({before})"}
     when = str(row.get("decided_at", ""))[:16].replace("T", " ")
     text = " ".join(str(row["text"]).split())
     text = text if len(text) <= 160 else text[:159] + "…"
@@ -82,8 +88,9 @@ class LabelErrorsPanel:
             else:
                 summary = f"No label looks wrong to {which}."
         decisions = store.label_errors.decisions(DECISIONS_SHOWN, live_only=True)
-        return (summary, gr.update(choices=[(candidate_label(r), int(r["id"])) for r in rows], value=[]),
-                gr.update(choices=[(decision_label(r), int(r["id"])) for r in decisions], value=[]))
+        taxonomy = store.taxonomy()
+        return (summary, gr.update(choices=[(candidate_label(r, taxonomy), int(r["id"])) for r in rows], value=[]),
+                gr.update(choices=[(decision_label(r, taxonomy), int(r["id"])) for r in decisions], value=[]))
 
     @admin_only(lambda _: ("Sign in first.", gr.skip(), gr.skip()))
     def select_all(self, source: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Any, Any]:
