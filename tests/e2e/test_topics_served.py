@@ -1,7 +1,8 @@
-"""The served app across taxonomy changes (the tiny champion, a real SQLite store, gradio_client and the REST API): a
+"""The served app across taxonomy changes (the tiny champion, a real store on SQLite and on PostgreSQL, gradio_client
+and the REST API): a
 topic added while the server runs is listed and answerable at once, a renamed one is shown by its new name and
-still answers under its key, a merged-away one is no longer offered, and answers given before each change stay
-readable."""
+still answers under its key, a merged-away one is no longer offered, a split offers the new topic and reads the
+parent's earlier answers as "parent or child", and answers given before each change stay readable."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from core.labels import LABELS
 from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
+from testkit.pg_cluster import StoreFactory
 from testkit.server import launched_app
 from tests.e2e.test_metrics import scrape, value
 from web.page.classify_view import classify_buttons
@@ -24,13 +26,13 @@ from web.server.topics import LEARNING, PageTopics
 
 
 @pytest.fixture
-def served(tiny_champion_home: Path, tmp_path: Path) -> Iterator[tuple[str, FeedbackStore, object]]:
+def served(tiny_champion_home: Path, tmp_path: Path,
+           make_store: StoreFactory) -> Iterator[tuple[str, FeedbackStore, object]]:
     settings = tiny_settings(tiny_champion_home, classify_per_minute=1_000, queue_per_minute=1_000)
-    store = FeedbackStore(tmp_path / "feedback.db", StoreLimits(writes_per_minute=1_000))
+    store = make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=1_000))
     store.add_to_pool([f"Pool article {i} about a clinic, a match and a merger" for i in range(5)], source="test")
     with launched_app(settings, store) as (url, service):
         yield url, store, service
-    store.close()
 
 
 def _get(url: str, path: str) -> dict:
@@ -107,3 +109,19 @@ def test_add_rename_and_merge_reach_the_api_and_the_page_at_once(served) -> None
     # Every answer stays readable under the newest version: the old Business one now means World.
     labels = {r["text"]: r["user_label"] for r in store.answers()}
     assert labels[before] == "World" and labels[health] == "Health" and labels[sports] == "Sports"
+
+    # Split: Space is carved out of Sci/Tech: offered at once, marked new; earlier Sci/Tech answers mean "Sci/Tech
+    # or Space" (a set, not a guess), answers given after the split are exact.
+    earlier = "The chip maker showed a faster laptop processor at the fair."
+    assert _answer(c, "Sci/Tech", earlier).startswith("Thanks, saved as **Sci/Tech**")
+    taxonomy = store.topics.current()
+    store.topics.commit(taxonomy.split("Sci/Tech", "Space", "Rockets, planets and telescopes"), taxonomy.version)
+    listed = _get(url, "/api/v1/topics")
+    assert [(t["name"], t["new"]) for t in listed["topics"]] == [
+        ("World", False), ("Athletics", False), ("Sci/Tech", False), ("Space", True), ("Health", True)]
+    buttons = classify_buttons(topics.offered())
+    assert 'data-topic="Space"' in buttons and buttons.index('data-topic="Space"') < buttons.index('data-topic="Health"')
+    later = "The probe reached orbit around the red planet after a seven-month flight."
+    assert _answer(c, "Space", later).startswith("Thanks, saved as **Space**")
+    labels = {r["text"]: r["user_label"] for r in store.answers()}
+    assert labels[earlier] == "Sci/Tech\x1fSpace" and labels[later] == "Space" and labels[before] == "World"
