@@ -15,7 +15,6 @@ import onnx
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from core.labels import LABELS
 from core.serving.classifier import OnnxClassifier
 from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
 from retrain.model import NewsClassifier
@@ -169,7 +168,7 @@ def _optimize(raw: Path, out: Path, model: NewsClassifier) -> bool:
 
 def _set_metadata(path: Path, max_length: int, extra: dict) -> None:
     proto = onnx.load(str(path))
-    entries = {"labels": "|".join(LABELS), "max_length": str(max_length), "tokenizer": TOKENIZER_FILE}
+    entries = {"max_length": str(max_length), "tokenizer": TOKENIZER_FILE}  # the labels come with `extra`
     entries |= {k: str(v) for k, v in extra.items()}
     del proto.metadata_props[:]
     for key, value in entries.items():
