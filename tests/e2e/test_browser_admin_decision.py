@@ -26,7 +26,7 @@ from feedback.store import FeedbackStore
 from testkit.races import finish, retrain_elsewhere
 from testkit.server import launched_app
 from tests.e2e.test_browser import _wait_for_text
-from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
+from tests.e2e.test_browser_admin import PASSWORD
 from tests.e2e.test_browser_flows import open_page, shot, to_admin
 from tests.e2e.test_retrain_run import add_feedback, run_retrain, settings_for
 
@@ -152,7 +152,7 @@ def decision_on_page(page) -> str:  # type: ignore[no-untyped-def]
     return " ".join(page.inner_text("#retrain-decision").split())
 
 
-def test_a_refused_and_a_promoted_run_show_every_number_of_their_records(browser, home: Path) -> None:  # noqa: F811
+def test_a_refused_and_a_promoted_run_show_every_number_of_their_records(browser, home: Path) -> None:
     # A real retrain the gate refuses: the margin asked for (90 points of macro-F1) is out of reach.
     refused = run_retrain(page_settings(home, gate_margin=0.9))
     record = read_last_run(page_settings(home).paths)
@@ -200,7 +200,7 @@ def test_a_refused_and_a_promoted_run_show_every_number_of_their_records(browser
         page.context.close()
 
 
-def test_a_retrain_started_elsewhere_shows_and_keeps_retrain_off(browser, home: Path) -> None:  # noqa: F811
+def test_a_retrain_started_elsewhere_shows_and_keeps_retrain_off(browser, home: Path) -> None:
     settings = page_settings(home)
     store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     with launched_app(settings, store) as (url, _):

@@ -17,7 +17,7 @@ from feedback.store import FeedbackStore
 from testkit.server import launched_app
 from testkit.stack import TINY_ENV
 from tests.e2e.test_browser import _wait_for_text
-from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
+from tests.e2e.test_browser_admin import PASSWORD
 from tests.e2e.test_browser_flows import open_page, to_admin
 from tests.e2e.test_retrain_run import add_feedback, settings_for
 
@@ -66,7 +66,7 @@ def retrain_from_the_page(page, expect: str) -> str:  # type: ignore[no-untyped-
 
 
 def test_the_admin_view_raises_no_alarm_idle_or_through_a_refused_and_a_promoted_retrain(  # type: ignore[no-untyped-def]
-    browser, served, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture  # noqa: F811
+    browser, served, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     url, _ = served
     caplog.set_level(logging.WARNING)

@@ -18,7 +18,7 @@ from feedback.store import FeedbackStore
 from testkit.models import MANY_PAGES
 from testkit.server import launched_app
 from tests.e2e.test_browser import _wait_for_text
-from tests.e2e.test_browser_admin import PASSWORD, browser  # noqa: F401 - the module's Chromium fixture
+from tests.e2e.test_browser_admin import PASSWORD
 from tests.e2e.test_browser_flows import open_page, shot, to_admin
 
 pytestmark = pytest.mark.browser
@@ -42,7 +42,7 @@ def served(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def test_a_headline_only_stream_the_model_is_unsure_of_raises_the_alert(browser, served: str) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_a_headline_only_stream_the_model_is_unsure_of_raises_the_alert(browser, served: str) -> None:  # type: ignore[no-untyped-def]
     url = served
     response = httpx.post(f"{url}api/v1/classify", json={"text": VAGUE_HEADLINES}, timeout=120)
     assert response.status_code == 200, response.text
