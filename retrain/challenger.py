@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from core.data import Corpus
@@ -11,10 +14,13 @@ from core.labels import LABELS
 from core.registry.versions import ModelVersion
 from core.taxonomy import Taxonomy, starting
 from retrain.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
+from retrain.new_topics import Resolved, imprint_new_topics, resolve_split_rows
 from retrain.setup import RetrainSetup
 from retrain.targets import TrainingRows, replay_targets
 from retrain.tracking import Tracker, train_params
 from retrain.train import train
+
+log = logging.getLogger(__name__)
 
 
 def train_challenger(
@@ -32,23 +38,25 @@ def train_challenger(
     policy, config = setup.policy, setup.train
     taxonomy = rows.taxonomy or starting(LABELS)
     model, tokenizer = factory(champion)
+    started_with = model.labels
     fit_head(model, taxonomy)  # grown or shrunk from the champion's outputs
     targets = replay_targets(
         champion, rows.base, rows.trained_feedback, label_smoothing=config.label_smoothing,
         distill_weight=policy.distill_weight, taxonomy=taxonomy,
     )
     base_name = champion.version if policy.warm_start else resolve_base_model(setup.base_model)
+    recipe = taxonomy_recipe(setup, started_with, rows, model, tokenizer, targets)
     tracker.log_params(
         train_params(config, base_name, setup.dropout, **rows.counts)
         | {"warm_start": policy.warm_start, "feedback_weight": policy.feedback_weight,
            "feedback_repeats": rows.feedback_repeats,
            "distill_weight": policy.distill_weight, "champion": champion.version, "label_fixes": label_fixes,
-           "taxonomy_version": taxonomy.version}
+           "taxonomy_version": taxonomy.version} | recipe.params()
     )
     tracker.log_dict({"version": taxonomy.version, "topics": topic_list(taxonomy)}, "topics.json")
     train(
         model, tokenizer, rows.texts, rows.labels, config, weights=rows.weights(policy.feedback_weight), targets=targets,
-        sets=rows.sets(len(taxonomy.keys)), val_texts=[e.text for e in rows.validation], val_labels=[e.label for e in rows.validation],
+        sets=recipe.sets, val_texts=[e.text for e in rows.validation], val_labels=[e.label for e in rows.validation],
         on_metrics=tracker.log_step,
     )
     meta = {
@@ -64,6 +72,42 @@ def train_challenger(
         "topics": topic_list(taxonomy),
     }
     return model, tokenizer, meta
+
+
+@dataclass
+class Recipe:
+    """What the recipe for a changed taxonomy did to one challenger (retrain.new_topics): topics imprinted (key ->
+    answers), split rows given a target, and the rows still trained toward a set."""
+
+    imprinted: dict[str, int] = field(default_factory=dict)
+    resolved: Resolved | None = None
+    sets: np.ndarray | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {"imprinted_topics": ",".join(self.imprinted) or "-",
+                "resolved_split_rows": len(self.resolved.rows) if self.resolved else 0}
+
+
+def taxonomy_recipe(setup: RetrainSetup, started_with: tuple[str, ...], rows: TrainingRows, model: NewsClassifier,
+                    tokenizer: PreTrainedTokenizerBase, targets: np.ndarray) -> Recipe:
+    """Imprint the topics the model started without (`started_with`: its outputs before its head was fitted to the
+    taxonomy; a warm start's are the champion's) and give a split's earlier rows targets, as
+    `setup.policy` allows; `targets` (the rows' replay targets) are updated in place."""
+    policy, config = setup.policy, setup.train
+    recipe = Recipe(sets=rows.sets(model.num_labels))
+    if policy.imprint_new_topics and policy.warm_start:  # a fresh head has no trained rows to aim beside
+        recipe.imprinted = imprint_new_topics(model, tokenizer, started_with, rows.feedback, rows.base,
+                                              config.max_length, config.seed)
+        if recipe.imprinted:
+            log.info("imprinted new topics from their answers: %s", recipe.imprinted)
+    if policy.resolve_split_rows and recipe.sets is not None:
+        recipe.resolved = resolve_split_rows(model, tokenizer, [*rows.base, *rows.trained_feedback],
+                                             config.max_length, config.seed)
+        if recipe.resolved is not None:
+            targets[recipe.resolved.rows] = recipe.resolved.targets
+            recipe.sets[recipe.resolved.rows] = False
+            recipe.sets = recipe.sets if recipe.sets.any() else None
+    return recipe
 
 
 def topic_list(taxonomy: Taxonomy) -> list[dict[str, str]]:

@@ -211,6 +211,15 @@ class RetrainPolicy(Section):
     warm_start: bool = setting(
         True, env="warm_start", description="Start a retrain from the champion's weights rather than the base encoder."
     )
+    # The recipe for a changed taxonomy (retrain.new_topics).
+    imprint_new_topics: bool = setting(
+        True, description="Start a topic the champion never predicted from its answers' mean feature (weight "
+        "imprinting), not from a neutral row.",
+    )
+    resolve_split_rows: bool = setting(
+        True, description="After a split, train the parent's earlier rows toward the topic a linear model fit on "
+        "the answers reads them as, not toward the set of both.",
+    )
     holdout_fraction: float = internal(0.25, ge=0.0, le=1.0)  # share of trusted feedback kept out to judge the challenger
     min_feedback: int = setting(
         50, ge=1, description="New trusted answers since the last run before a scheduled retrain (watch)."

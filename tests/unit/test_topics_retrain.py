@@ -180,7 +180,8 @@ def no_steps(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
 
     def train(model: Any, tokenizer: Any, texts: Any, labels: Any, config: Any, **kw: Any) -> TrainResult:
-        calls.append({"model_labels": model.labels, "texts": list(texts), "labels": list(labels), **kw})
+        calls.append({"model_labels": model.labels, "texts": list(texts), "labels": list(labels),
+                      "head": model.head[-1].weight.detach().clone(), **kw})
         return TrainResult()
 
     monkeypatch.setattr(challenger_module, "train", train)
@@ -227,7 +228,10 @@ def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_with_too
     import mlflow
 
     client = mlflow.tracking.MlflowClient(settings.tracking_uri)
-    assert client.get_run(result.mlflow_run_id).data.params["taxonomy_version"] == "2"
+    params = client.get_run(result.mlflow_run_id).data.params
+    assert params["taxonomy_version"] == "2" and params["imprinted_topics"] == "Health"
+    # Imprinted from its answers: not the neutral start, the mean of the other rows (retrain.model.fit_head).
+    assert not torch.allclose(call["head"][4], call["head"][:4].mean(dim=0), atol=1e-3)
     local = client.download_artifacts(result.mlflow_run_id, "topics.json", str(tiny_home_copy))
     topics = json.loads(Path(local).read_text())
     assert topics["version"] == 2 and topics["topics"][-1] == {"key": "Health", "name": "Health",
@@ -254,6 +258,24 @@ def test_a_retrain_after_split_trains_the_old_rows_as_sets(tiny_home_copy: Path,
     assert not sets[[i for i, label in enumerate(labels) if label != 3]].any()  # every other row is exact
     assert _challenger_labels(tiny_home_copy, result.challenger) == (*LABELS, "Science")
     assert result.gate is not None and result.gate.rule(Rule.LABEL_RECALL, "Sci/Tech") is not None
+
+
+def test_after_a_split_with_answers_of_both_topics_the_old_rows_train_toward_one_of_them(
+        tiny_home_copy: Path, no_steps: list[dict[str, Any]]) -> None:
+    settings = _with_feedback(tiny_home_copy, lambda t: t.split("Sci/Tech", "Science"))
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
+    science = [f"Astronomers {i} find a planet orbiting a distant star with the new telescope" for i in range(16)]
+    tech = [f"Chipmaker {i} ships a faster laptop processor and new software" for i in range(16)]
+    for i, (a, b) in enumerate(zip(science, tech, strict=True)):
+        store.record(text=a, user_label="Science", annotator=f"tester-{i % 3}", kind="correct")
+        store.record(text=b, user_label="Sci/Tech", annotator=f"tester-{i % 3}", kind="correct")
+    store.close()
+    retrain(RetrainSetup.from_settings(settings), track=False)
+    [call] = no_steps
+    labels, targets = call["labels"], np.asarray(call["targets"])
+    old = [i for i, label in enumerate(labels) if label == 3 and call["texts"][i] not in tech]
+    assert old and call["sets"] is None  # every old Sci/Tech row now has a target, none trains toward the set
+    assert np.allclose(targets[old][:, [3, 4]].sum(axis=1), 1.0, atol=1e-5)
 
 
 def test_a_retrain_after_merge_has_three_outputs_and_is_judged_on_them(tiny_home_copy: Path,

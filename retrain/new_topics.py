@@ -1,0 +1,154 @@
+"""The recipe for a changed taxonomy: how a retrain starts a topic its champion never predicted, and what it trains a
+split's old rows toward.
+
+Two parts, each a `RetrainPolicy` switch (docs/concepts/topics.md, "How a retrain learns a new topic"):
+
+- **Imprint** (`imprint_new_topics`). A topic the champion lacks gets a head row aimed at its own answers: the
+  direction from the other rows' mean feature to its answers' mean feature (weight imprinting, Qi et al., CVPR 2018),
+  at the known rows' length, with a bias that makes it tie, on average over its answers, with the topic the champion
+  reads them as. Started from a neutral row far below the others instead, a topic with a few dozen answers beside
+  a thousand replayed rows has to climb from zero recall within one short epoch.
+- **Resolve split rows** (`resolve_split_rows`). After a split of B into B and C, every earlier B row may be either.
+  Trained toward the set alone ("B or C" is right whichever the model says), nothing tells the model which, and C
+  swallows B or never moves. Here a linear model over the encoder's pooled embeddings, fit on the rows that are
+  exactly one of the set's topics (answers given after the split), reads each set row; its probabilities within the
+  set become the row's target, after the set rows' mix is estimated by EM (`mixture_prior`), since the answers'
+  own mix follows what the queue chose to ask, not what the old rows hold.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from core.data import Example
+from retrain.label_errors import pooled
+from retrain.model import NewsClassifier
+
+log = logging.getLogger(__name__)
+
+# A topic needs this many exact rows before a linear model may decide set rows by it: fewer, and it decides by noise.
+MIN_EXACT_ROWS = 5
+# Rows of the other topics whose mean feature is the imprinted direction's origin (a fixed random sample).
+ORIGIN_ROWS = 256
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Set rows' new targets: the rows (positions in the training rows), their target distributions over all topics,
+    and the estimated share of each of the sets' topics among them."""
+
+    rows: list[int]
+    targets: np.ndarray
+    prior: dict[int, float]
+
+
+@torch.no_grad()
+def head_inputs(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int
+                ) -> torch.Tensor:
+    """What the head's last layer reads for each text: the pooled encoder output through the head's hidden layer,
+    dropout off."""
+    vectors = torch.from_numpy(pooled(model.encoder, tokenizer, texts, max_length))
+    model.eval()
+    return model.head[:-1](vectors)
+
+
+@torch.no_grad()
+def imprint(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, new: Mapping[int, Sequence[str]],
+            others: Sequence[str], max_length: int) -> dict[int, int]:
+    """Start each head row in `new` (output index -> its topic's answer texts) from its answers (see the module);
+    `others`: texts of the other topics, the direction's origin. Returns output index -> answers used (rows with no
+    answers are left as they are)."""
+    last = model.head[-1]
+    assert isinstance(last, torch.nn.Linear)
+    known = [i for i in range(model.num_labels) if i not in new]
+    wanted = {row: list(texts) for row, texts in new.items() if texts}
+    if not known or not wanted or not others:
+        return {}
+    origin = head_inputs(model, tokenizer, others, max_length).mean(dim=0)
+    length = last.weight[known].norm(dim=1).mean()
+    for row, texts in wanted.items():
+        features = head_inputs(model, tokenizer, texts, max_length)
+        direction = features.mean(dim=0) - origin
+        weight = direction / direction.norm().clamp(min=1e-8) * length
+        rival = (features @ last.weight[known].T + last.bias[known]).max(dim=1).values.mean()
+        last.weight[row] = weight
+        last.bias[row] = rival - (features @ weight).mean()
+    return {row: len(texts) for row, texts in wanted.items()}
+
+
+def imprint_new_topics(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, champion_labels: Sequence[str],
+                       feedback: Sequence[Example], base: Sequence[Example], max_length: int, seed: int
+                       ) -> dict[str, int]:
+    """Imprint the rows of the topics `model` predicts (its head already fitted to the taxonomy) that the champion
+    did not, from the feedback answering them exactly; returns topic key -> answers used."""
+    known = set(champion_labels)
+    new = {i: [e.text for e in feedback if e.label == i and len(e.allowed) <= 1]
+           for i, key in enumerate(model.labels) if key not in known}
+    if not any(new.values()):
+        return {}
+    pool = [e.text for e in [*base, *feedback] if e.label not in new]
+    picked = np.random.default_rng(seed).permutation(len(pool))[:ORIGIN_ROWS]
+    done = imprint(model, tokenizer, new, [pool[i] for i in sorted(picked)], max_length)
+    return {model.labels[row]: n for row, n in done.items()}
+
+
+def mixture_prior(probs: np.ndarray, *, iterations: int = 50, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """EM for the class mix of unlabelled rows (Saerens, Latinne and Decaestecker, Neural Computation 2002): `probs`
+    (rows x classes) are posteriors under a uniform prior; returns the estimated mix and the posteriors under it."""
+    probs = np.asarray(probs, dtype=np.float64)
+    k = probs.shape[1]
+    prior = np.full(k, 1.0 / k)
+    adjusted = probs
+    for _ in range(iterations):
+        weighted = probs * (prior * k)
+        adjusted = weighted / weighted.sum(axis=1, keepdims=True)
+        new_prior = adjusted.mean(axis=0)
+        if np.abs(new_prior - prior).max() < tol:
+            prior = new_prior
+            break
+        prior = new_prior
+    return prior, adjusted
+
+
+def resolve_split_rows(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example],
+                       max_length: int, seed: int) -> Resolved | None:
+    """Targets for the rows that allow a set (see the module), or None when fewer than two of the sets' topics have
+    MIN_EXACT_ROWS exact rows (the set loss then stays). `examples`: the training rows, repeats included."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    set_rows = [i for i, e in enumerate(examples) if len(e.allowed) > 1]
+    topics = sorted({t for i in set_rows for t in examples[i].allowed})
+    exact = [i for i, e in enumerate(examples) if len(e.allowed) <= 1 and e.label in topics]
+    counts = {t: len({examples[i].text for i in exact if examples[i].label == t}) for t in topics}
+    fitted = [t for t in topics if counts[t] >= MIN_EXACT_ROWS]
+    if not set_rows or len(fitted) < 2:
+        return None
+    texts = sorted({examples[i].text for i in [*set_rows, *exact]})
+    position = {text: n for n, text in enumerate(texts)}
+    vectors = StandardScaler().fit_transform(pooled(model.encoder, tokenizer, texts, max_length))
+    teach = sorted({(examples[i].text, examples[i].label) for i in exact if examples[i].label in fitted})
+    # Balanced: the answers' mix is the queue's choice; the set rows' own mix is estimated below.
+    linear = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed)
+    linear.fit(vectors[[position[t] for t, _ in teach]], [label for _, label in teach])
+    classes = [int(c) for c in linear.classes_]
+    unique = sorted({examples[i].text for i in set_rows})
+    prior, posterior = mixture_prior(linear.predict_proba(vectors[[position[t] for t in unique]]))
+    read = dict(zip(unique, posterior, strict=True))
+    targets = np.zeros((len(set_rows), model.num_labels), dtype=np.float32)
+    for n, i in enumerate(set_rows):
+        allowed = [c for c in examples[i].allowed if c in classes]
+        if len(allowed) < 2:  # a set the linear model cannot split: its probability shared evenly
+            targets[n, list(examples[i].allowed)] = 1.0 / len(examples[i].allowed)
+            continue
+        share = np.array([read[examples[i].text][classes.index(c)] for c in allowed])
+        targets[n, allowed] = share / share.sum()
+    log.info("split rows: %d read by a linear model fit on %s exact rows; estimated mix %s", len(set_rows),
+             "/".join(str(counts[t]) for t in fitted), ", ".join(f"{p:.2f}" for p in prior))
+    return Resolved(set_rows, targets, {c: float(p) for c, p in zip(classes, prior, strict=True)})
