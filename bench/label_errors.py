@@ -5,10 +5,12 @@ and precision@k (the share of its top k that are flipped), for each feature set 
 The embeddings come from a base encoder that never trained on these rows (default: the packaged all-MiniLM-L6-v2);
 the shipped starter trained on their clean labels, so its embeddings would know the answer. The last table is a
 linear-model proxy for the retrain, not a fine-tune: validation accuracy of the combined linear models trained on
-the clean labels, on the flipped ones, and on the flipped ones with the top 2k candidates set to their true labels.
+the clean labels, on the flipped ones, and on the flipped ones with the top 2k candidates set to their true labels;
+`--finetune` adds the same three as fine-tunes from the base encoder (the bootstrap's recipe, one epoch each).
 
     NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors
     python -m bench.label_errors --quick     # seconds: 400 rows, a tiny random encoder (mechanics only)
+    NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors --finetune --cache ../embeddings
 
 With --fixes HOME it measures a maintainer's real decisions instead: after `newsloop label-errors` and `newsloop
 review label-errors ...` in HOME, the champion's served accuracy on the base validation as labelled and as
@@ -67,8 +69,33 @@ def _linear_accuracy(train: Sequence[Example], labels: Sequence[int], train_vect
     return float(right.mean()), float(np.sqrt(right.mean() * (1 - right.mean()) / len(right)))
 
 
+def _finetuned_accuracy(train: Sequence[Example], labels: Sequence[int], validation: Sequence[Example],
+                        quick: bool) -> tuple[float, float]:
+    """Validation accuracy (and its standard error) of the bootstrap's fine-tune from the base encoder (one epoch
+    of the default TrainConfig, no time cap, so every run takes the same steps), trained on `labels`."""
+    from core.settings.config import load_settings
+    from retrain.model import load_base, tiny_model
+    from retrain.train import predict_logits
+    from retrain.train import train as fine_tune
+
+    settings = load_settings()
+    config = settings.train_config(max_minutes=0)
+    if quick:
+        from transformers import AutoTokenizer
+
+        from retrain.model import resolve_base_model
+
+        model, tokenizer = tiny_model(), AutoTokenizer.from_pretrained(resolve_base_model(""))
+    else:
+        model, tokenizer = load_base(settings.model.base_model, settings.model.dropout)
+    fine_tune(model, tokenizer, [e.text for e in train], list(labels), config)
+    said = predict_logits(model, tokenizer, [e.text for e in validation], config.max_length).argmax(axis=1)
+    right = said == np.array([e.label for e in validation])
+    return float(right.mean()), float(np.sqrt(right.mean() * (1 - right.mean()) / len(right)))
+
+
 def run(data: str, *, share: float, seed: int, rows: int, model: str, quick: bool, val_fraction: float,
-        extra: bool, cache: Path, max_length: int) -> dict[str, object]:
+        extra: bool, cache: Path, max_length: int, finetune: bool = False) -> dict[str, object]:
     corpus = load_corpus(data, val_fraction, extra)
     clean = corpus.train[:rows] if rows else corpus.train
     noisy, flipped = flip_labels(clean, share, seed)
@@ -98,12 +125,18 @@ def run(data: str, *, share: float, seed: int, rows: int, model: str, quick: boo
     top = np.asarray(best["order"])[: 2 * len(flipped)]
     fixed = given.copy()
     fixed[top] = [clean[i].label for i in top.tolist()]  # a reviewer setting each top candidate to its true label
+    views = (("clean labels", [e.label for e in clean]), ("flipped", given.tolist()),
+             ("flipped, top 2k fixed", fixed.tolist()))
     accuracy = {name: _linear_accuracy(noisy, labels, train_vectors, corpus.validation, val_vectors)
-                for name, labels in (("clean labels", [e.label for e in clean]), ("flipped", given.tolist()),
-                                     ("flipped, top 2k fixed", fixed.tolist()))}
+                for name, labels in views}
+    finetuned = {}
+    for name, labels in views if finetune else ():
+        started = time.perf_counter()
+        finetuned[name] = (*_finetuned_accuracy(noisy, labels, corpus.validation, quick),
+                           time.perf_counter() - started)
     return {"rows": len(noisy), "flipped": len(flipped), "validation": len(corpus.validation),
             "description": corpus.description, "embed_seconds": embed_seconds, "results": results,
-            "accuracy": accuracy}
+            "accuracy": accuracy, "finetuned": finetuned}
 
 
 def _embeddings_only(given: np.ndarray, vectors: np.ndarray, seed: int) -> np.ndarray:
@@ -183,6 +216,11 @@ def report(result: dict[str, object]) -> str:
               "|---|---|---|"]
     for name, (acc, se) in result["accuracy"].items():  # type: ignore[attr-defined]
         lines.append(f"| {name} | {acc:.4f} | {se:.4f} |")
+    if result.get("finetuned"):
+        lines += ["", f"| fine-tuned from the base encoder on | validation accuracy ({result['validation']} rows) | "
+                  "standard error | seconds |", "|---|---|---|---|"]
+        for name, (acc, se, seconds) in result["finetuned"].items():  # type: ignore[attr-defined]
+            lines.append(f"| {name} | {acc:.4f} | {se:.4f} | {seconds:.0f} |")
     return "\n".join(lines)
 
 
@@ -199,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.add_argument("--max-length", type=int, default=MAX_LENGTH, help=f"tokens per text (default {MAX_LENGTH})")
     args.add_argument("--quick", action="store_true",
                       help=f"the first {QUICK_ROWS} rows and a tiny random encoder: seconds, mechanics only")
+    args.add_argument("--finetune", action="store_true",
+                      help="also fine-tune from the base encoder on each labelling (three bootstraps: an hour on 2 cores)")
     args.add_argument("--fixes", type=Path, default=None, metavar="HOME",
                       help="instead, measure the live label fixes of this NEWSLOOP_HOME (see above)")
     options = args.parse_args(argv)
@@ -214,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run(options.data or default_data(), share=options.share, seed=options.seed,
                      rows=QUICK_ROWS if options.quick and not options.rows else options.rows, model=options.model,
                      quick=options.quick, val_fraction=options.val_fraction, extra=options.extra,
-                     cache=options.cache or Path(scratch), max_length=options.max_length)
+                     cache=options.cache or Path(scratch), max_length=options.max_length, finetune=options.finetune)
     print(report(result))
     print(f"\n{time.perf_counter() - started:.0f} s in all. {contention_note(watch.share())}")
     return 0

@@ -31,6 +31,14 @@ def test_quick_run_prints_recall_and_precision_for_each_feature_set(capsys: pyte
     assert re.search(r"^\| flipped, top 2k fixed \| 0\.\d{4} \| 0\.\d{4} \|$", out, re.MULTILINE)
 
 
+def test_finetune_adds_three_fine_tunes_on_clean_flipped_and_fixed_labels(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--quick", "--data", "seed", "--finetune"]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\| (clean labels|flipped|flipped, top 2k fixed) \| (0\.\d{4}|1\.0000) \| 0\.\d{4} \| \d+ \|$", out,
+                      re.MULTILINE)
+    assert [name for name, _ in rows] == ["clean labels", "flipped", "flipped, top 2k fixed"]
+
+
 def test_fixes_mode_scores_validation_as_labelled_and_as_corrected(tiny_home_copy: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     corpus = load_seed()
