@@ -53,6 +53,14 @@ def _tiny_embedder(max_length: int):  # type: ignore[no-untyped-def]  # the Embe
     return embed
 
 
+def bench_embeddings(cache: Path, texts: Sequence[str], model: str, quick: bool, max_length: int) -> np.ndarray:
+    """The base encoder's (`model`; "" = all-MiniLM-L6-v2) pooled embeddings of `texts`, through the benches' cache
+    (bench/split_rows.py reads the same); `quick`: a tiny random encoder's."""
+    embed = _tiny_embedder(max_length) if quick else encoder_embedder(model, max_length)
+    key = f"bench {'tiny' if quick else model or 'all-MiniLM-L6-v2'}\0{max_length}"
+    return cached_embeddings(cache, key, texts, embed)
+
+
 def _linear_accuracy(train: Sequence[Example], labels: Sequence[int], train_vectors: np.ndarray,
                      validation: Sequence[Example], val_vectors: np.ndarray) -> tuple[float, float]:
     """Validation accuracy (and its standard error) of the search's two linear models, averaged, fit on `labels`."""
@@ -101,10 +109,8 @@ def run(data: str, *, share: float, seed: int, rows: int, model: str, quick: boo
     noisy, flipped = flip_labels(clean, share, seed)
     texts = [e.text for e in noisy]
     given = np.array([e.label for e in noisy])
-    embed = _tiny_embedder(max_length) if quick else encoder_embedder(model, max_length)
-    key = f"bench {'tiny' if quick else model or 'all-MiniLM-L6-v2'}\0{max_length}"
     started = time.perf_counter()
-    vectors = cached_embeddings(cache, key, texts + [e.text for e in corpus.validation], embed)
+    vectors = bench_embeddings(cache, texts + [e.text for e in corpus.validation], model, quick, max_length)
     train_vectors, val_vectors = vectors[: len(texts)], vectors[len(texts):]
     embed_seconds = time.perf_counter() - started
     results = []

@@ -19,7 +19,7 @@ Two parts, each a `RetrainPolicy` switch (docs/concepts/topics.md, "How a retrai
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,8 +118,18 @@ def mixture_prior(probs: np.ndarray, *, iterations: int = 50, tol: float = 1e-6)
 
 def resolve_split_rows(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example],
                        max_length: int, seed: int) -> Resolved | None:
-    """Targets for the rows that allow a set (see the module), or None when fewer than two of the sets' topics have
-    MIN_EXACT_ROWS exact rows (the set loss then stays). `examples`: the training rows, repeats included."""
+    """Targets for the rows that allow a set (see the module), read over the encoder's pooled embeddings, or None
+    when fewer than two of the sets' topics have MIN_EXACT_ROWS exact rows (the set loss then stays). `examples`:
+    the training rows, repeats included."""
+    return read_set_rows(lambda texts: pooled(model.encoder, tokenizer, texts, max_length), examples,
+                         model.num_labels, seed)
+
+
+def read_set_rows(embed: Callable[[Sequence[str]], np.ndarray], examples: Sequence[Example], num_labels: int,
+                  seed: int, *, balanced: bool = True, estimate_mix: bool = True) -> Resolved | None:
+    """`resolve_split_rows` over any embedding (bench/split_rows.py passes cached ones). `balanced` fits the linear
+    model with balanced class weights and `estimate_mix` then estimates the set rows' mix by EM; both off, the
+    answers' own mix is the prior (what the bench compares against)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
@@ -132,16 +142,17 @@ def resolve_split_rows(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase
         return None
     texts = sorted({examples[i].text for i in [*set_rows, *exact]})
     position = {text: n for n, text in enumerate(texts)}
-    vectors = StandardScaler().fit_transform(pooled(model.encoder, tokenizer, texts, max_length))
+    vectors = StandardScaler().fit_transform(embed(texts))
     teach = sorted({(examples[i].text, examples[i].label) for i in exact if examples[i].label in fitted})
     # Balanced: the answers' mix is the queue's choice; the set rows' own mix is estimated below.
-    linear = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed)
+    linear = LogisticRegression(max_iter=2000, class_weight="balanced" if balanced else None, random_state=seed)
     linear.fit(vectors[[position[t] for t, _ in teach]], [label for _, label in teach])
     classes = [int(c) for c in linear.classes_]
     unique = sorted({examples[i].text for i in set_rows})
-    prior, posterior = mixture_prior(linear.predict_proba(vectors[[position[t] for t in unique]]))
+    probs = linear.predict_proba(vectors[[position[t] for t in unique]])
+    prior, posterior = mixture_prior(probs) if estimate_mix else (probs.mean(axis=0), probs)
     read = dict(zip(unique, posterior, strict=True))
-    targets = np.zeros((len(set_rows), model.num_labels), dtype=np.float32)
+    targets = np.zeros((len(set_rows), num_labels), dtype=np.float32)
     for n, i in enumerate(set_rows):
         allowed = [c for c in examples[i].allowed if c in classes]
         if len(allowed) < 2:  # a set the linear model cannot split: its probability shared evenly
