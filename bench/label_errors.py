@@ -6,7 +6,8 @@ The embeddings come from a base encoder that never trained on these rows (defaul
 the shipped starter trained on their clean labels, so its embeddings would know the answer. The last table is a
 linear-model proxy for the retrain, not a fine-tune: validation accuracy of the combined linear models trained on
 the clean labels, on the flipped ones, and on the flipped ones with the top 2k candidates set to their true labels;
-`--finetune` adds the same three as fine-tunes from the base encoder (the bootstrap's recipe, one epoch each).
+`--finetune` adds the same three as fine-tunes from the base encoder (the bootstrap's recipe, one epoch each), and
+`--finetune-search` a ranking by out-of-fold fine-tunes (two folds), what the linear search stands in for.
 
     NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors
     python -m bench.label_errors --quick     # seconds: 400 rows, a tiny random encoder (mechanics only)
@@ -77,10 +78,9 @@ def _linear_accuracy(train: Sequence[Example], labels: Sequence[int], train_vect
     return float(right.mean()), float(np.sqrt(right.mean() * (1 - right.mean()) / len(right)))
 
 
-def _finetuned_accuracy(train: Sequence[Example], labels: Sequence[int], validation: Sequence[Example],
-                        quick: bool) -> tuple[float, float]:
-    """Validation accuracy (and its standard error) of the bootstrap's fine-tune from the base encoder (one epoch
-    of the default TrainConfig, no time cap, so every run takes the same steps), trained on `labels`."""
+def _fine_tuned(train: Sequence[Example], labels: Sequence[int], scored: Sequence[Example], quick: bool) -> np.ndarray:
+    """The probabilities on `scored` of the bootstrap's fine-tune from the base encoder (one epoch of the default
+    TrainConfig, no time cap, so every run takes the same steps), trained on `train` with `labels`."""
     from core.settings.config import load_settings
     from retrain.model import load_base, tiny_model
     from retrain.train import predict_logits
@@ -97,13 +97,35 @@ def _finetuned_accuracy(train: Sequence[Example], labels: Sequence[int], validat
     else:
         model, tokenizer = load_base(settings.model.base_model, settings.model.dropout)
     fine_tune(model, tokenizer, [e.text for e in train], list(labels), config)
-    said = predict_logits(model, tokenizer, [e.text for e in validation], config.max_length).argmax(axis=1)
+    logits = predict_logits(model, tokenizer, [e.text for e in scored], config.max_length)
+    exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def _finetuned_accuracy(train: Sequence[Example], labels: Sequence[int], validation: Sequence[Example],
+                        quick: bool) -> tuple[float, float]:
+    """Validation accuracy (and its standard error) of `_fine_tuned` on `labels`."""
+    said = _fine_tuned(train, labels, validation, quick).argmax(axis=1)
     right = said == np.array([e.label for e in validation])
     return float(right.mean()), float(np.sqrt(right.mean() * (1 - right.mean()) / len(right)))
 
 
+def _finetuned_out_of_fold(rows: Sequence[Example], given: np.ndarray, seed: int, quick: bool) -> np.ndarray:
+    """Out-of-fold probabilities from fine-tunes (two folds: each half scored by a fine-tune on the other), what
+    the linear search stands in for."""
+    from sklearn.model_selection import StratifiedKFold
+
+    probs = np.zeros((len(rows), int(given.max()) + 1))
+    folds = StratifiedKFold(n_splits=2, shuffle=True, random_state=seed)
+    for fit, scored in folds.split(np.zeros(len(given)), given):
+        part = _fine_tuned([rows[i] for i in fit], given[fit].tolist(), [rows[i] for i in scored], quick)
+        probs[scored, : part.shape[1]] = part
+    return probs
+
+
 def run(data: str, *, share: float, seed: int, rows: int, model: str, quick: bool, val_fraction: float,
-        extra: bool, cache: Path, max_length: int, finetune: bool = False) -> dict[str, object]:
+        extra: bool, cache: Path, max_length: int, finetune: bool = False, finetune_search: bool = False
+        ) -> dict[str, object]:
     corpus = load_corpus(data, val_fraction, extra)
     clean = corpus.train[:rows] if rows else corpus.train
     noisy, flipped = flip_labels(clean, share, seed)
@@ -114,10 +136,15 @@ def run(data: str, *, share: float, seed: int, rows: int, model: str, quick: boo
     train_vectors, val_vectors = vectors[: len(texts)], vectors[len(texts):]
     embed_seconds = time.perf_counter() - started
     results = []
-    for name, features, text_part in (("TF-IDF", None, True), ("embeddings", train_vectors, False),
-                                      ("embeddings + TF-IDF", train_vectors, True)):
+    searches: list[tuple[str, np.ndarray | None, bool]] = [
+        ("TF-IDF", None, True), ("embeddings", train_vectors, False), ("embeddings + TF-IDF", train_vectors, True)]
+    if finetune_search:  # what the linear search stands in for; last, so the fixes below still follow the search's
+        searches.insert(0, ("fine-tuned, 2 folds", None, False))
+    for name, features, text_part in searches:
         started = time.perf_counter()
-        if text_part:
+        if name == "fine-tuned, 2 folds":
+            probs = _finetuned_out_of_fold(noisy, given, seed, quick)
+        elif text_part:
             probs = out_of_fold_probs(texts, given, features, seed)
         else:
             probs = _embeddings_only(given, train_vectors, seed)
@@ -245,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help=f"the first {QUICK_ROWS} rows and a tiny random encoder: seconds, mechanics only")
     args.add_argument("--finetune", action="store_true",
                       help="also fine-tune from the base encoder on each labelling (three bootstraps: an hour on 2 cores)")
+    args.add_argument("--finetune-search", action="store_true",
+                      help="also rank by out-of-fold fine-tunes (two, from the base encoder), for the search to be "
+                      "compared with")
     args.add_argument("--fixes", type=Path, default=None, metavar="HOME",
                       help="instead, measure the live label fixes of this NEWSLOOP_HOME (see above)")
     options = args.parse_args(argv)
@@ -260,7 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run(options.data or default_data(), share=options.share, seed=options.seed,
                      rows=QUICK_ROWS if options.quick and not options.rows else options.rows, model=options.model,
                      quick=options.quick, val_fraction=options.val_fraction, extra=options.extra,
-                     cache=options.cache or Path(scratch), max_length=options.max_length, finetune=options.finetune)
+                     cache=options.cache or Path(scratch), max_length=options.max_length, finetune=options.finetune,
+                     finetune_search=options.finetune_search)
     print(report(result))
     print(f"\n{time.perf_counter() - started:.0f} s in all. {contention_note(watch.share())}")
     return 0

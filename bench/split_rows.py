@@ -6,8 +6,9 @@ rows "Business or Sci/Tech", except N of them drawn as exact answers given after
 with --asked-child-share of them on the child (the queue chooses what it asks, so this is rarely the rows' own mix),
 and the set rows are kept at their natural mix or thinned to --set-child-share of the child. For each N the table
 gives the share of set rows whose target's likelier topic is their true one, and the child's estimated share of
-the set rows against the truth, for three variants: the product's (balanced linear model, mix by EM), without EM,
-and with the answers' own mix as the prior. The embeddings are the base encoder's (the product reads the
+the set rows against the truth (the mean of the targets), for the product's reading (a balanced, strongly
+regularised linear model) and three variants: sklearn's default strength, the answers' own mix as the prior, and
+the set rows' mix estimated by EM. The embeddings are the base encoder's (the product reads the
 champion's, which trained on the merged topic: the base encoder never saw these labels).
 
     NEWSLOOP_DATA=../shared/data/ag_news python -m bench.split_rows --cache ../embeddings
@@ -26,10 +27,13 @@ from bench.label_errors import bench_embeddings
 from bench.options import add_data, add_val_fraction, default_data, parser
 from core.data import Example, load_corpus
 from core.settings.policies import MAX_LENGTH
-from retrain.new_topics import read_set_rows
+from retrain.new_topics import SET_READER_C, read_set_rows
 
-VARIANTS = {"balanced, mix by EM (the product's)": (True, True), "balanced, no EM": (True, False),
-            "the answers' own mix": (False, False)}
+# name -> (balanced class weights, C, mix by EM)
+VARIANTS = {"the product's (balanced, C=0.003)": (True, SET_READER_C, False),
+            "sklearn's default strength (C=1)": (True, 1.0, False),
+            "the answers' own mix (not balanced)": (False, SET_READER_C, False),
+            "the rows' mix estimated by EM": (True, SET_READER_C, True)}
 
 
 def scenario(rows: Sequence[Example], vectors: np.ndarray, parent: int, child: int, answers: int, *,
@@ -57,9 +61,9 @@ def scenario(rows: Sequence[Example], vectors: np.ndarray, parent: int, child: i
         return np.stack([by_text[t] for t in texts])
 
     out = []
-    for name, (balanced, estimate_mix) in VARIANTS.items():
+    for name, (balanced, strength, estimate_mix) in VARIANTS.items():
         resolved = read_set_rows(embed, examples, max(parent, child) + 1, seed, balanced=balanced,
-                                 estimate_mix=estimate_mix)
+                                 strength=strength, estimate_mix=estimate_mix)
         assert resolved is not None
         read_child = resolved.targets[:, child] > resolved.targets[:, parent]
         out.append({"variant": name, "answers": answers, "set_rows": len(olds),

@@ -12,8 +12,10 @@ Two parts, each a `RetrainPolicy` switch (docs/concepts/topics.md, "How a retrai
   Trained toward the set alone ("B or C" is right whichever the model says), nothing tells the model which, and C
   swallows B or never moves. Here a linear model over the encoder's pooled embeddings, fit on the rows that are
   exactly one of the set's topics (answers given after the split), reads each set row; its probabilities within the
-  set become the row's target, after the set rows' mix is estimated by EM (`mixture_prior`), since the answers'
-  own mix follows what the queue chose to ask, not what the old rows hold.
+  set become the row's target. It is fit with balanced class weights, since the answers' mix follows what the queue
+  chose to ask, not what the old rows hold, and strongly regularised (SET_READER_C): on the real rows
+  (bench/split_rows.py) both read more rows right than sklearn's defaults whatever the answers' mix, and estimating
+  the rows' mix by EM (`mixture_prior`) read fewer right as soon as the answers leaned to one topic.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 
 # A topic needs this many exact rows before a linear model may decide set rows by it: fewer, and it decides by noise.
 MIN_EXACT_ROWS = 5
+# The linear model's inverse regularisation strength: the best of 0.003-1 on every mix bench/split_rows.py tried.
+SET_READER_C = 0.003
 # Rows of the other topics whose mean feature is the imprinted direction's origin (a fixed random sample).
 ORIGIN_ROWS = 256
 
@@ -126,10 +130,11 @@ def resolve_split_rows(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase
 
 
 def read_set_rows(embed: Callable[[Sequence[str]], np.ndarray], examples: Sequence[Example], num_labels: int,
-                  seed: int, *, balanced: bool = True, estimate_mix: bool = True) -> Resolved | None:
-    """`resolve_split_rows` over any embedding (bench/split_rows.py passes cached ones). `balanced` fits the linear
-    model with balanced class weights and `estimate_mix` then estimates the set rows' mix by EM; both off, the
-    answers' own mix is the prior (what the bench compares against)."""
+                  seed: int, *, balanced: bool = True, strength: float = SET_READER_C, estimate_mix: bool = False
+                  ) -> Resolved | None:
+    """`resolve_split_rows` over any embedding (bench/split_rows.py passes cached ones). The keywords are the
+    variants the bench compares: `balanced` class weights (off: the answers' own mix is the prior), the linear
+    model's `strength` (its C), and `estimate_mix`, the set rows' mix estimated by EM."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
@@ -144,8 +149,8 @@ def read_set_rows(embed: Callable[[Sequence[str]], np.ndarray], examples: Sequen
     position = {text: n for n, text in enumerate(texts)}
     vectors = StandardScaler().fit_transform(embed(texts))
     teach = sorted({(examples[i].text, examples[i].label) for i in exact if examples[i].label in fitted})
-    # Balanced: the answers' mix is the queue's choice; the set rows' own mix is estimated below.
-    linear = LogisticRegression(max_iter=2000, class_weight="balanced" if balanced else None, random_state=seed)
+    linear = LogisticRegression(C=strength, max_iter=2000, class_weight="balanced" if balanced else None,
+                                random_state=seed)
     linear.fit(vectors[[position[t] for t, _ in teach]], [label for _, label in teach])
     classes = [int(c) for c in linear.classes_]
     unique = sorted({examples[i].text for i in set_rows})
@@ -160,6 +165,6 @@ def read_set_rows(embed: Callable[[Sequence[str]], np.ndarray], examples: Sequen
             continue
         share = np.array([read[examples[i].text][classes.index(c)] for c in allowed])
         targets[n, allowed] = share / share.sum()
-    log.info("split rows: %d read by a linear model fit on %s exact rows; estimated mix %s", len(set_rows),
+    log.info("split rows: %d read by a linear model fit on %s exact rows; their mix read as %s", len(set_rows),
              "/".join(str(counts[t]) for t in fitted), ", ".join(f"{p:.2f}" for p in prior))
     return Resolved(set_rows, targets, {c: float(p) for c, p in zip(classes, prior, strict=True)})

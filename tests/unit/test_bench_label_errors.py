@@ -32,8 +32,9 @@ def test_quick_run_prints_recall_and_precision_for_each_feature_set(capsys: pyte
 
 
 def test_finetune_adds_three_fine_tunes_on_clean_flipped_and_fixed_labels(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--quick", "--data", "seed", "--finetune"]) == 0
+    assert main(["--quick", "--data", "seed", "--finetune", "--finetune-search"]) == 0
     out = capsys.readouterr().out
+    assert re.search(r"^\| fine-tuned, 2 folds \| [\d.]+ \| [\d.]+ \| \d+ \| \d+ \|", out, re.MULTILINE)
     rows = re.findall(r"^\| (clean labels|flipped|flipped, top 2k fixed) \| (0\.\d{4}|1\.0000) \| 0\.\d{4} \| \d+ \|$", out,
                       re.MULTILINE)
     assert [name for name, _ in rows] == ["clean labels", "flipped", "flipped, top 2k fixed"]
