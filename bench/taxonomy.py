@@ -39,7 +39,7 @@ from bench.loop import configure_logging
 from bench.sim.carve import SCENARIOS, TopicScenario, carve, folder_digest, write_starter_folder
 from bench.sim.champion import SimHome, sim_settings, tiny_factory
 from bench.sim.data import data_location, load_sources
-from bench.sim.starters import StarterSpec, starter_into
+from bench.sim.starters import starter_into, starter_spec
 from bench.sim.teach import TeachRow, TeachRun, teach
 from core.settings.config import PROJECT_ROOT
 
@@ -144,12 +144,13 @@ def run_scenario(args: argparse.Namespace, kind: str, data: str, root: Path) -> 
     data_dir = root / kind / "data"
     written = write_starter_folder(sources, carved, scenario, data_dir, extra=args.extra)
     settings = sim_settings(root / kind / "home", data_dir, args.quick)
-    spec = StarterSpec(folder_digest(data_dir), 0 if args.quick else args.starter_rows,
-                       0.0 if args.quick else args.starter_minutes, args.quick)
-    factory = tiny_factory(args.seed, scenario_topics(str(data_dir))) if args.quick else None
-    starter = starter_into(settings, spec, kind, args.starter_cache, factory)
-    from retrain.setup import RetrainSetup
+    from retrain.setup import BootstrapSetup, RetrainSetup
 
+    bootstrap = BootstrapSetup.from_settings(settings, max_rows=0 if args.quick else args.starter_rows,
+                                             max_minutes=0.0 if args.quick else args.starter_minutes)
+    factory = tiny_factory(args.seed, scenario_topics(str(data_dir))) if args.quick else None
+    starter = starter_into(bootstrap, starter_spec(bootstrap, folder_digest(data_dir), args.quick), kind,
+                           args.starter_cache, factory)
     retrain = RetrainSetup.from_settings(settings, max_minutes=0.0 if args.quick else args.retrain_minutes,
                                          base_rows=0 if args.quick else args.base_rows)
     print(f"\n## {kind}: teach {args.topic}" + (f" (split out of {args.into})" if kind == "split" else ""))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from bench import taxonomy
 from bench.sim.carve import TopicScenario, carve, folder_digest, write_starter_folder
 from bench.sim.champion import sim_settings
 from bench.sim.data import load_sources
-from bench.sim.starters import StarterSpec, keep, starter_into
+from bench.sim.starters import keep, starter_into, starter_spec
 from bench.sim.teach import TeachRow
 from core.data import load_corpus, read_labelled
 from core.labels import LABELS
@@ -56,22 +57,27 @@ def test_the_starter_folder_lacks_the_topic_or_files_it_under_its_neighbour_and_
                                 Business=left["Business"] + left["Sci/Tech"])
 
 
-def test_a_cached_starter_is_copied_into_the_home_and_keyed_by_its_data(tmp_path: Path) -> None:
+def test_a_cached_starter_is_copied_into_the_home_and_keyed_by_its_data_and_recipe(tmp_path: Path) -> None:
+    from retrain.setup import BootstrapSetup
+
     data = agnews_folder(tmp_path / "data")
-    spec = StarterSpec(folder_digest(data), 0, 0.0, tiny=True)
-    assert spec.key("new") != StarterSpec(folder_digest(data), 100, 0.0, tiny=True).key("new")
+    setup = BootstrapSetup.from_settings(sim_settings(tmp_path / "home", data, tiny=True), max_rows=0, max_minutes=0.0)
+    spec = starter_spec(setup, folder_digest(data), tiny=True)
+    assert spec.key("new") != spec.key("split")
+    assert starter_spec(replace(setup, max_rows=100), folder_digest(data), tiny=True).key("new") != spec.key("new")
+    threads = replace(setup, train=setup.train.model_copy(update={"threads": 1}))
+    assert starter_spec(threads, folder_digest(data), tiny=True).key("new") == spec.key("new")  # a speed, no recipe
     (data / "train.csv").write_text((data / "train.csv").read_text() + "1,One more,Row\n", encoding="utf-8")
-    assert StarterSpec(folder_digest(data), 0, 0.0, tiny=True).key("new") != spec.key("new")
+    assert starter_spec(setup, folder_digest(data), tiny=True).key("new") != spec.key("new")
 
     trained = tmp_path / "trained" / "models"
     (trained / "versions" / "v0001").mkdir(parents=True)
     (trained / REGISTRY_RECORD).write_text('{"champion": "v0001"}', encoding="utf-8")
     cache = tmp_path / "cache"
     keep(trained, cache / spec.key("new"), {"bootstrap_seconds": 12.5})
-    settings = sim_settings(tmp_path / "home", data, tiny=True)
-    outcome = starter_into(settings, spec, "new", cache)  # no factory, no bootstrap: it must come from the cache
+    outcome = starter_into(setup, spec, "new", cache)  # no factory, no bootstrap: it must come from the cache
     assert outcome.cached and outcome.seconds == 12.5
-    assert (settings.paths.models_dir / REGISTRY_RECORD).read_text() == '{"champion": "v0001"}'
+    assert (setup.paths.models_dir / REGISTRY_RECORD).read_text() == '{"champion": "v0001"}'
 
 
 def test_the_bar_after_a_round_is_the_strictest_reached() -> None:
