@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.labels import LABELS
 from core.settings.policies import QueuePolicy, StoreLimits
 from core.storage.paths import HomePaths
 
@@ -90,8 +92,9 @@ def sim_home(settings: Settings, preset: Preset) -> SimHome:
     return SimHome(retrain=setup, queue=settings.queue)
 
 
-def tiny_factory(seed: int) -> ModelFactory:
-    """Warm start from the champion's checkpoint, or a fresh 2-layer random model (as testkit/models.py)."""
+def tiny_factory(seed: int, labels: Sequence[str] = LABELS) -> ModelFactory:
+    """Warm start from the champion's checkpoint, or a fresh 2-layer random model predicting `labels` (the
+    starter's data's topics; as testkit/models.py)."""
 
     def factory(champion: ModelVersion | None) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
         from transformers import AutoTokenizer
@@ -101,7 +104,7 @@ def tiny_factory(seed: int) -> ModelFactory:
 
         if champion is not None and (champion.path / CHECKPOINT_DIR).is_dir():
             return load_checkpoint(champion.path / CHECKPOINT_DIR)
-        return tiny_model(seed=seed), AutoTokenizer.from_pretrained(resolve_base_model(""))
+        return tiny_model(seed=seed, labels=labels), AutoTokenizer.from_pretrained(resolve_base_model(""))
 
     return factory
 

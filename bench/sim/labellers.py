@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,14 +57,18 @@ class Labellers:
     A Sybil attacker (a `sybil` share of the work) mints a new unverified identity every
     SYBIL_ANSWERS_PER_IDENTITY answers, all from one address; it answers checks with the model's own
     prediction (as an attacker can, by classifying them first) and gives every other text one agreed wrong
-    label, so its identities vote together."""
+    label, so its identities vote together.
+
+    `truth` holds each text's topic as an index into `names` (the source's topics, AG News's four by default);
+    answers name topics by those names, which the store reads in its current taxonomy."""
 
     def __init__(
         self, store: FeedbackStore, truth: dict[str, int], malicious: float, rng: random.Random, queue: QueuePolicy,
-        sybil: float = 0.0,
+        sybil: float = 0.0, names: Sequence[str] = LABELS,
     ) -> None:
         self.store = store
         self.truth = truth
+        self.names = tuple(names)
         self.malicious = malicious
         self.sybil = sybil
         self.sybil_answers = 0
@@ -92,15 +97,15 @@ class Labellers:
         item_id: int | None = None,
     ) -> None:
         digest = text_hash(text)
-        true_label = LABELS[self.truth[digest]]
+        true_label = self.names[self.truth[digest]]
         predicted = clf.labels[int(np.argmax(probs))]
         sybil = annotator.startswith(SYBIL_PREFIX)
         if sybil:
             self.sybil_answers += 1
-            label = predicted if digest in self.checks else LABELS[(self.truth[digest] + 1) % len(LABELS)]
+            label = predicted if digest in self.checks else self.names[(self.truth[digest] + 1) % len(self.names)]
             self.tally.malicious += label != true_label
         elif annotator in MALICIOUS:
-            label = self.rng.choice([name for name in LABELS if name != true_label])
+            label = self.rng.choice([name for name in self.names if name != true_label])
             self.tally.malicious += 1
         else:
             label = true_label
@@ -120,7 +125,7 @@ class Labellers:
         """An oracle maintainer: accept suspicious answers that are right, reject the others."""
         reviewed = 0
         for row in self.store.answers(status="suspicious"):
-            right = row["user_label"] == LABELS[self.truth[row["text_hash"]]]
+            right = row["user_label"] == self.names[self.truth[row["text_hash"]]]
             self.store.set_status(row["id"], "accepted" if right else "rejected")
             reviewed += 1
         return reviewed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,3 +45,12 @@ def base_accuracy(version: ModelVersion) -> float:
     OnnxClassifier on the same corpus validation (retrain and bootstrap read the same data folder)."""
     precision = "int8" if version.meta.get("serve_file") == INT8_FILE else "fp32"
     return float(version.meta["validation"][precision]["accuracy"])
+
+
+def topic_scores(truth: Sequence[str], predicted: Sequence[str], topic: str) -> dict[str, float]:
+    """Accuracy over every topic, and `topic`'s recall and precision (0 where nothing is, or was called, `topic`)."""
+    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+
+    precision, recall, _, _ = precision_recall_fscore_support(truth, predicted, labels=[topic], zero_division=0)
+    return {"accuracy": float(accuracy_score(truth, predicted)), "recall": float(recall[0]),
+            "precision": float(precision[0])}

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from core.registry.versions import ModelRegistry, ModelVersion
     from feedback.store import FeedbackStore
     from retrain.model import ModelFactory
+    from retrain.run import RunResult
+    from retrain.setup import RetrainSetup
 
 log = logging.getLogger("bench.loop")
 
@@ -107,19 +109,25 @@ def trust_outcome(home: SimHome, store: FeedbackStore, truth: dict[str, int]) ->
     return len(excluded), sum(ex.label != truth[text_hash(ex.text)] for ex in (*split.train, *split.holdout))
 
 
+def run_retrain(setup: RetrainSetup, factory: ModelFactory | None = None) -> RunResult:
+    """One real retrain (what `newsloop retrain` runs: trust rules, training, gate, promotion), MLflow off; a run
+    that raises is recorded as failed and leaves the champion serving, so the simulation goes on."""
+    from retrain.run import RunResult, retrain
+
+    started = time.perf_counter()
+    try:
+        return retrain(setup, model_factory=factory, track=False)
+    except Exception as exc:
+        log.exception("retrain failed")
+        return RunResult("failed", [f"{type(exc).__name__}: {exc}"], seconds=round(time.perf_counter() - started, 1))
+
+
 def retrain_and_measure(
     home: SimHome, registry: ModelRegistry, evaluator: Evaluator, champion: ModelVersion,
     factory: ModelFactory | None,
 ) -> RoundRow:
     """One real retrain, then the accuracies of the champion it leaves (and of a refused challenger)."""
-    from retrain.run import RunResult, retrain
-
-    started = time.perf_counter()
-    try:
-        result = retrain(home.retrain, model_factory=factory, track=False)
-    except Exception as exc:  # a failed run leaves the champion serving; the simulation goes on
-        log.exception("retrain failed")
-        result = RunResult("failed", [f"{type(exc).__name__}: {exc}"], seconds=round(time.perf_counter() - started, 1))
+    result = run_retrain(home.retrain, factory)
     decision, reasons, challenger_name = result.decision, result.reasons, result.challenger
     after = registry.champion() or champion
     row = RoundRow(
