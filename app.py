@@ -203,7 +203,7 @@ def pool_scoring(settings: Settings, classifier: Classifier, store: FeedbackStor
     if store is None:
         return None
     return PoolScoring(store, lambda: classifier.version, classifier.proba_in_label_order,
-                       settings.serving.pool_scoring_s)
+                       settings.serving.pool_scoring_s, labels=PageTopics(classifier, store).model_labels)
 
 
 def metrics_routers(metrics: Metrics, settings: Settings) -> list[APIRouter]:

@@ -297,8 +297,32 @@ topics.add_command(_topic_change(
     lambda t, who, topic, text: t.describe(topic, text, **who)))
 
 
+@click.group(help="The labelling queue: push the articles a search finds to the front of every annotator's queue "
+             "(to find examples of a new topic), or clear them.")
+def queue() -> None:
+    """`newsloop queue`."""
+
+
+@queue.command("push", help="Put the pool articles nearest QUERY (words, or a whole article: more like this) first in "
+               "every annotator's queue, after due checks, until answered. Answered articles, checks and the traffic "
+               "set are never pushed.")
+@click.argument("query")
+@click.option("--count", default=50, show_default=True, type=click.IntRange(1, 1000), help="articles to push")
+@click.option("--by", default=None, help="who pushes them, recorded with them (default: the OS user)")
+@_with_store
+def queue_push(settings: Settings, store: FeedbackStore, query: str, count: int, by: str | None) -> None:
+    commands.queue_push(store, query, count, by or _os_user())
+
+
+@queue.command("clear", help="Take every pushed article out of the front of the queue.")
+@_with_store
+def queue_clear(settings: Settings, store: FeedbackStore) -> None:
+    commands.queue_clear(store)
+
+
 COMMANDS: dict[str, click.Command] = {
     "import": import_, "export": export, "stats": stats, "tables": tables, "review": review, "topics": topics,
+    "queue": queue,
 }
 
 

@@ -35,6 +35,17 @@ def import_pool(store: FeedbackStore, file: Path, *, source: str | None = None, 
         print(f"they replace the demo pool: {report.demo_removed} unanswered demo articles removed")
 
 
+def queue_push(store: FeedbackStore, query: str, count: int, by: str) -> None:
+    """Push the pool articles nearest `query` to the front of the queue, saying how many and how many wait."""
+    pushed = store.push_search(query, count, by)
+    print(f"pushed {pushed} articles to the front of the queue ({store.pushed_waiting()} pushed articles waiting)")
+
+
+def queue_clear(store: FeedbackStore) -> None:
+    """Take every pushed article out of the front of the queue."""
+    print(f"cleared {store.clear_pushed()} pushed articles")
+
+
 def export(store: FeedbackStore, *, fmt: str, out: Path | None = None) -> None:
     """Every answer, oldest first, as CSV or JSONL: to standard output, or to `out` (saying how many)."""
     if out is None:

@@ -226,14 +226,40 @@ class FeedbackStore:
         brought each in: accepting that answer (`set_status`) lets the queue serve the item."""
         return self._pool.held(limit)
 
-    def rescore(self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256) -> int:
+    def rescore(
+        self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256,
+        labels: Sequence[str] | None = None,
+    ) -> int:
         """Recompute uncertainty for pool items not yet scored by `model_version`; returns how many.
 
-        `scorer(texts)` returns an (n, labels) probability array. Uncertainty is margin-based,
+        `scorer(texts)` returns an (n, labels) probability array, its columns the model's `labels` (default: the
+        current taxonomy's keys), kept per item with the likeliest one. Uncertainty is margin-based,
         1 - (p_top - p_second), see `feedback.labelling.pool.margin_uncertainty`. Batches are committed as they
-        are scored, so an interrupted rescore resumes where it stopped.
+        are scored, so an interrupted rescore resumes where it stopped. A round that scored anything recomputes
+        the focus for the topic being taught (`refocus`).
         """
-        return self._pool.rescore(scorer, model_version, batch_size=batch_size)
+        return self._pool.rescore(scorer, model_version, batch_size=batch_size, labels=labels)
+
+    def refocus(self, policy: QueuePolicy) -> str | None:
+        """Recompute how informative each pool item is for the topic being taught (`feedback.labelling.focus`): the
+        newest added or split-off topic with fewer than `policy.teach_until` counted answers. Returns its key, or
+        None when no topic is being taught. The queue does this itself when that topic changes."""
+        target = self._pool.refocus(policy.teach_until)
+        return target.key if target is not None else None
+
+    def push_search(self, query: str, n: int, by: str) -> int:
+        """Put the `n` pool items nearest `query` (words, or a pasted article; TF-IDF cosine) first in every
+        annotator's queue, after due checks, until answered or settled; returns how many. Items anyone answered,
+        checks and traffic-set items are never pushed."""
+        return self._pool.push_search(query, n, by)
+
+    def clear_pushed(self) -> int:
+        """Take every pushed item back out of the front of the queue; returns how many were pushed."""
+        return self._pool.clear_pushed()
+
+    def pushed_waiting(self) -> int:
+        """Pushed items nobody has a counted answer on yet."""
+        return self._pool.pushed_waiting()
 
     def gold_labels(self, taxonomy: Taxonomy | None = None) -> dict[str, str]:
         """The known-answer checks: text_hash -> the label a maintainer gave, read as it means under `taxonomy`

@@ -132,6 +132,14 @@ class QueuePolicy(Section):
     # on: they are the gate's unbiased sample of what users send (see feedback.training.snapshot).
     traffic_share: float = setting(0.2, ge=0.0, lt=1.0, description="Share of pool and queue that is traffic.")
     traffic_recent: int = internal(1000, ge=1)
+    # A topic just added or split off is taught (feedback.labelling.focus): this share of queue turns that are not
+    # traffic turns serve the items most informative for it, until it has `teach_until` counted answers.
+    focus_share: float = setting(
+        0.5, ge=0.0, le=1.0, description="Share of queue turns that serve items for a new topic while it is taught."
+    )
+    teach_until: int = setting(
+        400, ge=0, description="Counted answers a new or split-off topic needs before the queue stops seeking it out."
+    )
     # An item a tab holds (its buffer, feedback.labelling.reservations) goes to other tabs only once nothing else is
     # left for them, or after this long without the tab asking (a tab closed mid-way).
     reservation_s: float = internal(300.0, gt=0.0)

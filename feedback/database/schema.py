@@ -188,9 +188,22 @@ def _v12(op: Operations) -> None:
     op.add_column("answers", sa.Column("taxonomy_version", sa.Integer))
 
 
+def _v13(op: Operations) -> None:
+    """A queue that finds a new topic (`feedback.labelling.focus`): the scoring model's likeliest topic, its
+    probability and all its probabilities per item; how informative an item is for the topic being taught (NULL:
+    not at all); and a maintainer's search that pushes items to the front (its score, who, when)."""
+    op.add_column("pool", _text("top_key"))
+    op.add_column("pool", sa.Column("top_prob", FLOAT8))
+    op.add_column("pool", _text("probabilities"))
+    op.add_column("pool", sa.Column("focus", FLOAT8))
+    op.add_column("pool", sa.Column("pushed", FLOAT8))
+    op.add_column("pool", _text("pushed_by"))
+    op.add_column("pool", _text("pushed_at"))
+
+
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10,
-                             11: _v11, 12: _v12}
+                             11: _v11, 12: _v12, 13: _v13}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).

@@ -45,6 +45,13 @@ pool = sa.Table(
     sa.Column("held_by", sa.Text),
     sa.Column("held_reason", sa.Text),
     sa.Column("traffic", sa.Integer),
+    sa.Column("top_key", sa.Text),  # the scoring model's likeliest topic (its own key)
+    sa.Column("top_prob", FLOAT8),
+    sa.Column("probabilities", sa.Text),  # JSON {the scoring model's key: probability}
+    sa.Column("focus", FLOAT8),  # how informative for the topic being taught (feedback.labelling.focus); NULL: not
+    sa.Column("pushed", FLOAT8),  # a maintainer's search score: pushed items come first (NULL: not pushed)
+    sa.Column("pushed_by", sa.Text),
+    sa.Column("pushed_at", sa.Text),
 )
 
 skips = sa.Table(

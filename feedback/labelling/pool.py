@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,11 @@ from feedback.database.tables import answers, pool, skips
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.labelling import reservations
 from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE, drop_unanswered_demo, pool_is_empty
+from feedback.labelling.focus import Teaching, focus_scores, is_focus_turn, teaching
+from feedback.labelling.neighbours import nearest, similarities
 from feedback.labelling.pool_files import cleaned, read_pool_file
 from feedback.topics.meaning import gold_now
-from feedback.traffic.traffic_set import mark_new_items, traffic_turn
+from feedback.traffic.traffic_set import mark_new_items, traffic_turn, turn_position
 from feedback.trust.rules import check_due
 from feedback.validate import (
     NOT_COUNTED,
@@ -124,9 +127,35 @@ def _queue_items(annotator: str, required: int) -> sa.Select[Any]:
     return sa.select(pool).where(pool.c.gold_label.is_(None), unseen(annotator), ~settled(required))
 
 
-def _draw(db: sa.Connection, annotator: str, policy: QueuePolicy, items: sa.Select[Any]) -> dict[str, Any] | None:
-    """One of `items` for `annotator`: from the most uncertain few, or on a traffic turn from the newest traffic."""
+def _counted_on_text() -> sa.ColumnElement[bool]:
+    """Pool items someone has a counted answer on."""
+    return sa.exists().where(answers.c.text_hash == pool.c.text_hash, answers.c.status.not_in(NOT_COUNTED))
+
+
+def _not_traffic() -> sa.ColumnElement[bool]:
+    """Pool items outside the traffic set (or not drawn yet): the traffic set is a random sample, so neither a
+    search nor the topic being taught may pick its items (`feedback.traffic.traffic_set`)."""
+    return sa.func.coalesce(pool.c.traffic, 0) == 0
+
+
+def answers_per_topic(db: sa.Connection, keys: Collection[str]) -> dict[str, int]:
+    """Counted answers naming each of `keys` (key -> how many; keys nobody answered are left out)."""
+    if not keys:
+        return {}
+    query = (sa.select(answers.c.user_label, sa.func.count()).where(answers.c.user_label.in_(sorted(keys)),
+             answers.c.status.not_in(NOT_COUNTED)).group_by(answers.c.user_label))
+    return {str(key): int(n) for key, n in db.execute(query)}
+
+
+def _draw(
+    db: sa.Connection, annotator: str, policy: QueuePolicy, items: sa.Select[Any], *, focus_turn: bool = False
+) -> dict[str, Any] | None:
+    """One of `items` for `annotator`: a pushed one (a maintainer's search) first; else on a traffic turn from the
+    newest traffic, on a focus turn (while a topic is taught) from the most informative for it, otherwise from the
+    most uncertain few."""
     ranked = items.where(pool.c.traffic == 0)
+    pushed = ranked.where(pool.c.pushed.is_not(None)).order_by(pool.c.pushed.desc(), pool.c.id).limit(policy.spread)
+    focused = ranked.where(pool.c.focus.is_not(None)).order_by(pool.c.focus.desc(), pool.c.id).limit(policy.spread)
     uncertain = (ranked.where(pool.c.uncertainty.is_not(None))
                  .order_by(pool.c.uncertainty.desc(), pool.c.id).limit(policy.spread))
     # Items the champion has not scored yet (feedback.labelling.scoring scores them within seconds) are not
@@ -134,9 +163,11 @@ def _draw(db: sa.Connection, annotator: str, policy: QueuePolicy, items: sa.Sele
     unscored = ranked.where(pool.c.uncertainty.is_(None)).order_by(pool.c.id).limit(policy.spread)
     # The traffic set's newest unlabelled items (see feedback.traffic.traffic_set): a traffic turn picks one at random.
     traffic = items.where(pool.c.traffic == 1).order_by(pool.c.id.desc()).limit(policy.traffic_recent)
-    turns = [uncertain, unscored, traffic]  # the next kind when this kind has none left
+    turns = [pushed, uncertain, unscored, traffic]  # the next kind when this kind has none left
     if traffic_turn(db, annotator, policy.traffic_share):
-        turns = [traffic, uncertain, unscored]
+        turns = [pushed, traffic, uncertain, unscored]
+    elif focus_turn:
+        turns = [pushed, focused, uncertain, unscored, traffic]
     candidates = next((found for query in turns if (found := rows(db, query))), [])
     # Each annotator draws from the most uncertain few in their own order, so streams differ and a
     # check cannot be spotted as the one item that is not the same for every fresh identity.
@@ -198,6 +229,10 @@ class Pool:
         self._limits = limits
         self._clock = clock
         self._taxonomy = taxonomy  # the store's current topics: what a check's label may name
+        # What the stored focus was computed for ((taxonomy version, topic taught) or None, teach_until); None:
+        # not yet in this process. A draw recomputes it when the topic taught is another (feedback.labelling.focus).
+        self._focused: tuple[tuple[int, str] | None, int] | None = None
+        self._teach_until = QueuePolicy().teach_until  # the last one a draw used: what a rescore refocuses with
 
     def import_file(self, path: Path, *, source: str | None = None, checks: bool = False) -> ImportReport:
         """Add the texts of a CSV/JSONL file, all or nothing; see `FeedbackStore.import_pool`."""
@@ -263,25 +298,111 @@ class Pool:
             log.info("the import replaced the demo pool: %d unanswered demo articles removed", demo_removed)
         return report
 
-    def rescore(self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256) -> int:
-        """Recompute uncertainty for items not yet scored by `model_version`; see `FeedbackStore.rescore`."""
+    def rescore(
+        self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256,
+        labels: Sequence[str] | None = None,
+    ) -> int:
+        """Recompute uncertainty (and the likeliest topic) for items not yet scored by `model_version`; see
+        `FeedbackStore.rescore`."""
         model_version = check_model_version(model_version)
+        keys = tuple(labels) if labels is not None else self._taxonomy().keys
         query = (sa.select(pool.c.id, pool.c.text)
                  .where(sa.or_(pool.c.scored_by.is_(None), pool.c.scored_by != model_version)).order_by(pool.c.id))
         with self._db.read() as db:
             pending = [(int(item_id), str(text)) for item_id, text in db.execute(query)]
         score = (sa.update(pool).where(pool.c.id == sa.bindparam("item"))
-                 .values(uncertainty=sa.bindparam("score"), scored_by=sa.bindparam("model")))
+                 .values(uncertainty=sa.bindparam("score"), scored_by=sa.bindparam("model"),
+                         top_key=sa.bindparam("top"), top_prob=sa.bindparam("p"), probabilities=sa.bindparam("probs")))
         for start in range(0, len(pending), batch_size):
             batch = pending[start : start + batch_size]
             probs = check_probability_rows(scorer([text for _, text in batch]), rows=len(batch))
             scores = margin_uncertainty(probs)
+            # Columns named only when there is one name per column (a scorer without labels, of another width,
+            # still gives uncertainty; its items then have no likeliest topic and no model focus).
+            named = len(keys) == probs.shape[1]
             with self._db.write() as db:
-                db.execute(score, [{"score": float(value), "model": model_version, "item": item_id}
-                                   for (item_id, _), value in zip(batch, scores, strict=True)])
+                db.execute(score, [
+                    {"score": float(value), "model": model_version, "item": item_id,
+                     "top": keys[int(row.argmax())] if named else None, "p": float(row.max()) if named else None,
+                     "probs": json.dumps({k: round(float(x), 6) for k, x in zip(keys, row, strict=True)})
+                     if named else None}
+                    for (item_id, _), value, row in zip(batch, scores, probs, strict=True)])
         if pending:  # the background scorer looks every few seconds: only rounds that scored something are logged
             log.info("rescored %d pool items with model %s", len(pending), model_version)
+            self.refocus(self._teach_until)  # here, on the scoring thread, so no labeller's request waits for it
         return len(pending)
+
+    def teaching(self, teach_until: int) -> Teaching | None:
+        """The topic being taught now (`feedback.labelling.focus.teaching`), or None."""
+        taxonomy = self._taxonomy()
+        new = {v.change.key for v in taxonomy.versions if v.change.kind in ("add", "split")}
+        with self._db.read() as db:
+            answered = answers_per_topic(db, new)
+        return teaching(taxonomy, answered, teach_until)
+
+    def refocus(self, teach_until: int) -> Teaching | None:
+        """Compute and store every ordinary item's focus for the topic being taught (all NULL when none is);
+        returns that topic. Seconds for thousands of items (one TF-IDF fit)."""
+        target = self.teaching(teach_until)
+        self._teach_until = teach_until
+        if target is None:
+            with self._db.write() as db:
+                db.execute(sa.update(pool).where(pool.c.focus.is_not(None)).values(focus=None))
+            self._focused = (None, teach_until)
+            return None
+        query = (sa.select(pool.c.id, pool.c.text, pool.c.probabilities)
+                 .where(pool.c.gold_label.is_(None), _not_traffic()).order_by(pool.c.id))
+        with self._db.read() as db:
+            found = list(db.execute(query))
+        probabilities: list[Mapping[str, float] | None] = [json.loads(p) if p else None for _, _, p in found]
+        near = similarities([str(text) for _, text, _ in found], target.words).tolist()
+        scores = focus_scores(target, self._taxonomy(), probabilities, near)
+        focus = sa.update(pool).where(pool.c.id == sa.bindparam("item")).values(focus=sa.bindparam("value"))
+        with self._db.write() as db:
+            db.execute(sa.update(pool).where(pool.c.focus.is_not(None)).values(focus=None))
+            chosen = [{"item": int(item_id), "value": value}
+                      for (item_id, _, _), value in zip(found, scores, strict=True) if value is not None]
+            if chosen:
+                db.execute(focus, chosen)
+        self._focused = (target.marker, teach_until)
+        log.info("the queue teaches topic %s: %d items in focus", target.key, len(chosen))
+        return target
+
+    def push_search(self, query: str, n: int, by: str) -> int:
+        """Push the `n` pool items nearest `query` (words, or an article: TF-IDF cosine) to the front of every
+        annotator's queue, until answered or settled; items already answered, checks and the traffic set are
+        never pushed. Returns how many were pushed."""
+        query = " ".join(str(query or "").split())
+        if not query:
+            raise FeedbackError("give some words, or paste an article, to search for")
+        if len(query) > self._limits.max_text_chars:
+            raise FeedbackError(f"a search has at most {self._limits.max_text_chars} characters")
+        if not 1 <= int(n) <= 1000:
+            raise FeedbackError("push 1 to 1000 articles")
+        candidates = (sa.select(pool.c.id, pool.c.text)
+                      .where(pool.c.gold_label.is_(None), _not_traffic(), ~_counted_on_text()).order_by(pool.c.id))
+        with self._db.read() as db:
+            found = list(db.execute(candidates))
+        matches = nearest([str(text) for _, text in found], query, int(n))
+        push = (sa.update(pool).where(pool.c.id == sa.bindparam("item"))
+                .values(pushed=sa.bindparam("score"), pushed_by=by, pushed_at=iso_time(self._clock())))
+        if matches:
+            with self._db.write() as db:
+                db.execute(push, [{"item": int(found[i][0]), "score": score} for i, score in matches])
+        log.info("%s pushed %d pool items to the front of the queue", by, len(matches))
+        return len(matches)
+
+    def clear_pushed(self) -> int:
+        """Take every pushed item out of the front of the queue; how many were pushed."""
+        with self._db.write() as db:
+            return int(db.execute(sa.update(pool).where(pool.c.pushed.is_not(None))
+                                  .values(pushed=None, pushed_by=None, pushed_at=None)).rowcount or 0)
+
+    def pushed_waiting(self) -> int:
+        """Pushed items nobody has a counted answer on yet."""
+        query = sa.select(sa.func.count()).where(pool.c.pushed.is_not(None), _not_traffic(), ~_counted_on_text())
+        with self._db.read() as db:
+            return count(db, query)
 
     def held(self, limit: int = 200) -> list[dict[str, Any]]:
         """Items held for review, newest first, each with the live answer of who brought it (for the admin)."""
@@ -321,11 +442,15 @@ class Pool:
         annotator = check_annotator(annotator)
         excluded = {int(item_id) for item_id in exclude}
         mark_new_items(self._db, policy.traffic_share)
+        target = self.teaching(policy.teach_until)
+        if (target.marker if target else None, policy.teach_until) != self._focused:
+            target = self.refocus(policy.teach_until)  # a topic change, or the topic taught has its answers
         now = self._clock()
         taken: list[dict[str, Any]] = []
         ordinary: list[int] = []
         with self._db.read() as db:  # outside the lock below: no other tab's holds change what checks are due
             checks = _CheckState.read(db, annotator)
+            turn = turn_position(db, annotator) + max(int(ahead), 0)
         # With a holder, chosen and held in one transaction under one lock, so two replicas choosing at once never
         # hold the same item while another is free; an item others hold is shared only when nothing else is left.
         with self._db.write(reservations.SCOPE) if holder is not None else self._db.read() as db:
@@ -336,7 +461,9 @@ class Pool:
                     if excluded:
                         items = items.where(pool.c.id.not_in(sorted(excluded)))
                     free = items.where(~reservations.held_by_others(holder, now)) if holder is not None else None
-                    item = (free is not None and _draw(db, annotator, policy, free)) or _draw(db, annotator, policy, items)
+                    focus = target is not None and is_focus_turn(annotator, turn + position, policy.focus_share)
+                    item = ((free is not None and _draw(db, annotator, policy, free, focus_turn=focus))
+                            or _draw(db, annotator, policy, items, focus_turn=focus))
                     if item is not None:
                         ordinary.append(int(item["id"]))
                 if item is None:

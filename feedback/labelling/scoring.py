@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -29,21 +29,24 @@ REST = 1.0
 class Rescorable(Protocol):
     """What the thread needs of a store (`feedback.store.FeedbackStore.rescore`)."""
 
-    def rescore(self, scorer: Scorer, model_version: str, *, batch_size: int = ...) -> int: ...
+    def rescore(self, scorer: Scorer, model_version: str, *, batch_size: int = ...,
+                labels: Sequence[str] | None = ...) -> int: ...
 
 
 class PoolScoring:
     """Scores unscored pool items with the champion every `interval_s` seconds, on a daemon thread.
 
     `version()` names the champion now served (None: none yet, nothing is scored); `scorer(texts)` returns its
-    probabilities in label order. A failed round is logged and tried again at the next look.
+    probabilities in label order, its labels being `labels()` (None: the taxonomy's keys). A failed round is logged
+    and tried again at the next look.
     """
 
     def __init__(
         self, store: Rescorable, version: Callable[[], str | None], scorer: Scorer, interval_s: float,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] = time.perf_counter, labels: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         self._store, self._version, self._interval_s, self._clock = store, version, interval_s, clock
+        self._labels = labels
         self._inner = scorer
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -63,7 +66,10 @@ class PoolScoring:
         if version is None:
             return 0
         try:
-            return self._store.rescore(self._scorer, version, batch_size=BATCH)
+            # Read with the version: a champion swapped mid-round has another version, so the next round scores
+            # every item again with its own labels.
+            labels = tuple(self._labels()) if self._labels is not None else None
+            return self._store.rescore(self._scorer, version, batch_size=BATCH, labels=labels)
         except Exception:  # a store or model hiccup: the next look tries again
             log.exception("scoring the pool with model %s failed; trying again in %.0f s", version, self._interval_s)
             return 0

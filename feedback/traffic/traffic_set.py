@@ -57,9 +57,14 @@ def traffic_turn(conn: sa.Connection, annotator: str, share: float) -> bool:
     """
     if share <= 0:
         return False
+    return is_traffic_turn(annotator, turn_position(conn, annotator), share)
+
+
+def turn_position(conn: sa.Connection, annotator: str) -> int:
+    """How many turns this annotator has taken: answers (of any status) and skips so far."""
     answered = count(conn, sa.select(sa.func.count()).where(answers.c.annotator == annotator))
     skipped = count(conn, sa.select(sa.func.count()).where(skips.c.annotator == annotator))
-    return is_traffic_turn(annotator, answered + skipped, share)
+    return answered + skipped
 
 
 def is_traffic_turn(annotator: str, position: int, share: float) -> bool:

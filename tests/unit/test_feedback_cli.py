@@ -68,5 +68,19 @@ def test_tables_describes_a_backup_read_only(home: Path, tmp_path: Path, capsys:
     assert described["tables"]["served_tallies"]["rows"] == 0
     assert described["tables"]["pool"] == {"rows": 0, "columns": [
         "id", "text", "text_hash", "source", "added_at", "uncertainty", "scored_by", "gold_label", "held_by",
-        "held_reason", "traffic"]}
+        "held_reason", "traffic", "top_key", "top_prob", "probabilities", "focus", "pushed", "pushed_by", "pushed_at"]}
     assert main(["tables", str(tmp_path / "missing.db")]) == ExitCode.BAD_INPUT and not (tmp_path / "missing.db").exists()
+
+
+def test_queue_push_puts_a_search_first_and_clear_takes_it_out(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pool = tmp_path / "pool.csv"
+    pool.write_text("text\nWildfire smoke over the valley\nRates rise again\nA wildfire in the hills\n", encoding="utf-8")
+    assert main(["import", str(pool)]) == 0
+    assert main(["queue", "push", "wildfire", "--count", "5", "--by", "maya"]) == 0
+    assert "pushed 2 articles to the front of the queue (2 pushed articles waiting)" in capsys.readouterr().out
+    assert FeedbackStore(home / "feedback.db").pushed_waiting() == 2
+    assert main(["queue", "push", "   "]) == ExitCode.BAD_INPUT
+    assert main(["queue", "clear"]) == 0
+    assert "cleared 2 pushed articles" in capsys.readouterr().out

@@ -153,3 +153,14 @@ def test_after_each_batch_the_thread_rests_as_long_as_the_batch_took(tmp_path: P
     scoring._stopped.wait = lambda timeout=None: rests.append(timeout) or False  # type: ignore[method-assign]
     assert scoring.run_once() == 70
     assert batches == [32, 32, 6] and rests == [0.25, 0.25, 0.25]
+
+
+def test_a_round_keeps_each_items_likeliest_topic_under_the_champions_own_labels(tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path / "f.db")
+    store.add_to_pool(["an article"], source="test")
+    labels = ("Sci/Tech", "Business", "World", "Sports")  # the champion's own order, not the taxonomy's
+    assert PoolScoring(store, lambda: "v1", Champion(), interval_s=60.0, labels=lambda: labels).run_once() == 1
+    with store.database.read() as conn:
+        top_key, probabilities = conn.execute(pool.select().with_only_columns(pool.c.top_key,
+                                                                              pool.c.probabilities)).one()
+    assert top_key == "Sci/Tech" and list(json.loads(probabilities)) == list(labels)

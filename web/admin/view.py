@@ -17,6 +17,7 @@ from web.admin.dashboard import POLL_S, WATCH_S, AdminDashboard, DashboardParts
 from web.admin.guidelines_view import build_guidelines_editor
 from web.admin.label_errors_view import SUGGESTED, build_label_errors
 from web.admin.people_view import build_people
+from web.admin.queue_view import build_queue_search
 from web.admin.review_view import ANY, build_review
 from web.admin.topics_view import build_topics
 
@@ -84,6 +85,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
             reload_guidelines = build_guidelines_editor(admin)
             reload_topics = build_topics(admin, choosers=[(review.topic_filter, ("any label", ANY)),
                                                           (label_errors.topic_choice, ("the suggested topic", SUGGESTED))])
+            reload_queue_search = build_queue_search(admin)
             gr.Markdown("## Run history")
             history = gr.Dataframe(headers=["at", "action", "version", "why"], label="Run history", wrap=True,
                                    interactive=False, elem_id="history", show_label=False)
@@ -126,6 +128,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
         """After sign-in, a reload or Refresh: everything, the review list and the guidelines included."""
         reload_guidelines(event)
         reload_topics(event)
+        reload_queue_search(event)
         return review.reload(after_change(event, relist=False))
 
     signed = [login_msg, panel, signin]
