@@ -19,6 +19,7 @@ from web.admin.label_errors_view import SUGGESTED, build_label_errors
 from web.admin.people_view import build_people
 from web.admin.review_view import ANY, build_review
 from web.admin.topics_view import build_topics
+from web.admin.unlisted_view import build_unlisted
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # Trades a sign-in/sign-out ticket for a fresh browser id cookie (POST /admin/session, beside this page at /admin/).
@@ -84,6 +85,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
             reload_guidelines = build_guidelines_editor(admin)
             reload_topics = build_topics(admin, choosers=[(review.topic_filter, ("any label", ANY)),
                                                           (label_errors.topic_choice, ("the suggested topic", SUGGESTED))])
+            unlisted_created = build_unlisted(admin)
             gr.Markdown("## Run history")
             history = gr.Dataframe(headers=["at", "action", "version", "why"], label="Run history", wrap=True,
                                    interactive=False, elem_id="history", show_label=False)
@@ -127,6 +129,8 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
         reload_guidelines(event)
         reload_topics(event)
         return review.reload(after_change(event, relist=False))
+
+    reload_topics(after_change(unlisted_created))  # a topic made from "None of these" answers, with its labels
 
     signed = [login_msg, panel, signin]
     whole_view(refresh_btn.click(lambda: None, **PRIVATE))
