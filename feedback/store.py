@@ -152,10 +152,11 @@ class FeedbackStore:
         """The "None of these" answers waiting for a maintainer, grouped into candidate topics, largest first."""
         return self.unlisted.groups()
 
-    def place_unlisted(self, ids: Sequence[int], name: object, *, by: str, description: object = "") -> Placement:
+    def place_unlisted(self, ids: Sequence[int], name: object, *, by: str, description: object = "",
+                       taxonomy: Taxonomy | None = None) -> Placement:
         """Create the topic `name` (or use the current topic of that name) and make the confirmed "None of these"
         answers `ids` its first labels: accepted answers under its key. See `UnlistedAnswers.place`."""
-        return self.unlisted.place(ids, name, by=by, description=description)
+        return self.unlisted.place(ids, name, by=by, description=description, taxonomy=taxonomy)
 
     def dismiss_unlisted(self, ids: Sequence[int], *, by: str) -> int:
         """Set aside "None of these" answers no topic is missing for; returns how many changed."""

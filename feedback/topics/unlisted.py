@@ -150,19 +150,21 @@ class UnlistedAnswers:
         """The 'ok' rows grouped into candidate topics (`feedback.topics.unlisted_groups.group_unlisted`)."""
         return group_unlisted(self.rows(OK))
 
-    def place(self, ids: Sequence[int], name: object, *, by: str, description: object = "") -> Placement:
+    def place(self, ids: Sequence[int], name: object, *, by: str, description: object = "",
+              taxonomy: Taxonomy | None = None) -> Placement:
         """Place the 'ok' rows `ids` (those a maintainer confirmed) in the topic `name`: added to the taxonomy through
         the TopicBook's compare-and-set unless a current topic has that name, then one 'accepted' answer per row
         under its key and the taxonomy's version (the labeller's own answer, confirmed: no rate limit). The rows
         become 'placed'; others are left as they are. Raises FeedbackError when no row can be placed, and the
-        taxonomy's own errors (TaxonomyError, TaxonomyConflict) for a refused name or a concurrent change."""
+        taxonomy's own errors (TaxonomyError, TaxonomyConflict) for a refused name or a concurrent change. `taxonomy`:
+        the topics the change is planned on (default: the store's current ones)."""
         wanted = sorted({check_row_id(i, "answer id") for i in ids})
         by = check_annotator(by)
         if not wanted:
             raise FeedbackError("tick at least one answer to place in the topic")
         if not [r for r in self.rows(OK, wanted)]:
             raise FeedbackError("none of these answers is waiting any more (placed, dismissed or undone)")
-        before = self._taxonomy()
+        before = taxonomy or self._taxonomy()
         existing = _current_topic(before, name)
         if existing is None:
             after = self._topics.commit(before.add(name, description, by=by,
