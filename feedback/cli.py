@@ -320,6 +320,50 @@ def queue_clear(settings: Settings, store: FeedbackStore) -> None:
     commands.queue_clear(store)
 
 
+@topics.group("unlisted", invoke_without_command=True,
+              help='The "None of these" answers labellers gave (no topic fitted), grouped into candidate topics by the '
+              "names they typed and by what the texts say; create a topic from a group's answers, or dismiss them.")
+@click.option("--json", "as_json", is_flag=True, help="print JSON (each group with its answers)")
+@click.pass_context
+def topics_unlisted(ctx: click.Context, as_json: bool) -> None:
+    if ctx.invoked_subcommand is None:
+        _list_unlisted(as_json=as_json)  # settings and store come from _with_store
+
+
+@_with_store
+def _list_unlisted(settings: Settings, store: FeedbackStore, as_json: bool) -> None:
+    topic_commands.list_unlisted(store, as_json=as_json)
+
+
+def _ids(value: str) -> list[int]:
+    try:
+        return [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter("ids are whole numbers separated by commas, as `newsloop topics unlisted` lists them") from None
+
+
+@topics_unlisted.command("create", help="Create the topic NAME (or use the current topic of that name) with the "
+                         "answers --ids as its first labels, accepted: the answers you confirm belong to it.")
+@click.argument("name")
+@click.option("--ids", required=True, help="the answers' ids, comma-separated (from `newsloop topics unlisted`)")
+@click.option("--description", default="", help="a one-line description of a new topic")
+@click.option("--by", default=None, help="who makes it, recorded with the change (default: the OS user)")
+@_with_store
+def topics_unlisted_create(settings: Settings, store: FeedbackStore, name: str, ids: str, description: str,
+                           by: str | None) -> None:
+    placed = store.place_unlisted(_ids(ids), name, by=by or _os_user(), description=description,
+                                  taxonomy=_current(settings, store))
+    print(placed.words())
+
+
+@topics_unlisted.command("dismiss", help="Set aside the answers --ids: no topic is missing for them.")
+@click.option("--ids", required=True, help="the answers' ids, comma-separated (from `newsloop topics unlisted`)")
+@click.option("--by", default=None, help="who decides, recorded with them (default: the OS user)")
+@_with_store
+def topics_unlisted_dismiss(settings: Settings, store: FeedbackStore, ids: str, by: str | None) -> None:
+    print(f"dismissed {store.dismiss_unlisted(_ids(ids), by=by or _os_user())} answer(s)")
+
+
 COMMANDS: dict[str, click.Command] = {
     "import": import_, "export": export, "stats": stats, "tables": tables, "review": review, "topics": topics,
     "queue": queue,

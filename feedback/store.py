@@ -18,6 +18,8 @@ from feedback.labelling.guidelines import GuidelineBook
 from feedback.labelling.pool import ImportReport, Pool
 from feedback.labelling.progress import pool_left, queue_left
 from feedback.topics.store import TopicBook
+from feedback.topics.unlisted import Placement, UnlistedAnswers, UnlistedResult
+from feedback.topics.unlisted_groups import Group
 from feedback.trust.crowd import Crowd
 from feedback.trust.label_errors import LabelErrors
 from feedback.trust.review import ReviewReport, Reviews
@@ -53,6 +55,7 @@ class FeedbackStore:
         self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
         self.crowd = Crowd(self._db, self.taxonomy)  # per-person counts and the answers people share, for the people panel
         self.label_errors = LabelErrors(self._db, clock, self.taxonomy)  # possible label errors and the decisions on them
+        self.unlisted = UnlistedAnswers(self._db, limits, clock, self.taxonomy, self.topics)  # "None of these"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:
@@ -127,8 +130,37 @@ class FeedbackStore:
 
     def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
         """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it.
-        An answer it had replaced stays replaced: nothing comes back to life."""
-        return self._answers.undo_last(annotator, kinds)
+        An answer it had replaced stays replaced: nothing comes back to life. A "None of these" newer than their
+        newest answer is the one undone: it comes back with `unlisted` True and `user_label` None."""
+        return self.unlisted.undo_if_newest(annotator, kinds) or self._answers.undo_last(annotator, kinds)
+
+    def record_unlisted(
+        self, *, text: str, annotator: str, kind: str, item_id: int | None = None, name: object = None,
+        predicted_label: str | None = None, model_version: str | None = None, verified: bool = False,
+        address: str | None = None,
+    ) -> UnlistedResult:
+        """Store that no topic of the current taxonomy fits `text` ("None of these"), with `name`, the topic the
+        labeller thinks is missing, if they gave one (printable, at most 40 characters). `kind` is 'correct'
+        (Classify) or 'queue' (with `item_id`: the item then leaves their queue). Kept apart from the answers, so it
+        never trains as a topic. One per person and text: a repeat is a duplicate that may change the name. It counts
+        against the same rate limits as `record` (RateLimited). Raises FeedbackError for bad input."""
+        return self.unlisted.record(text=text, annotator=annotator, kind=kind, item_id=item_id, name=name,
+                                    predicted_label=predicted_label, model_version=model_version, verified=verified,
+                                    address=address)
+
+    def unlisted_groups(self) -> list[Group]:
+        """The "None of these" answers waiting for a maintainer, grouped into candidate topics, largest first."""
+        return self.unlisted.groups()
+
+    def place_unlisted(self, ids: Sequence[int], name: object, *, by: str, description: object = "",
+                       taxonomy: Taxonomy | None = None) -> Placement:
+        """Create the topic `name` (or use the current topic of that name) and make the confirmed "None of these"
+        answers `ids` its first labels: accepted answers under its key. See `UnlistedAnswers.place`."""
+        return self.unlisted.place(ids, name, by=by, description=description, taxonomy=taxonomy)
+
+    def dismiss_unlisted(self, ids: Sequence[int], *, by: str) -> int:
+        """Set aside "None of these" answers no topic is missing for; returns how many changed."""
+        return self.unlisted.dismiss(ids, by=by)
 
     def queue_left(self, annotator: str, policy: QueuePolicy) -> int:
         """Queue items this annotator may still be shown (checks not told apart); see feedback.labelling.progress."""

@@ -201,9 +201,28 @@ def _v13(op: Operations) -> None:
     op.add_column("pool", _text("pushed_at"))
 
 
+def _v14(op: Operations) -> None:
+    """Answers that no topic fits (`feedback.topics.unlisted`): a labeller's "None of these", with the topic they
+    think is missing if they named one. Kept apart from `answers`, which training, agreement and trust read: "no
+    topic" never trains as a topic. A maintainer places a group of them in a new topic (`status` 'placed',
+    `topic_key`), which copies them into `answers`, or dismisses them."""
+    op.create_table(
+        "unlisted", _id(), _text("text", required=True), _text("text_hash", required=True),
+        _text("annotator", required=True), _text("address"),
+        sa.Column("verified", sa.Integer, nullable=False, server_default=sa.text("0")),
+        _text("kind", required=True), sa.Column("item_id", sa.Integer), _text("name"), _text("predicted_label"),
+        _text("model_version"), sa.Column("taxonomy_version", sa.Integer), _text("created_at", required=True),
+        sa.Column("status", sa.Text, nullable=False, server_default="ok"), _text("topic_key"), _text("decided_by"),
+        _text("decided_at"),
+    )
+    op.create_index("unlisted_annotator_created", "unlisted", ["annotator", "created_at"])
+    op.create_index("unlisted_address_created", "unlisted", ["address", "created_at"])
+    op.create_index("unlisted_text_hash", "unlisted", ["text_hash", "annotator"])
+
+
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10,
-                             11: _v11, 12: _v12, 13: _v13}
+                             11: _v11, 12: _v12, 13: _v13, 14: _v14}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).

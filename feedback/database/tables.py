@@ -156,6 +156,31 @@ label_fixes = sa.Table(
     sa.Column("undone_by", sa.Text),
 )
 
+unlisted = sa.Table(
+    "unlisted", metadata,
+    sa.Column("id", ROW_ID, sa.Identity(), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("text_hash", sa.Text, nullable=False),
+    sa.Column("annotator", sa.Text, nullable=False),
+    sa.Column("address", sa.Text),
+    sa.Column("verified", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("kind", sa.Text, nullable=False),  # "correct" (Classify) or "queue"
+    sa.Column("item_id", sa.Integer),  # the queue item, for a queue answer
+    sa.Column("name", sa.Text),  # the topic the labeller thinks is missing, if they named one
+    sa.Column("predicted_label", sa.Text),
+    sa.Column("model_version", sa.Text),
+    sa.Column("taxonomy_version", sa.Integer),  # the topics the labeller saw, none of which fit
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False, server_default="ok"),  # ok, undone, placed or dismissed
+    sa.Column("topic_key", sa.Text),  # the topic a maintainer placed it in
+    sa.Column("decided_by", sa.Text),
+    sa.Column("decided_at", sa.Text),
+    sa.Index("unlisted_annotator_created", "annotator", "created_at"),
+    sa.Index("unlisted_address_created", "address", "created_at"),
+    sa.Index("unlisted_text_hash", "text_hash", "annotator"),
+)
+
 # What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items); the label fixes go
 # with it because a retrain reads them from that copy.
-COPIED = (answers, pool, skips, served_tallies, label_searches, label_candidates, label_fixes, taxonomy_versions)
+COPIED = (answers, pool, skips, served_tallies, label_searches, label_candidates, label_fixes, taxonomy_versions,
+          unlisted)

@@ -18,7 +18,7 @@ from core.taxonomy import Taxonomy
 from core.text import text_hash
 from feedback.database.db import Database, iso_time, parse_iso_time
 from feedback.database.query import count, first, inserted_id, rows
-from feedback.database.tables import answers, pool
+from feedback.database.tables import answers, pool, unlisted
 from feedback.errors import FeedbackError, RateLimited
 from feedback.labelling.pool import check_item, pool_counts, read_gold
 from feedback.topics.meaning import read_now
@@ -52,27 +52,49 @@ COUNTED = answers.c.status.not_in(NOT_COUNTED)  # live and not rejected
 
 
 class _AnswerWindow:
-    """A rate limiter's window over the answers table itself: a key's answers are its events.
+    """A rate limiter's window over the answer tables themselves: a key's answers are its events. Both an answer
+    with a topic (`answers`) and a "None of these" (`unlisted`) count, so the two share one budget.
 
     Read inside the record's write transaction, so the check and the insert commit together; recording is the
     answer's own insert, and nothing is forgotten (answers stay for audit).
     """
 
-    def __init__(self, conn: sa.Connection, column: sa.ColumnElement[str], key: str, *conditions: sa.ColumnElement[bool]
-                 ) -> None:
-        self._conn, self._column, self._key, self._conditions = conn, column, key, conditions
+    def __init__(self, conn: sa.Connection, column: str, key: str, *, unverified_only: bool) -> None:
+        self._conn, self._column, self._key, self._unverified_only = conn, column, key, unverified_only
 
     def times(self, since: float) -> Sequence[float]:
-        query = (sa.select(answers.c.created_at)
-                 .where(self._column == self._key, answers.c.created_at > iso_time(since), *self._conditions)
-                 .order_by(answers.c.created_at))
-        return [parse_iso_time(at) for at in self._conn.execute(query).scalars()]
+        found: list[float] = []
+        for table in (answers, unlisted):
+            query = sa.select(table.c.created_at).where(table.c[self._column] == self._key,
+                                                        table.c.created_at > iso_time(since))
+            if self._unverified_only:
+                query = query.where(table.c.verified == 0)
+            found += [parse_iso_time(at) for at in self._conn.execute(query).scalars()]
+        return sorted(found)
 
     def record(self, at: float, cost: int) -> None:
         pass  # the answer row the caller inserts next is the event
 
     def forget(self, before: float) -> None:
         pass
+
+
+def check_rate(db: sa.Connection, limits: StoreLimits, annotator: str, address: str | None, verified: bool,
+               now: float) -> None:
+    """Refuse a write (RateLimited) when the annotator, or an unverified client address, wrote its limit of
+    answers of either table in the last RATE_WINDOW_S seconds."""
+    per_annotator = limits.verified_writes_per_minute if verified else limits.writes_per_minute
+    _check_window(db, "annotator", annotator, per_annotator, now, unverified_only=False)
+    if address is not None and not verified:  # an account is bounded by its own limit above
+        _check_window(db, "address", address, limits.address_writes_per_minute, now, unverified_only=True)
+
+
+def _check_window(db: sa.Connection, column: str, key: str, limit: int, now: float, *, unverified_only: bool) -> None:
+    wait = RateLimiter(limit, RATE_WINDOW_S).admit(_AnswerWindow(db, column, key, unverified_only=unverified_only), now)
+    if wait:
+        wait_s = max(1, math.ceil(wait))
+        who = " from this address" if column == "address" else ""
+        raise RateLimited(f"too many answers{who}: at most {limit} a minute; try again in {wait_s} s", wait_s)
 
 
 def path_of(kind: str) -> tuple[str, ...]:
@@ -186,11 +208,7 @@ class Answers:
                 return RecordResult(id=existing["id"], duplicate=True, status=existing["status"])
             if item_id is not None:
                 check_item(db, item_id, digest)
-            per_annotator = self._limits.verified_writes_per_minute if verified else self._limits.writes_per_minute
-            self._check_rate(db, answers.c.annotator, annotator, per_annotator, now)
-            if address is not None and not verified:  # an account is bounded by its own limit above
-                self._check_rate(db, answers.c.address, address, self._limits.address_writes_per_minute, now,
-                                 answers.c.verified == 0)
+            check_rate(db, self._limits, annotator, address, verified, now)
             replaced = tuple(int(r["id"]) for r in earlier if r["status"] != Status.REJECTED)
             if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
                 db.execute(sa.update(answers).where(*same_path, answers.c.status != Status.REJECTED)
@@ -199,16 +217,6 @@ class Answers:
         if reason:
             log.warning("answer %s from %s marked suspicious: %s", answer_id, annotator, reason)
         return RecordResult(id=answer_id, duplicate=False, status=status, replaced=replaced)
-
-    def _check_rate(self, db: sa.Connection, column: sa.ColumnElement[str], key: str, limit: int, now: float,
-                    *conditions: sa.ColumnElement[bool]) -> None:
-        """Refuse a write when `key` (an annotator or a client address) wrote `limit` answers (those meeting
-        `conditions`) in the window."""
-        wait = RateLimiter(limit, RATE_WINDOW_S).admit(_AnswerWindow(db, column, key, *conditions), now)
-        if wait:
-            wait_s = max(1, math.ceil(wait))
-            who = " from this address" if column is answers.c.address else ""
-            raise RateLimited(f"too many answers{who}: at most {limit} a minute; try again in {wait_s} s", wait_s)
 
     def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
         """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it.

@@ -17,7 +17,7 @@ from core.taxonomy import Taxonomy
 from core.text import text_hash
 from feedback.database.db import Database, iso_time
 from feedback.database.query import count, first, insert_on_conflict, rows
-from feedback.database.tables import answers, pool, skips
+from feedback.database.tables import answers, pool, skips, unlisted
 from feedback.errors import FeedbackError, PoolImportError
 from feedback.labelling import reservations
 from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE, drop_unanswered_demo, pool_is_empty
@@ -43,12 +43,15 @@ log = logging.getLogger(__name__)
 
 
 def unseen(annotator: str) -> sa.ColumnElement[bool]:
-    """Pool items `annotator` has neither answered (live) nor skipped, and that anybody may be shown: not held for
-    a maintainer's review (`Pool.add` with `held`), or released by an accepted answer on their text."""
+    """Pool items `annotator` has neither answered (live; "None of these" included) nor skipped, and that anybody
+    may be shown: not held for a maintainer's review (`Pool.add` with `held`), or released by an accepted answer on
+    their text."""
     mine, accepted = answers.alias("a"), answers.alias("v")
     return sa.and_(
         ~sa.exists().where(mine.c.text_hash == pool.c.text_hash, mine.c.annotator == annotator,
                            mine.c.status.not_in(WITHDRAWN)),
+        ~sa.exists().where(unlisted.c.text_hash == pool.c.text_hash, unlisted.c.annotator == annotator,
+                           unlisted.c.status != "undone"),
         ~sa.exists().where(skips.c.item_id == pool.c.id, skips.c.annotator == annotator),
         sa.or_(pool.c.held_by.is_(None),
                sa.exists().where(accepted.c.text_hash == pool.c.text_hash, accepted.c.status == Status.ACCEPTED)),

@@ -58,3 +58,25 @@ def change_topics(store: FeedbackStore, before: Taxonomy, step: Callable[[Taxono
     stored = store.topics.commit(after, before.version)
     print(f"topics version {stored.version}: {found.words()}")
     return found
+
+
+def list_unlisted(store: FeedbackStore, *, as_json: bool = False) -> None:
+    """Print the "None of these" answers waiting for a maintainer, grouped into candidate topics, largest first: each
+    group's suggested name, answers and people, then its answers (id, the name given, who, the text's start)."""
+    groups = store.unlisted_groups()
+    rows = {int(r["id"]): r for r in store.unlisted.rows()}
+    if as_json:
+        print(json.dumps([{"name": g.name, "named": g.named, "people": g.people,
+                           "answers": [{k: rows[i][k] for k in ("id", "text", "name", "annotator", "kind", "created_at")}
+                                       for i in g.ids]} for g in groups], indent=2))
+        return
+    if not groups:
+        print('no "None of these" answers are waiting')
+        return
+    for g in groups:
+        print(f"{g.name}{'' if g.named else ' (from the texts)'}: {len(g.ids)} answer(s), {g.people} people; "
+              f"ids {','.join(str(i) for i in g.ids)}")
+        for i in g.ids:
+            text = " ".join(str(rows[i]["text"]).split())
+            named = f"named {rows[i]['name']!r}" if rows[i]["name"] else "no name"
+            print(f"  #{i} {named}, by {rows[i]['annotator']}: {text[:80]}{'…' if len(text) > 80 else ''}")

@@ -20,6 +20,7 @@ from web.admin.people_view import build_people
 from web.admin.queue_view import build_queue_search
 from web.admin.review_view import ANY, build_review
 from web.admin.topics_view import build_topics
+from web.admin.unlisted_view import build_unlisted
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # Trades a sign-in/sign-out ticket for a fresh browser id cookie (POST /admin/session, beside this page at /admin/).
@@ -86,6 +87,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
             reload_topics = build_topics(admin, choosers=[(review.topic_filter, ("any label", ANY)),
                                                           (label_errors.topic_choice, ("the suggested topic", SUGGESTED))])
             reload_queue_search = build_queue_search(admin)
+            unlisted_created = build_unlisted(admin)
             gr.Markdown("## Run history")
             history = gr.Dataframe(headers=["at", "action", "version", "why"], label="Run history", wrap=True,
                                    interactive=False, elem_id="history", show_label=False)
@@ -130,6 +132,8 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
         reload_topics(event)
         reload_queue_search(event)
         return review.reload(after_change(event, relist=False))
+
+    reload_topics(after_change(unlisted_created))  # a topic made from "None of these" answers, with its labels
 
     signed = [login_msg, panel, signin]
     whole_view(refresh_btn.click(lambda: None, **PRIVATE))

@@ -15,7 +15,7 @@ from core.settings.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
-from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, topic_of
+from web.page.answer_rules import NONE, NONE_WORDS, RIGHT, names_shown, new_shown_id, snippet, topic_of, undone_words
 from web.page.labelling import BufferedQueue, LabellingQueue
 from web.server.identity import Identity, IdentityService
 from web.server.serving import Classifier, PageLimits, storable
@@ -153,6 +153,8 @@ class NewsLoopActions:
         holds the text it was made for; a different label than this person's earlier one replaces it."""
         if self.store is None:
             return AnswerOutcome("Feedback is not being collected on this server.")
+        if isinstance(label, str) and label.startswith(NONE):
+            return self.answer_none(label[len(NONE):], prediction, text, request, profile)
         taxonomy = self.topics.taxonomy()
         topic = topic_of(label, taxonomy)
         if topic is None:
@@ -190,6 +192,30 @@ class NewsLoopActions:
         done = "Changed your answer: saved as" if result.replaced else "Thanks, saved as"
         return AnswerOutcome(f"{done} **{name}**: {snippet(last.text)}. You can undo it.", saved=True)
 
+    def answer_none(
+        self, missing: object, prediction: object, text: object, request: Any = None, profile: Any = None
+    ) -> AnswerOutcome:
+        """Say that no topic fits the text of the prediction on this tab's screen ("None of these"), naming the
+        missing topic if `missing` is not empty; kept apart from the answers (`FeedbackStore.record_unlisted`)."""
+        assert self.store is not None
+        who = self.identities.identify(request, profile)
+        last = self.memory.get(who.session) if who.session else None
+        if last is None:
+            return AnswerOutcome("Classify a text first, then tell us whether the topic is right.", stale=True)
+        box = storable(text) if isinstance(text, str) else None
+        if not names_shown(prediction, last.id) or box is None or text_digest(box) != last.text_digest:
+            return AnswerOutcome(STALE, stale=True)
+        try:
+            result = self.store.record_unlisted(
+                text=last.text, annotator=who.annotator, kind="correct", name=missing, predicted_label=last.label,
+                model_version=last.model_version, verified=who.verified, address=who.address,
+            )
+        except FeedbackError as exc:
+            return AnswerOutcome(f"Not saved: {exc}.")
+        named = f" (missing topic: **{result.name}**)" if result.name else ""
+        done = "Already saved" if result.duplicate else "Thanks, saved"
+        return AnswerOutcome(f"{done}: **{NONE_WORDS}**{named} for {snippet(last.text)}. You can undo it.", saved=True)
+
     def _queue_candidate(self, text: str, who: Identity, answer_id: int) -> None:
         """A corrected text goes to the labelling pool, so others (whose answers may train) label it too.
 
@@ -214,7 +240,7 @@ class NewsLoopActions:
         undone = self.store.undo_last(who.annotator, ("confirm", "correct"))
         if undone is None:
             return "Nothing to undo."
-        name = self.topics.taxonomy().name_of(str(undone["user_label"]))
+        name = undone_words(undone, self.topics.taxonomy())
         return f"Undone: your answer **{name}** for {snippet(undone['text'])}."
 
     # The footer.

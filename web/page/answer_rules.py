@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from typing import Any
 
 from core.taxonomy import CONFIRM_ANSWER, Taxonomy
 from web.server.topics import key_for
 
 RIGHT = CONFIRM_ANSWER  # the answer that confirms the prediction on screen (no topic may be named so)
+# "None of these": no topic fits (`FeedbackStore.record_unlisted`). Topic names never hold "|", so no topic is named
+# so; on Classify the missing topic's name, if one was typed, follows the mark.
+NONE = "|none|"
+NONE_WORDS = "None of these"
+
+
+def undone_words(undone: dict[str, Any], taxonomy: Taxonomy) -> str:
+    """What an undone answer said, in words: its topic's name, or "None of these" (and the name given)."""
+    if undone.get("unlisted"):
+        return NONE_WORDS + (f" (missing: {undone['name']})" if undone.get("name") else "")
+    return taxonomy.name_of(str(undone["user_label"]))
 
 
 def snippet(text: str, words: int = 8) -> str:

@@ -35,7 +35,11 @@
     e.preventDefault();
     const send = document.querySelector("#fb-send");
     if (!send) return;
-    a.pressed.push(button.dataset.topic);
+    // "None of these" carries the missing topic's name typed beside it (web.page.answer_rules.NONE).
+    const box = document.querySelector("#fb-missing");
+    const none = button.id === "fb-none";
+    a.pressed.push(none ? button.dataset.topic + (box ? box.value : "") : button.dataset.topic);
+    if (none && box) box.value = "";
     send.click();
   });
   // The hidden sender is never a tab stop.

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from web.page.actions import NewsLoopActions
-from web.page.answer_rules import RIGHT
+from web.page.answer_rules import NONE, NONE_WORDS, RIGHT
 from web.page.guidelines import guidelines_panel
 from web.server.topics import MAX_KEYS, Offered, answer_buttons
 
@@ -34,12 +34,25 @@ LOCK = "() => { window.newsloopAnswers.set(null, false); return []; }"
 UNMARK = "() => { window.newsloopAnswers.set(null, null); return []; }"
 
 
+MISSING_MAX = 40  # the longest missing topic's name (core.taxonomy.MAX_NAME_CHARS; the store checks it)
+
+
+def none_box(prefix: str) -> str:
+    """The "None of these" button's companion: a box for the missing topic's name, optional."""
+    return (f'<input type="text" id="{prefix}missing" class="missing" maxlength="{MISSING_MAX}" '
+            f'placeholder="Which topic is missing? (optional)" aria-label="Which topic is missing? (optional)">')
+
+
 def classify_buttons(offered: tuple[Offered, ...]) -> str:
-    """The Classify tab's answer buttons: Right, then one per topic (disabled until a result is on screen)."""
+    """The Classify tab's answer buttons: Right, then one per topic, then "None of these" with the box for the
+    missing topic's name (the buttons disabled until a result is on screen)."""
     right = (f'<button type="button" id="fb-right" class="topic-btn secondary" data-topic="{RIGHT}" disabled>'
              f'<span class="mark"></span><span class="t">Right</span></button>')
     topics = answer_buttons(offered, prefix="fb-", text="It's actually {name}", disabled=True)
-    return f'<div class="fb-right">{right}</div><div class="fb-topics">{topics}</div>'
+    none = (f'<button type="button" id="fb-none" class="topic-btn secondary" data-topic="{NONE}" disabled>'
+            f'<span class="mark"></span><span class="t">{NONE_WORDS}</span></button>')
+    return (f'<div class="fb-right">{right}</div><div class="fb-topics">{topics}</div>'
+            f'<div class="fb-none">{none}{none_box("fb-")}</div>')
 
 
 def build_classify(actions: NewsLoopActions) -> gr.HTML:
@@ -107,8 +120,9 @@ def _answer(actions: NewsLoopActions) -> Callable[..., list[Any]]:
         outcome = actions.answer(choice, shown, text, request, profile)
         if outcome.stale:  # not the result on screen (any more): clear it, as an edit does
             return [outcome.message, None, "", json.dumps({"chosen": None, "live": False})]
+        chosen = NONE if choice.startswith(NONE) else choice  # the button to mark: the name typed is not its topic
         return [outcome.message, gr.skip(), gr.skip(),
-                json.dumps({"chosen": choice if outcome.saved else None, "live": None})]
+                json.dumps({"chosen": chosen if outcome.saved else None, "live": None})]
 
     return handler
 
@@ -126,7 +140,8 @@ def queue_hint(topics: int) -> str:
     keys = "<kbd>1</kbd>" if topics == 1 else f"<kbd>1</kbd>-<kbd>{min(topics, MAX_KEYS)}</kbd>"
     more = f" (the first {MAX_KEYS}; click the others)" if topics > MAX_KEYS else ""
     return (f'<p class="kbd-hint">Articles the model is least sure about come first. Keys: {keys} choose a '
-            f"topic{more}, <kbd>S</kbd> skips, <kbd>U</kbd> undoes your last queue answer.</p>")
+            f"topic{more}, <kbd>0</kbd> says none fits (type the missing topic first if you like, then Enter), "
+            "<kbd>S</kbd> skips, <kbd>U</kbd> undoes your last queue answer.</p>")
 
 
 def build_queue(actions: NewsLoopActions) -> tuple[gr.HTML, gr.HTML]:
@@ -144,6 +159,8 @@ def build_queue(actions: NewsLoopActions) -> tuple[gr.HTML, gr.HTML]:
         gr.HTML(article_html(""), elem_id="queue-article")
         # The taxonomy's topics, drawn on each page load; queue.js reads each button's topic from it.
         buttons = gr.HTML(elem_id="queue-buttons")
+        gr.HTML(f'<button type="button" id="q-none" class="topic-btn secondary"><span class="t">0 · {NONE_WORDS}'
+                f"</span></button>{none_box('q-')}", elem_id="queue-none")
         with gr.Row():
             gr.Button("S · Skip", size="sm", elem_id="q-skip")
             gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")

@@ -11,7 +11,7 @@ from core.serving.limits import Limiter
 from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, RateLimited
 from feedback.store import FeedbackStore
-from web.page.answer_rules import RIGHT, names_shown, new_shown_id, snippet, topic_of
+from web.page.answer_rules import NONE_WORDS, RIGHT, names_shown, new_shown_id, snippet, topic_of, undone_words
 from web.server.identity import Identity, IdentityService
 from web.server.session_memory import SessionMap
 from web.server.topics import PageTopics, one_of
@@ -153,7 +153,7 @@ class LabellingQueue:
         undone = self.store.undo_last(who.annotator, ("queue",))
         if undone is None or undone.get("item_id") is None:
             return QueueView(None, None, "Nothing to undo in the queue.", None)
-        name = self.topics.taxonomy().name_of(str(undone["user_label"]))
+        name = undone_words(undone, self.topics.taxonomy())
         message = f"Undone: **{name}** for {snippet(undone['text'])}. Label it again."
         self.store.release(who.session)
         self.store.hold(who.session, [int(undone["item_id"])], self.policy)
@@ -173,7 +173,8 @@ class BufferedQueue:
         self._locks = [threading.Lock() for _ in range(_LOCKS)]
 
     def sync(self, payload: object, request: Any = None, profile: Any = None) -> dict[str, Any]:
-        """`payload` (JSON): {"ops": [{"op": "answer", "shown", "label"} | {"op": "skip", "shown"} | {"op": "undo"}],
+        """`payload` (JSON): {"ops": [{"op": "answer", "shown", "label"} | {"op": "none", "shown", "missing"} |
+        {"op": "skip", "shown"} | {"op": "undo"}] ("none": no topic fits; "missing": the topic's name, optional),
         "have": [ids the tab still holds, unanswered, ops not yet sent included], "want": items it wants held}.
         Returns {"results": [one per op: shown, status, message (+ item for an undo)], "items": [{shown, text}],
         "progress", "retry_s", "error", "empty"}. Status: saved, skipped, undone, refused, stale, retry, nothing."""
@@ -252,7 +253,7 @@ class BufferedQueue:
             item = {"id": int(undone["item_id"]), "text": undone["text"], "shown": new_shown_id()}
             held.insert(0, item)
             q.store.hold(key, [item["id"]], q.policy)
-            name = q.topics.taxonomy().name_of(str(undone["user_label"]))
+            name = undone_words(undone, q.topics.taxonomy())
             return {"shown": "", "status": "undone", "item": {"shown": item["shown"], "text": item["text"]},
                     "message": f"Undone: **{name}** for {snippet(undone['text'])}. Label it again."}
         found = next((item for item in held if names_shown(shown, item["shown"])), None)
@@ -272,6 +273,8 @@ class BufferedQueue:
             q.store.release(key, [found["id"]])
             done.append([found["shown"], ""])
             return {"shown": shown, "status": "skipped", "message": f"Skipped {snippet(found['text'])}."}
+        if op["op"] == "none":
+            return self._none(who, key, op, found, held, done)
         taxonomy = q.topics.taxonomy()
         topic = topic_of(op.get("label"), taxonomy)
         if topic is None or topic == RIGHT:
@@ -294,6 +297,31 @@ class BufferedQueue:
         done.append([found["shown"], name])
         return {"shown": shown, "status": "saved", "message": f"Saved as **{name}**: {snippet(found['text'])}."}
 
+    def _none(self, who: Identity, key: str, op: dict[str, Any], found: dict[str, Any], held: list[dict[str, Any]],
+              done: list[list[str]]) -> dict[str, Any]:
+        """Key 0: no topic fits the article (`FeedbackStore.record_unlisted`), with the missing topic's name if typed."""
+        q = self.queue
+        assert q.store is not None
+        shown = op["shown"]
+        prediction = q.classifier.predict([found["text"]])[0]
+        try:
+            result = q.store.record_unlisted(
+                text=found["text"], annotator=who.annotator, kind="queue", item_id=found["id"], name=op["missing"],
+                predicted_label=prediction.label, model_version=prediction.model_version, verified=who.verified,
+                address=who.address,
+            )
+        except RateLimited as exc:
+            return {"shown": shown, "status": "retry", "retry_s": round(max(exc.retry_after_s, 1.0), 1),
+                    "message": f"Not saved yet: {exc}."}
+        except FeedbackError as exc:
+            return {"shown": shown, "status": "refused", "message": f"Not saved: {exc}."}
+        held.remove(found)
+        q.store.release(key, [found["id"]])
+        done.append([found["shown"], NONE_WORDS])
+        missing = f" (missing topic: {result.name})" if result.name else ""
+        return {"shown": shown, "status": "saved",
+                "message": f"Saved as **{NONE_WORDS}**{missing}: {snippet(found['text'])}."}
+
 
 def _read_payload(payload: object) -> tuple[list[dict[str, Any]], set[str], int]:
     """(ops, ids held, items wanted) from a sync's JSON, anything malformed dropped; at most MAX_OPS ops."""
@@ -305,12 +333,15 @@ def _read_payload(payload: object) -> tuple[list[dict[str, Any]], set[str], int]
         data = {}
     ops: list[dict[str, Any]] = []
     for op in data.get("ops", [])[:MAX_OPS] if isinstance(data.get("ops"), list) else []:
-        if not isinstance(op, dict) or op.get("op") not in ("answer", "skip", "undo"):
+        if not isinstance(op, dict) or op.get("op") not in ("answer", "skip", "undo", "none"):
             continue
         shown = op.get("shown", "")
         label = op.get("label", "")
+        missing = op.get("missing", "")
         ops.append({"op": op["op"], "shown": shown if isinstance(shown, str) else "",
-                    "label": label if isinstance(label, str) else ""})
+                    "label": label if isinstance(label, str) else "",
+                    # the store checks the name (at most 40 characters): a longer one is refused, not cut
+                    "missing": missing[:200] if isinstance(missing, str) else ""})
     have = data.get("have", [])
     ids = {h for h in have[: BUFFER + MAX_OPS * 2] if isinstance(h, str)} if isinstance(have, list) else set()
     want = data.get("want", 0)

@@ -1,5 +1,5 @@
 // The label queue's buffer (web/server/theme.py puts this in <head>; the server side is web.page.labelling.BufferedQueue).
-// The page holds the next few articles, each under the id the server issued for it. A press (keys 1-9, S, U, or a
+// The page holds the next few articles, each under the id the server issued for it. A press (keys 1-9, 0, S, U, or a
 // click) shows the next article at once, with no round trip, and the answer goes to the server behind it, with the
 // id of the article that was on screen, in order, one sync at a time (the hidden #q-sync event). A press is never
 // dropped in silence: it is either sent, or shown at once as not taken (a held key's repeats, a press within
@@ -13,7 +13,7 @@
     guardMs: 150, // a press this soon after a new article appears is not taken (nobody has read it yet)
     current: null, // {shown, text}: the article on screen
     buffer: [], // the next ones, in order
-    outbox: [], // {op, shown, label (a topic's key), name, text}: presses not confirmed yet, oldest first
+    outbox: [], // {op, shown, label (a topic's key), name, missing, text}: presses not confirmed yet, oldest first
     inflight: null, // {ops, at}: the sync on its way
     shownAt: -Infinity,
     opened: false,
@@ -116,7 +116,7 @@
     renderText();
   }
 
-  // A press: an answer (a button's position), "skip" or "undo". Returns whether it was taken.
+  // A press: an answer (a button's position), "none" (no topic fits), "skip" or "undo". Returns whether it was taken.
   function press(what, repeat) {
     if (repeat) {
       notTaken("the key is held down, so only its first press counts.");
@@ -136,15 +136,20 @@
       notTaken("the article had only just appeared.");
       return false;
     }
-    const topic = what === "skip" ? null : topicOf(what);
-    if (what !== "skip" && !topic) {
+    const topic = what === "skip" || what === "none" ? null : topicOf(what);
+    if (typeof what === "number" && !topic) {
       notTaken("no topic has that key.", false);
       return false;
     }
     const item = q.current;
     const label = topic ? topic.key : "";
-    const name = topic ? topic.name : "";
-    q.outbox.push({ op: what === "skip" ? "skip" : "answer", shown: item.shown, label, name, text: item.text });
+    // "None of these" takes the missing topic's name typed in its box, and empties the box for the next article.
+    const box = part("#q-missing");
+    const missing = what === "none" && box ? box.value.trim() : "";
+    if (what === "none" && box) box.value = "";
+    const name = topic ? topic.name : what === "none" ? "None of these" + (missing ? ` (missing: ${missing})` : "") : "";
+    const op = what === "skip" ? "skip" : what === "none" ? "none" : "answer";
+    q.outbox.push({ op, shown: item.shown, label, name, missing, text: item.text });
     q.sign = "";
     q.message = what === "skip" ? `Skipping ${snippet(item.text)}…` : `**${name}** for ${snippet(item.text)}: sending…`;
     advance();
@@ -198,7 +203,7 @@
     q.inflight.ops = ops;
     const have = [q.current, ...q.buffer].filter(Boolean).map((item) => item.shown);
     q.outbox.forEach((op) => op.shown && have.push(op.shown));
-    return JSON.stringify({ ops: ops.map(({ op, shown, label }) => ({ op, shown, label })), have, want: BUFFER });
+    return JSON.stringify({ ops: ops.map(({ op, shown, label, missing }) => ({ op, shown, label, missing })), have, want: BUFFER });
   };
 
   // What the server said (web.page.labelling.BufferedQueue.sync).
@@ -281,8 +286,9 @@
     pump();
   };
 
-  // Keys: 1-9 label (the n-th topic button), S skips, U undoes. Never while typing in a field, nor with a modifier.
-  const keyOf = (key) => (/^[1-9]$/.test(key) ? Number(key) - 1 : { s: "skip", u: "undo" }[key]);
+  // Keys: 1-9 label (the n-th topic button), 0 says none fits, S skips, U undoes. Never while typing in a field, nor
+  // with a modifier; but Enter in the missing topic's box is key 0 with the name typed.
+  const keyOf = (key) => (/^[1-9]$/.test(key) ? Number(key) - 1 : { 0: "none", s: "skip", u: "undo" }[key]);
   const queueOnScreen = () => {
     const button = part("#q-0");
     return !!button && button.offsetParent !== null;
@@ -290,7 +296,12 @@
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey || !queueOnScreen()) return;
     const t = e.target;
-    if (e.key === "Enter" && t && t.closest && t.closest("#queue-buttons, #q-skip, #q-undo")) {
+    if (e.key === "Enter" && t && t.id === "q-missing") {
+      e.preventDefault();
+      press("none", e.repeat);
+      return;
+    }
+    if (e.key === "Enter" && t && t.closest && t.closest("#queue-buttons, #q-none, #q-skip, #q-undo")) {
       // Enter on a focused button presses it (a click, below); a held Enter presses it once.
       if (e.repeat) {
         e.preventDefault();
@@ -307,12 +318,12 @@
   });
   // Clicks on the queue's buttons (and Enter or Space on them) are presses too; they have no server event.
   document.addEventListener("click", (e) => {
-    const button = e.target.closest && e.target.closest("#queue-buttons button, #q-skip, #q-undo");
+    const button = e.target.closest && e.target.closest("#queue-buttons button, #q-none, #q-skip, #q-undo");
     if (!button) return;
     e.preventDefault();
     e.stopImmediatePropagation();
     const id = button.id;
-    press(id === "q-skip" ? "skip" : id === "q-undo" ? "undo" : Number(id.slice(2)), false);
+    press({ "q-skip": "skip", "q-undo": "undo", "q-none": "none" }[id] || Number(id.slice(2)), false);
     // Focus leaves the button for the article, so a later Enter can never repeat the last label.
     button.blur();
     const article = part("#queue-article article");

@@ -50,6 +50,9 @@ CSS = """
 #fb-buttons .fb-right, #fb-buttons .fb-topics, #queue-buttons .html-container, #queue-buttons .prose {
     display: flex; flex-wrap: wrap; gap: 8px; }
 #fb-buttons .fb-right { margin-bottom: 8px; }
+#fb-buttons .fb-none, #queue-none .html-container, #queue-none .prose { display: flex; flex-wrap: wrap; gap: 8px;
+    margin-top: 8px; align-items: center; }
+input.missing { padding: 6px 8px; border: 1px solid var(--border-color-primary); border-radius: 6px; min-width: 16em; }
 
 .gradio-container [role="tab"][aria-selected="true"] { color: var(--primary-700); }
 footer, footer a, footer button { color: var(--neutral-700) !important; }

@@ -1,0 +1,216 @@
+"""Answers that no topic fits ("None of these"): recorded apart from `answers` so "no topic" never trains as a topic,
+grouped for the maintainer (`feedback.topics.unlisted_groups`), and placed in a topic (a new one, or an existing one of
+that name) once a maintainer confirms them: then, and only then, they become answers with that topic."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from core.settings.policies import StoreLimits
+from core.taxonomy import MAX_NAME_CHARS, Taxonomy
+from core.text import text_hash
+from feedback.database.db import Database, iso_time
+from feedback.database.query import first, inserted_id, rows
+from feedback.database.tables import answers, unlisted
+from feedback.errors import FeedbackError
+from feedback.labelling.answers import LIVE, check_rate, path_of
+from feedback.labelling.pool import check_item
+from feedback.topics.store import TopicBook
+from feedback.topics.unlisted_groups import Group, group_unlisted
+from feedback.validate import KINDS, Status, check_address, check_annotator, check_row_id, text_problem
+
+OK, UNDONE, PLACED, DISMISSED = "ok", "undone", "placed", "dismissed"
+UNLISTED_KINDS = ("correct", "queue")  # from Classify's button, or the queue's key 0
+
+
+def missing_name(value: object) -> str | None:
+    """The topic a labeller says is missing: printable, whitespace collapsed, at most MAX_NAME_CHARS characters;
+    None when they named none."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise FeedbackError("the missing topic's name must be text")
+    name = " ".join(value.split())
+    if not name:
+        return None
+    if len(name) > MAX_NAME_CHARS:
+        raise FeedbackError(f"the missing topic's name has at most {MAX_NAME_CHARS} characters; it has {len(name)}")
+    if not name.isprintable():
+        raise FeedbackError("the missing topic's name must be printable characters only")
+    return name
+
+
+@dataclass(frozen=True)
+class UnlistedResult:
+    """Outcome of recording a "None of these": the row's id, whether this person had already said so for this text
+    (then only the name they gave may have changed), and the name kept."""
+
+    id: int
+    duplicate: bool
+    name: str | None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What placing answers in a topic did: the topic (key, name), whether it was created now or already existed,
+    the answers it became (ids in `answers`), and the unlisted ids left alone (not 'ok' any more, or unknown)."""
+
+    topic_key: str
+    topic_name: str
+    created: bool
+    answer_ids: tuple[int, ...]
+    skipped: tuple[int, ...]
+
+    def words(self) -> str:
+        made = "created topic" if self.created else "topic already existed:"
+        left = f"; {len(self.skipped)} skipped (already decided or unknown)" if self.skipped else ""
+        return f"{made} {self.topic_name!r}, with {len(self.answer_ids)} label(s) from these answers{left}"
+
+
+class UnlistedAnswers:
+    """The `unlisted` table of one feedback database."""
+
+    def __init__(self, db: Database, limits: StoreLimits, clock: Callable[[], float],
+                 taxonomy: Callable[[], Taxonomy], topics: TopicBook) -> None:
+        self._db, self._limits, self._clock, self._taxonomy, self._topics = db, limits, clock, taxonomy, topics
+
+    def record(self, *, text: str, annotator: str, kind: str, item_id: int | None = None, name: object = None,
+               predicted_label: str | None = None, model_version: str | None = None, verified: bool = False,
+               address: str | None = None) -> UnlistedResult:
+        """Store that no topic fits `text`; see `FeedbackStore.record_unlisted`."""
+        if not isinstance(text, str):
+            raise FeedbackError("text must be a string")
+        problem = text_problem(text, self._limits.max_text_chars)
+        if problem:
+            raise FeedbackError(f"cannot store this answer: {problem}")
+        annotator, address, given = check_annotator(annotator), check_address(address), missing_name(name)
+        if kind not in UNLISTED_KINDS:
+            raise FeedbackError(f"kind must be one of {', '.join(UNLISTED_KINDS)}, got {str(kind)[:40]!r}")
+        if kind == "queue":
+            if item_id is None:
+                raise FeedbackError("a 'queue' answer needs the item_id of the queue item it answers")
+            item_id = check_row_id(item_id, "queue item")
+        for what, value in (("model_version", model_version), ("predicted_label", predicted_label)):
+            if value is not None and (not isinstance(value, str) or len(value) > 200):
+                raise FeedbackError(f"{what} must be text of at most 200 characters")
+        taxonomy = self._taxonomy()
+        digest, now = text_hash(text), self._clock()
+        with self._db.write() as db:
+            mine = first(db, sa.select(unlisted).where(unlisted.c.annotator == annotator, unlisted.c.text_hash == digest,
+                                                        unlisted.c.status != UNDONE).order_by(unlisted.c.id.desc()))
+            if mine is not None:  # one live "None of these" per person and text: a repeat may only change the name
+                if given is not None and given != mine["name"] and mine["status"] == OK:
+                    db.execute(sa.update(unlisted).where(unlisted.c.id == mine["id"]).values(name=given))
+                    mine["name"] = given
+                return UnlistedResult(id=int(mine["id"]), duplicate=True, name=mine["name"])
+            if item_id is not None:
+                check_item(db, item_id, digest)
+            check_rate(db, self._limits, annotator, address, verified, now)
+            row_id = inserted_id(db, sa.insert(unlisted).values(
+                text=text, text_hash=digest, annotator=annotator, address=address, verified=int(bool(verified)),
+                kind=kind, item_id=item_id, name=given, predicted_label=predicted_label, model_version=model_version,
+                taxonomy_version=taxonomy.version, created_at=iso_time(now), status=OK,
+            ))
+        return UnlistedResult(id=row_id, duplicate=False, name=given)
+
+    def undo_if_newest(self, annotator: str, kinds: Sequence[str]) -> dict[str, Any] | None:
+        """Mark the annotator's newest 'ok' row of `kinds` 'undone' and return it (with `unlisted` True and no
+        `user_label`), if it is newer than their newest live answer of those kinds in `answers`; else None, and
+        the caller undoes that answer. One transaction, so the two tables are compared as they are."""
+        annotator = check_annotator(annotator)
+        kinds = [k for k in kinds if k in KINDS]
+        with self._db.write() as db:
+            mine = first(db, sa.select(unlisted).where(unlisted.c.annotator == annotator, unlisted.c.status == OK,
+                                                       unlisted.c.kind.in_(kinds))
+                         .order_by(unlisted.c.created_at.desc(), unlisted.c.id.desc()).limit(1))
+            if mine is None:
+                return None
+            answer_at = db.execute(sa.select(sa.func.max(answers.c.created_at))
+                                   .where(answers.c.annotator == annotator, LIVE, answers.c.kind.in_(kinds))).scalar()
+            if answer_at is not None and answer_at > mine["created_at"]:
+                return None
+            db.execute(sa.update(unlisted).where(unlisted.c.id == mine["id"]).values(status=UNDONE))
+        return {**mine, "status": UNDONE, "unlisted": True, "user_label": None}
+
+    def rows(self, status: str | None = OK, ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        """Rows oldest first: those with `status` (None: all), only `ids` when given."""
+        query = sa.select(unlisted).order_by(unlisted.c.id)
+        if status is not None:
+            query = query.where(unlisted.c.status == status)
+        if ids is not None:
+            query = query.where(unlisted.c.id.in_([check_row_id(i, "answer id") for i in ids]))
+        with self._db.read() as db:
+            return rows(db, query)
+
+    def groups(self) -> list[Group]:
+        """The 'ok' rows grouped into candidate topics (`feedback.topics.unlisted_groups.group_unlisted`)."""
+        return group_unlisted(self.rows(OK))
+
+    def place(self, ids: Sequence[int], name: object, *, by: str, description: object = "",
+              taxonomy: Taxonomy | None = None) -> Placement:
+        """Place the 'ok' rows `ids` (those a maintainer confirmed) in the topic `name`: added to the taxonomy through
+        the TopicBook's compare-and-set unless a current topic has that name, then one 'accepted' answer per row
+        under its key and the taxonomy's version (the labeller's own answer, confirmed: no rate limit). The rows
+        become 'placed'; others are left as they are. Raises FeedbackError when no row can be placed, and the
+        taxonomy's own errors (TaxonomyError, TaxonomyConflict) for a refused name or a concurrent change. `taxonomy`:
+        the topics the change is planned on (default: the store's current ones)."""
+        wanted = sorted({check_row_id(i, "answer id") for i in ids})
+        by = check_annotator(by)
+        if not wanted:
+            raise FeedbackError("tick at least one answer to place in the topic")
+        if not [r for r in self.rows(OK, wanted)]:
+            raise FeedbackError("none of these answers is waiting any more (placed, dismissed or undone)")
+        before = taxonomy or self._taxonomy()
+        existing = _current_topic(before, name)
+        if existing is None:
+            after = self._topics.commit(before.add(name, description, by=by,
+                                                   why=f"missing, said {len(wanted)} 'None of these' answer(s)"),
+                                        before.version)
+            key, created = after.topics[-1].key, True
+        else:
+            after, key, created = before, existing, False
+        now = iso_time(self._clock())
+        made: list[int] = []
+        with self._db.write() as db:
+            found = rows(db, sa.select(unlisted).where(unlisted.c.id.in_(wanted), unlisted.c.status == OK)
+                         .order_by(unlisted.c.id))
+            for row in found:
+                made.append(_insert_answer(db, row, key, after.version, now))
+            db.execute(sa.update(unlisted).where(unlisted.c.id.in_([r["id"] for r in found]))
+                       .values(status=PLACED, topic_key=key, decided_by=by, decided_at=now))
+        placed = {int(r["id"]) for r in found}
+        return Placement(topic_key=key, topic_name=after.name_of(key), created=created, answer_ids=tuple(made),
+                         skipped=tuple(i for i in wanted if i not in placed))
+
+    def dismiss(self, ids: Sequence[int], *, by: str) -> int:
+        """Mark the 'ok' rows `ids` 'dismissed' (no topic is missing for them); returns how many changed."""
+        wanted = sorted({check_row_id(i, "answer id") for i in ids})
+        by = check_annotator(by)
+        with self._db.write() as db:
+            done = db.execute(sa.update(unlisted).where(unlisted.c.id.in_(wanted), unlisted.c.status == OK)
+                              .values(status=DISMISSED, decided_by=by, decided_at=iso_time(self._clock())))
+        return int(done.rowcount or 0)
+
+
+def _current_topic(taxonomy: Taxonomy, name: object) -> str | None:
+    """The key of the current topic named `name` (case and spacing aside), or None."""
+    folded = " ".join(str(name).split()).casefold() if isinstance(name, str) else ""
+    return next((t.key for t in taxonomy.topics if folded in (t.name.casefold(), t.key.casefold())), None)
+
+
+def _insert_answer(db: sa.Connection, row: dict[str, Any], key: str, version: int, now: str) -> int:
+    """The labeller's answer, confirmed by a maintainer: 'accepted' under `key`. Their earlier live answer on the same
+    text and path (a topic they chose before) is replaced, as a change of mind would."""
+    same_path = (answers.c.annotator == row["annotator"], answers.c.text_hash == row["text_hash"],
+                 answers.c.kind.in_(path_of(row["kind"])), LIVE, answers.c.status != Status.REJECTED)
+    db.execute(sa.update(answers).where(*same_path).values(status=str(Status.REPLACED)))
+    return inserted_id(db, sa.insert(answers).values(
+        text=row["text"], text_hash=row["text_hash"], predicted_label=row["predicted_label"], probabilities=None,
+        model_version=row["model_version"], user_label=key, kind=row["kind"], annotator=row["annotator"],
+        item_id=row["item_id"], created_at=now, status=str(Status.ACCEPTED), suspicious_reason=None,
+        verified=row["verified"], address=row["address"], taxonomy_version=version,
+    ))
