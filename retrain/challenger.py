@@ -46,6 +46,11 @@ def train_challenger(
     )
     base_name = champion.version if policy.warm_start else resolve_base_model(setup.base_model)
     recipe = taxonomy_recipe(setup, started_with, rows, model, tokenizer, targets)
+    if recipe.teaches:
+        config = config.with_(epochs=policy.teach_epochs, lr_encoder=policy.teach_lr_encoder,
+                              lr_head=policy.teach_lr_head)
+        log.info("teaching %s: %s epochs at the teaching rates", ", ".join(recipe.imprinted) or "a split's topics",
+                 config.epochs)
     tracker.log_params(
         train_params(config, base_name, setup.dropout, **rows.counts)
         | {"warm_start": policy.warm_start, "feedback_weight": policy.feedback_weight,
@@ -83,8 +88,13 @@ class Recipe:
     resolved: Resolved | None = None
     sets: np.ndarray | None = None
 
+    @property
+    def teaches(self) -> bool:
+        """Whether this retrain teaches a topic: one imprinted, or a split's rows read (RetrainPolicy.teach_*)."""
+        return bool(self.imprinted) or self.resolved is not None
+
     def params(self) -> dict[str, Any]:
-        return {"imprinted_topics": ",".join(self.imprinted) or "-",
+        return {"imprinted_topics": ",".join(self.imprinted) or "-", "teaching": self.teaches,
                 "resolved_split_rows": len(self.resolved.rows) if self.resolved else 0}
 
 

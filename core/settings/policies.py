@@ -228,6 +228,21 @@ class RetrainPolicy(Section):
         True, description="After a split, train the parent's earlier rows toward the topic a linear model fit on "
         "the answers reads them as, not toward the set of both.",
     )
+    # A retrain that teaches a topic (one imprinted, or split rows read) changes more than a retrain that tweaks. On
+    # bench/taxonomy.py, after 400 labels, the gentle retrain recipe left the taught topic at recall 0.14 (new) and
+    # 0.09 (split); three epochs at the bootstrap's rates reached 0.43 and 0.77 (docs/results/taxonomy.md).
+    teach_epochs: float = setting(
+        3.0, gt=0.0, le=20.0, description="Training epochs of a retrain that teaches a topic (one the champion never "
+        "predicted, or a split's rows).",
+    )
+    teach_lr_encoder: float = setting(
+        TrainConfig.field_default("lr_encoder"), gt=0.0, lt=1.0,
+        description="Encoder learning rate of a retrain that teaches a topic (default: the bootstrap's).",
+    )
+    teach_lr_head: float = setting(
+        TrainConfig.field_default("lr_head"), gt=0.0, lt=1.0,
+        description="Head learning rate of a retrain that teaches a topic (default: the bootstrap's).",
+    )
     holdout_fraction: float = internal(0.25, ge=0.0, le=1.0)  # share of trusted feedback kept out to judge the challenger
     min_feedback: int = setting(
         50, ge=1, description="New trusted answers since the last run before a scheduled retrain (watch)."

@@ -181,7 +181,7 @@ def no_steps(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
     def train(model: Any, tokenizer: Any, texts: Any, labels: Any, config: Any, **kw: Any) -> TrainResult:
         calls.append({"model_labels": model.labels, "texts": list(texts), "labels": list(labels),
-                      "head": model.head[-1].weight.detach().clone(), **kw})
+                      "head": model.head[-1].weight.detach().clone(), "config": config, **kw})
         return TrainResult()
 
     monkeypatch.setattr(challenger_module, "train", train)
@@ -230,6 +230,10 @@ def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_with_too
     client = mlflow.tracking.MlflowClient(settings.tracking_uri)
     params = client.get_run(result.mlflow_run_id).data.params
     assert params["taxonomy_version"] == "2" and params["imprinted_topics"] == "Health"
+    # Teaching a topic: the policy's teaching epochs and rates, not the retrain's gentle ones.
+    policy = RetrainSetup.from_settings(settings).policy
+    assert params["teaching"] == "True" and call["config"].epochs == policy.teach_epochs
+    assert (call["config"].lr_head, call["config"].lr_encoder) == (policy.teach_lr_head, policy.teach_lr_encoder)
     # Imprinted from its answers: not the neutral start, the mean of the other rows (retrain.model.fit_head).
     assert not torch.allclose(call["head"][4], call["head"][:4].mean(dim=0), atol=1e-3)
     local = client.download_artifacts(result.mlflow_run_id, "topics.json", str(tiny_home_copy))
@@ -287,6 +291,7 @@ def test_a_retrain_after_merge_has_three_outputs_and_is_judged_on_them(tiny_home
     assert _challenger_labels(tiny_home_copy, result.challenger) == ("Sports", "Business", "Sci/Tech")
     assert result.gate is not None
     assert {r.subject for r in result.gate.rules if r.rule == Rule.LABEL_RECALL} == {"Sports", "Business", "Sci/Tech"}
+    assert call["config"].epochs == RetrainSetup.from_settings(settings).train.epochs  # nothing taught: the usual recipe
 
 
 def test_a_change_made_while_a_retrain_runs_does_not_touch_it(tiny_home_copy: Path,
