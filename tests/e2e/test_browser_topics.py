@@ -5,32 +5,16 @@ answers under it. No topic is written in the page's scripts: they read the topic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from pydantic import SecretStr
 
 from core.labels import LABELS
-from feedback.store import FeedbackStore
-from testkit.server import launched_app, open_limits_settings, open_limits_store
+from tests.e2e.conftest import ARTICLE, PASSWORD
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_flows import open_page, to_admin
 from web.server.topics import LEARNING
 
 pytestmark = pytest.mark.browser
 
-PASSWORD = "a long admin password for the topics browser test"
-ARTICLE = "Queue article: the clinic opened a new ward for patients with heart disease"
-
-
-@pytest.fixture
-def served(tiny_home_copy: Path) -> Iterator[tuple[str, FeedbackStore]]:
-    settings = open_limits_settings(tiny_home_copy, admin_password=SecretStr(PASSWORD))
-    store = open_limits_store(settings.paths.feedback_db, [ARTICLE])
-    with launched_app(settings, store) as (url, _):
-        yield url, store
-    store.close()
 
 
 

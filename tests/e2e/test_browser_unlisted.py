@@ -5,31 +5,15 @@ the group; the app's database then holds the new topic, whose first labels are e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from pydantic import SecretStr
 
-from feedback.store import FeedbackStore
-from testkit.server import launched_app, open_limits_settings, open_limits_store
+from tests.e2e.conftest import ARTICLE, PASSWORD
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_flows import open_page, to_admin
 
 pytestmark = pytest.mark.browser
 
-PASSWORD = "a long admin password for the unlisted browser test"
-ARTICLE = "Queue article: the clinic opened a new ward for patients with heart disease"
 CLASSIFIED = "Hospitals report fewer flu cases this winter, health officials said on Monday."
-
-
-@pytest.fixture
-def served(tiny_home_copy: Path) -> Iterator[tuple[str, FeedbackStore]]:
-    settings = open_limits_settings(tiny_home_copy, admin_password=SecretStr(PASSWORD))
-    store = open_limits_store(settings.paths.feedback_db, [ARTICLE])
-    with launched_app(settings, store) as (url, _):
-        yield url, store
-    store.close()
 
 
 def test_none_of_these_answers_are_grouped_and_become_a_new_topics_first_labels(  # type: ignore[no-untyped-def]

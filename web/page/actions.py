@@ -160,12 +160,9 @@ class NewsLoopActions:
         if topic is None:
             return AnswerOutcome(f"Not saved: {one_of(taxonomy)}")
         who = self.identities.identify(request, profile)
-        last = self.memory.get(who.session) if who.session else None
-        if last is None:
-            return AnswerOutcome("Classify a text first, then tell us whether the topic is right.", stale=True)
-        box = storable(text) if isinstance(text, str) else None
-        if not names_shown(prediction, last.id) or box is None or text_digest(box) != last.text_digest:
-            return AnswerOutcome(STALE, stale=True)
+        last = self._on_screen(who, prediction, text)
+        if isinstance(last, AnswerOutcome):
+            return last
         # "Right" confirms the model's topic as it is now: a topic since merged away means the one it joined.
         user_label = (last.label if last.label in taxonomy.keys else taxonomy.exact(last.label)) if topic == RIGHT else topic
         if user_label is None:
@@ -199,12 +196,9 @@ class NewsLoopActions:
         missing topic if `missing` is not empty; kept apart from the answers (`FeedbackStore.record_unlisted`)."""
         assert self.store is not None
         who = self.identities.identify(request, profile)
-        last = self.memory.get(who.session) if who.session else None
-        if last is None:
-            return AnswerOutcome("Classify a text first, then tell us whether the topic is right.", stale=True)
-        box = storable(text) if isinstance(text, str) else None
-        if not names_shown(prediction, last.id) or box is None or text_digest(box) != last.text_digest:
-            return AnswerOutcome(STALE, stale=True)
+        last = self._on_screen(who, prediction, text)
+        if isinstance(last, AnswerOutcome):
+            return last
         try:
             result = self.store.record_unlisted(
                 text=last.text, annotator=who.annotator, kind="correct", name=missing, predicted_label=last.label,
@@ -215,6 +209,17 @@ class NewsLoopActions:
         named = f" (missing topic: **{result.name}**)" if result.name else ""
         done = "Already saved" if result.duplicate else "Thanks, saved"
         return AnswerOutcome(f"{done}: **{NONE_WORDS}**{named} for {snippet(last.text)}. You can undo it.", saved=True)
+
+    def _on_screen(self, who: Identity, prediction: object, text: object) -> LastPrediction | AnswerOutcome:
+        """The prediction this tab's screen shows, from the session's memory, or the AnswerOutcome that says why an
+        answer to it cannot be taken (nothing classified yet, or the screen no longer shows it)."""
+        last = self.memory.get(who.session) if who.session else None
+        if last is None:
+            return AnswerOutcome("Classify a text first, then tell us whether the topic is right.", stale=True)
+        box = storable(text) if isinstance(text, str) else None
+        if not names_shown(prediction, last.id) or box is None or text_digest(box) != last.text_digest:
+            return AnswerOutcome(STALE, stale=True)
+        return last
 
     def _queue_candidate(self, text: str, who: Identity, answer_id: int) -> None:
         """A corrected text goes to the labelling pool, so others (whose answers may train) label it too.
