@@ -131,13 +131,23 @@ def comparison(champion_labels: Sequence[str], taxonomy: Taxonomy) -> Comparison
 
 @dataclass(frozen=True)
 class NewTopicScore:
-    """A topic the champion lacks, as the challenger does on the evaluation rows: `n` held-out answers of it."""
+    """A topic the champion lacks, as the challenger does on the evaluation rows: `n` held-out answers of it, `found`
+    of them read as it; `predicted` rows read as it, `right` of those allowed it."""
 
     key: str
     name: str
     n: int
-    recall: float
-    precision: float
+    found: int
+    predicted: int
+    right: int
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.n if self.n else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.right / self.predicted if self.predicted else 0.0
 
 
 def new_topic_scores(
@@ -154,8 +164,6 @@ def new_topic_scores(
         exact = [not a and y == j for y, a in zip(labels, allowed, strict=True)]
         hits = [p == j for p in predictions]
         right = [p == j and (j in a if a else y == j) for y, a, p in zip(labels, allowed, predictions, strict=True)]
-        n = sum(exact)
         found = sum(e and h for e, h in zip(exact, hits, strict=True))
-        scores.append(NewTopicScore(key, taxonomy.name_of(key), n, found / n if n else 0.0,
-                                    sum(right) / sum(hits) if any(hits) else 0.0))
+        scores.append(NewTopicScore(key, taxonomy.name_of(key), sum(exact), found, sum(hits), sum(right)))
     return scores

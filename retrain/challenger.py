@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-from core.data import Corpus
+from core.data import Corpus, Example
 from core.labels import LABELS
 from core.registry.versions import ModelVersion
 from core.taxonomy import Taxonomy, starting
 from retrain.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
-from retrain.new_topics import Resolved, imprint_new_topics, resolve_split_rows
+from retrain.new_topics import Resolved, answer_taught, imprint_new_topics, match_taught_prior, resolve_split_rows
+from retrain.prior import PriorMatch
 from retrain.setup import RetrainSetup
 from retrain.targets import TrainingRows, replay_targets
 from retrain.tracking import Tracker, train_params
@@ -31,10 +33,14 @@ def train_challenger(
     factory: ModelFactory,
     tracker: Tracker,
     label_fixes: int = 0,
+    traffic: Sequence[Example] = (),
+    traffic_texts: Sequence[str] = (),
 ) -> tuple[NewsClassifier, PreTrainedTokenizerBase, dict[str, Any]]:
     """Train on `rows` (labels indexing `rows.taxonomy`'s topics; default the four AG News ones) toward their
     replay targets and log the run (with `label_fixes`, the live label fixes its rows were read through); returns
-    the model, one output per topic of the taxonomy, its tokenizer and the meta its version will carry."""
+    the model, one output per topic of the taxonomy, its tokenizer and the meta its version will carry. `traffic`
+    (the traffic set's trusted answers) and `traffic_texts` (its unlabelled items) set the prior of the topics only
+    answers teach (`RetrainPolicy.match_taught_prior`)."""
     policy, config = setup.policy, setup.train
     taxonomy = rows.taxonomy or starting(LABELS)
     model, tokenizer = factory(champion)
@@ -64,6 +70,10 @@ def train_challenger(
         sets=recipe.sets, val_texts=[e.text for e in rows.validation], val_labels=[e.label for e in rows.validation],
         on_metrics=tracker.log_step,
     )
+    taught = answer_taught(rows.base, model.num_labels)
+    if policy.match_taught_prior and taught and rows.feedback:
+        recipe.prior = match_taught_prior(model, tokenizer, taught, traffic, traffic_texts, config.max_length)
+        tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic)})
     meta = {
         "kind": "retrain",
         "base_model": base_name,
@@ -87,6 +97,7 @@ class Recipe:
     imprinted: dict[str, int] = field(default_factory=dict)
     resolved: Resolved | None = None
     sets: np.ndarray | None = None
+    prior: PriorMatch | None = None  # the taught topics' bias shifts, after training (retrain.prior)
 
     @property
     def teaches(self) -> bool:

@@ -18,7 +18,7 @@ from core.settings.policies import GateConfig
 from core.storage.paths import VALIDATION_PROBS
 from core.taxonomy import Taxonomy, starting
 from core.text import text_hash
-from core.topic_maps import comparison, new_topic_scores
+from core.topic_maps import Comparison, comparison, new_topic_scores
 from retrain.gate import BASE_SET, HOLDOUT_SET, TRAFFIC_SET, EvalSet, decide
 from retrain.tracking import Tracker
 
@@ -81,6 +81,28 @@ def score_texts(version: ModelVersion, texts: list[Example], validation: list[Ex
     return OnnxClassifier(version.path).predict_proba([e.text for e in texts])
 
 
+def compared(name: str, classes: Comparison, labels: np.ndarray, allowed: list[tuple[int, ...]],
+             champion: np.ndarray, challenger: np.ndarray) -> EvalSet:
+    """One evaluation set in comparison classes, from the rows' labels and allowed sets and each model's predicted
+    topic (its own output index; the challenger's index the current topics).
+
+    A row answering a topic the champion lacks is class K (`classes.outside`) in a users' set: the champion cannot be
+    right there, the challenger is when it reads the row's own topic (two new topics taken for each other count as
+    right here; each one's NEW_TOPIC rule counts them wrong). Base validation's labels predate such a topic, so they
+    cannot say a row is not of it: a base row the challenger reads as one is left out of the comparison, and what
+    reading it costs is judged on the answers, which could name it (their precision)."""
+    truth = classes.truths(labels, allowed)
+    champion_classes = classes.champion_classes(champion)
+    challenger_classes = classes.challenger_classes(challenger)
+    new = truth < 0
+    if name == BASE_SET:
+        keep = ~new & (challenger_classes != classes.outside)
+        return EvalSet(name, truth[keep], champion_classes[keep], challenger_classes[keep])
+    truth = np.where(new, classes.outside, truth)
+    challenger_classes = np.where(new & (challenger == labels), classes.outside, challenger_classes)
+    return EvalSet(name, truth, champion_classes, challenger_classes)
+
+
 def judge(
     champion: ModelVersion,
     challenger: ModelVersion,
@@ -94,8 +116,9 @@ def judge(
     """Score both models through the same serving path on the same sets, then apply the pure gate.
 
     The examples index `taxonomy`'s current topics (the challenger's; default: the champion's own). Both models
-    are compared on the rows of topics both predict (`core.topic_maps.comparison`: a merged pair as one); a topic
-    the champion lacks is judged on its own held-out answers (the gate's NEW_TOPIC rule)."""
+    are compared on the rows of topics both predict (`core.topic_maps.comparison`: a merged pair as one) and on the
+    answers naming a topic the champion lacks (`compared`); such a topic is also judged on its own held-out answers
+    (the gate's NEW_TOPIC rule)."""
     champion_labels = model_labels(champion)
     taxonomy = taxonomy or starting(champion_labels)
     classes = comparison(champion_labels, taxonomy)
@@ -109,13 +132,11 @@ def judge(
         champion_probs = served_probs(champion, examples)
         challenger_probs = served_probs(challenger, examples)
         y = np.array([e.label for e in examples])
-        truth = classes.truths(y, [e.allowed for e in examples])
-        shared = truth >= 0  # rows of a topic the champion lacks are the NEW_TOPIC rule's alone
-        sets.append(EvalSet(name, truth[shared], classes.champion_classes(champion_probs.argmax(axis=1))[shared],
-                            classes.challenger_classes(challenger_probs.argmax(axis=1))[shared]))
+        raw = challenger_probs.argmax(axis=1)
+        sets.append(compared(name, classes, y, [e.allowed for e in examples], champion_probs.argmax(axis=1), raw))
         labels += y.tolist()
         allowed += [e.allowed for e in examples]
-        predicted += challenger_probs.argmax(axis=1).tolist()
+        predicted += raw.tolist()
         if name == BASE_SET and champion_labels == taxonomy.keys:
             metrics = evaluate_probabilities(y, champion_probs, champion_labels)
             tracker.log_evaluation("champion_validation", y.tolist(), champion_probs, metrics)

@@ -11,9 +11,13 @@ It returns one typed record per rule (`core.evaluation.decision`); the challenge
   or of `recall_margin` in any label's recall, is ruled out at `noninferiority_alpha` (one-sided; Tango's
   score test on the paired rows). Every one must hold, so no multiplicity correction is needed there.
 - NEW_TOPIC (after a taxonomy change): each topic the champion lacks is judged on its own held-out answers: at
-  least `min_new_topic_answers` of them, recall and precision at least `min_new_topic_recall` and
-  `min_new_topic_precision`. Every rule above compares the two models on the topics both have
-  (`core.topic_maps.comparison`).
+  least `min_new_topic_answers` of them, and recall and precision that are shown, at `alpha` (one-sided exact
+  Clopper-Pearson bounds), to be at least `min_new_topic_recall` and `min_new_topic_precision`. A bound rather than
+  a count: 14 of 15 answers found shows more than 25 of 30 does.
+
+Every rule above compares the two models on the topics both have (`core.topic_maps.comparison`), and in the users'
+sets also on the answers naming a topic the champion lacks (class K there: the champion cannot be right on them,
+and what the challenger finds of them is its gain; `retrain.evaluate.judge`).
 """
 
 from __future__ import annotations
@@ -50,9 +54,9 @@ class EvalSet:
     """Gold labels and both models' predictions on one evaluation set."""
 
     name: str  # one of KNOWN_SETS
-    y_true: np.ndarray  # int labels 0..K-1, K the topics both models are compared on (the four AG News ones)
+    y_true: np.ndarray  # int labels 0..K-1, K the topics both models are compared on; a users' set may also hold K
     champion_pred: np.ndarray
-    challenger_pred: np.ndarray  # may also be K: a topic the champion lacks (wrong on these rows)
+    challenger_pred: np.ndarray  # may also be K: a topic the champion lacks (right only on a row of class K)
 
 
 def combined_score(sets: list[EvalSet], which: str, holdout_weight: float, labels: Sequence[str] = LABELS) -> float:
@@ -152,12 +156,24 @@ def _not_worse(by_name: dict[str, EvalSet], alpha: float) -> list[RuleResult]:
 
 
 def new_topic_rule(score: NewTopicScore, config: GateConfig) -> RuleResult:
-    """A topic the champion lacks passes with enough held-out answers and the minimum recall and precision."""
-    passed = (score.n >= config.min_new_topic_answers and score.recall >= config.min_new_topic_recall - _EPS
-              and score.precision >= config.min_new_topic_precision - _EPS)
+    """A topic the champion lacks passes with enough held-out answers and recall and precision shown (their lower
+    bounds at `alpha`) to reach the minimums."""
+    recall_bound = lower_bound(score.found, score.n, config.alpha)
+    precision_bound = lower_bound(score.right, score.predicted, config.alpha)
+    passed = (score.n >= config.min_new_topic_answers and recall_bound >= config.min_new_topic_recall - _EPS
+              and precision_bound >= config.min_new_topic_precision - _EPS)
     return RuleResult(Rule.NEW_TOPIC, passed, subject=score.name, n=score.n,
                       threshold=float(config.min_new_topic_answers), recall=score.recall, precision=score.precision,
-                      min_recall=config.min_new_topic_recall, min_precision=config.min_new_topic_precision)
+                      min_recall=config.min_new_topic_recall, min_precision=config.min_new_topic_precision,
+                      recall_bound=recall_bound, precision_bound=precision_bound, confidence=1.0 - config.alpha)
+
+
+def lower_bound(successes: int, trials: int, alpha: float) -> float:
+    """The exact (Clopper-Pearson) one-sided lower confidence bound, at 1 - alpha, on a proportion seen as
+    `successes` of `trials`; 0 with none."""
+    from scipy.stats import beta
+
+    return float(beta.ppf(alpha, successes, trials - successes + 1)) if successes else 0.0
 
 
 def _noninferior(rule: Rule, subject: str, champion_correct: np.ndarray, challenger_correct: np.ndarray,
@@ -183,8 +199,10 @@ def _validated(sets: list[EvalSet], num_labels: int = len(LABELS)) -> dict[str, 
             raise ValueError(f"evaluation set {s.name!r} given more than once")
         arrays = {"y_true": s.y_true, "champion_pred": s.champion_pred, "challenger_pred": s.challenger_pred}
         for field, values in arrays.items():
-            # The challenger alone may predict class `num_labels`: a topic the champion lacks.
-            _check_labels(s.name, field, np.asarray(values), num_labels + (field == "challenger_pred"))
+            # Class `num_labels` is a topic the champion lacks: the challenger may predict it, and a users' set may
+            # hold answers naming it (base validation's labels predate it).
+            extra = field == "challenger_pred" or (field == "y_true" and s.name != BASE_SET)
+            _check_labels(s.name, field, np.asarray(values), num_labels + extra)
         lengths = {field: np.asarray(values).size for field, values in arrays.items()}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"{s.name}: arrays differ in length: {lengths}")

@@ -31,6 +31,7 @@ from transformers import PreTrainedTokenizerBase
 from core.data import Example
 from retrain.label_errors import pooled
 from retrain.model import NewsClassifier
+from retrain.prior import PriorMatch, match_prior
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,34 @@ def imprint_new_topics(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase
     picked = np.random.default_rng(seed).permutation(len(pool))[:ORIGIN_ROWS]
     done = imprint(model, tokenizer, new, [pool[i] for i in sorted(picked)], max_length)
     return {model.labels[row]: n for row, n in done.items()}
+
+
+def answer_taught(base: Sequence[Example], num_labels: int) -> list[int]:
+    """The topics (output indices) no base row is exactly: only answers teach them (an added topic, a split's
+    child), so their share of the training rows is far below their share of traffic."""
+    in_base = {e.label for e in base if len(e.allowed) <= 1}
+    return [i for i in range(num_labels) if i not in in_base]
+
+
+@torch.no_grad()
+def match_taught_prior(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, taught: Sequence[int],
+                       traffic: Sequence[Example], texts: Sequence[str], max_length: int) -> PriorMatch | None:
+    """Shift the bias of the `taught` outputs so the model reads as much of the unlabelled traffic `texts` as each
+    of them as the exact `traffic` answers name it (`retrain.prior`); None (nothing changed) when those are too few."""
+    if not taught or not texts:
+        return None
+    last = model.head[-1]
+    assert isinstance(last, torch.nn.Linear)
+    logits = last(head_inputs(model, tokenizer, texts, max_length)).numpy()
+    matched = match_prior(logits, model.labels, taught, [e.label for e in traffic if len(e.allowed) <= 1])
+    if matched is not None:
+        for key, shift in matched.shift.items():
+            last.bias[model.labels.index(key)] += shift
+        log.info("taught topics' prior matched on %d traffic texts to %d traffic answers: %s", matched.texts,
+                 matched.answers, ", ".join(f"{k} read {matched.read_before[k]:.3f} -> {matched.read_after[k]:.3f} "
+                                            f"(answers {matched.target[k]:.3f}, bias {matched.shift[k]:+.2f})"
+                                            for k in matched.target))
+    return matched
 
 
 def mixture_prior(probs: np.ndarray, *, iterations: int = 50, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:

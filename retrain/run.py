@@ -28,6 +28,7 @@ from feedback.training.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
 from retrain.evaluate import judge, model_labels, validation_scores
 from retrain.model import ModelFactory, starting_point
+from retrain.prior import MATCH_TEXTS
 from retrain.publish import log_exported, publish
 from retrain.setup import RetrainSetup
 from retrain.state import record_run, retrain_lock, write_progress
@@ -143,7 +144,8 @@ def _retrain(
     # Read once, from the same snapshot as the answers: a change made while this runs does not touch this run,
     # which trains on, and is judged on, the taxonomy it started with.
     taxonomy = snapshot_taxonomy(snapshot, model_labels(champion))
-    split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction, taxonomy)
+    split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction, taxonomy,
+                          unlabelled_traffic=MATCH_TEXTS if setup.policy.match_taught_prior else 0)
     result.last_answer_id = split.last_answer_id
     if split.left_out:
         log.info("%d trusted texts left out: their topic is gone from taxonomy version %d", split.left_out,
@@ -174,7 +176,8 @@ def _retrain(
         return
 
     stage(Stage.TRAINING)
-    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes))
+    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes),
+                                              split.traffic, split.unlabelled_traffic)
 
     stage(Stage.EXPORT)
     exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)

@@ -61,7 +61,8 @@ class RuleResult:
     test's, `bound` the one-sided lower confidence bound on challenger - champion at `confidence`.
     CHAMPION_UNCHANGED: `subject` = the champion the run started from, `note` = the one found at the end.
     NEW_TOPIC: `subject` = the topic's name, `n` = its held-out answers, `threshold` = the answers it needs,
-    `recall` and `precision` the challenger's on it, against `min_recall` and `min_precision`.
+    `recall` and `precision` the challenger's on it, `recall_bound` and `precision_bound` their lower bounds at
+    `confidence`, against `min_recall` and `min_precision`.
     FEEDBACK: the trusted texts by part (`FeedbackParts`): `n` = to train on, `holdout` and `traffic` = kept to
     judge with, `left_out` = on base-validation texts, which training never uses (they would inflate the
     base-validation score the gate judges).
@@ -88,6 +89,8 @@ class RuleResult:
     precision: float | None = None
     min_recall: float | None = None
     min_precision: float | None = None
+    recall_bound: float | None = None  # NEW_TOPIC: one-sided lower bounds at `confidence`
+    precision_bound: float | None = None
 
     @property
     def difference(self) -> float | None:
@@ -280,10 +283,12 @@ def describe(r: RuleResult) -> str:
         # A topic the current model lacks has no champion to beat: it is judged on its own held-out answers.
         if r.n < (r.threshold or 0):
             return f"The new topic {r.subject} has {r.n:,} held-out answers; it needs {r.threshold or 0:.0f}."
-        words = (f"The new topic {r.subject}: {r.n:,} held-out answers, recall {r.recall or 0:.2f}, "
-                 f"precision {r.precision or 0:.2f}")
-        short = [f"{what} needs {need:.2f}" for what, got, need in (("recall", r.recall, r.min_recall),
-                                                                      ("precision", r.precision, r.min_precision))
+        words = (f"The new topic {r.subject}: {r.n:,} held-out answers, recall {r.recall or 0:.2f} (at least "
+                 f"{r.recall_bound or 0:.2f}), precision {r.precision or 0:.2f} (at least {r.precision_bound or 0:.2f})"
+                 f" at {r.confidence or 0:.0%} confidence")
+        short = [f"{what} must be shown to be at least {need:.2f}"
+                 for what, got, need in (("recall", r.recall_bound, r.min_recall),
+                                         ("precision", r.precision_bound, r.min_precision))
                  if need is not None and (got or 0) < need - 1e-9]
         return f"{words}." if r.passed else f"{words}; {' and '.join(short)}."
     if r.rule == Rule.CHAMPION_UNCHANGED:

@@ -75,3 +75,16 @@ def is_traffic_turn(annotator: str, position: int, share: float) -> bool:
 def read_traffic(conn: sa.Connection) -> set[str]:
     """The text hashes of the traffic set's items."""
     return set(conn.execute(sa.select(pool.c.text_hash).where(pool.c.traffic == 1)).scalars())
+
+
+def traffic_texts(conn: sa.Connection, leave_out: set[str], limit: int) -> list[str]:
+    """Up to `limit` texts of the traffic set's items, in a fixed random order (their text hashes'), leaving out
+    those whose hash is in `leave_out` (a retrain leaves out the ones with trusted answers, which judge it)."""
+    query = sa.select(pool.c.text, pool.c.text_hash).where(pool.c.traffic == 1).order_by(pool.c.text_hash)
+    texts = []
+    for text, digest in conn.execute(query):
+        if digest not in leave_out:
+            texts.append(text)
+            if len(texts) >= limit:
+                break
+    return texts

@@ -15,7 +15,7 @@ from core.text import text_hash
 from feedback.database.db import is_database_url
 from feedback.store import FeedbackStore
 from feedback.topics.meaning import allowed_keys
-from feedback.traffic.traffic_set import read_traffic
+from feedback.traffic.traffic_set import read_traffic, traffic_texts
 from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.trust.rules import TrustedExample, select_trusted
 
@@ -28,7 +28,9 @@ class FeedbackSplit:
     """Trusted feedback: the traffic set's texts (judge only, see feedback.traffic.traffic_set), the rest split by text
     hash into train and holdout; the newest answer id the snapshot held; and the live label fixes (already applied
     to these parts; the retrain applies them to the base rows). Examples' labels index `labels` (the taxonomy's
-    keys it was read in); a text whose topic that taxonomy no longer has is left out, counted in `left_out`."""
+    keys it was read in); a text whose topic that taxonomy no longer has is left out, counted in `left_out`.
+    `unlabelled_traffic`: texts of traffic-set items no trusted answer labels (a taught topic's prior is matched on
+    them, `retrain.prior`)."""
 
     train: list[Example]
     holdout: list[Example]
@@ -38,6 +40,7 @@ class FeedbackSplit:
     labels: tuple[str, ...] = ()
     taxonomy_version: int = 0
     left_out: int = 0
+    unlabelled_traffic: list[str] = field(default_factory=list)
 
     @property
     def parts(self) -> FeedbackParts:
@@ -79,9 +82,10 @@ def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Pa
 
 
 def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fraction: float,
-                  taxonomy: Taxonomy | None = None) -> FeedbackSplit:
+                  taxonomy: Taxonomy | None = None, unlabelled_traffic: int = 0) -> FeedbackSplit:
     """Trusted feedback from a consistent copy, split by (salted) text hash into train and holdout parts, read in
-    `taxonomy` (the one the retrain started with; default: the copy's current one)."""
+    `taxonomy` (the one the retrain started with; default: the copy's current one), with up to `unlabelled_traffic`
+    texts of traffic items that have no trusted answer."""
     if snapshot_db is None:
         return FeedbackSplit(train=[], holdout=[], last_answer_id=0, labels=taxonomy.keys if taxonomy else (),
                              taxonomy_version=taxonomy.version if taxonomy else 0)
@@ -92,9 +96,12 @@ def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fractio
         trusted = read_trusted(store, policy, fixes, taxonomy)
         last_id = max((row["id"] for row in store.answers(limit=1)), default=0)
         split = split_trusted(trusted, traffic_hashes(store), holdout_fraction, taxonomy)
+        answered = {text_hash(e.text) for e in split.traffic}
+        with store.database.read() as conn:
+            texts = traffic_texts(conn, answered, unlabelled_traffic) if unlabelled_traffic else []
     finally:
         store.close()
-    return replace(split, last_answer_id=last_id, fixes=fixes)
+    return replace(split, last_answer_id=last_id, fixes=fixes, unlabelled_traffic=texts)
 
 
 def trusted_parts(store: FeedbackStore, policy: TrustPolicy, holdout_fraction: float) -> FeedbackParts:

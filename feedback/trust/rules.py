@@ -69,8 +69,10 @@ class AnnotatorAgreement:
 def contradiction_reason(
     predicted: str | None, probabilities: Mapping[str, float] | None, user_label: str, threshold: float
 ) -> str | None:
-    """Why an answer looks suspicious (the model was very sure of another label), or None."""
-    if predicted is None or not probabilities or user_label == predicted:
+    """Why an answer looks suspicious (the model was very sure of another label), or None. An answer naming a topic
+    the model does not predict (added, or split off, since it was trained) contradicts nothing it said: its
+    certainty among its own topics is no evidence against one it lacks, and those answers are what teach it."""
+    if predicted is None or not probabilities or user_label == predicted or user_label not in probabilities:
         return None
     confidence = probabilities.get(predicted, 0.0)
     if confidence < threshold:

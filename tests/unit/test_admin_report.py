@@ -62,7 +62,7 @@ def gate_for(case: str) -> GateResult:
         lost = [(k % 4) * 500 + k for k in range(13)]
         return decide([EvalSet("base_validation", y, y.copy(), wrong_at(y, lost)), holdout], GateConfig())
     if case == "new_topic":  # a topic the champion lacks, with too few held-out answers to judge
-        few = NewTopicScore("Health", "Health", 12, 0.75, 0.9)
+        few = NewTopicScore("Health", "Health", 8, found=6, predicted=7, right=6)
         return decide([EvalSet("base_validation", y, better, y.copy())], GateConfig(), LABELS, [few])
     if case == "not_worse":
         users = truth(50)

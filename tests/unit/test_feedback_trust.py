@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.labels import LABELS
 from core.settings.policies import TrustPolicy
 from feedback.training.snapshot import read_trusted
 from feedback.trust.rules import aggregate, annotator_agreement, contradiction_reason, select_trusted
@@ -101,6 +102,18 @@ def test_contradiction_reason_needs_a_confident_disagreeing_model() -> None:
     assert contradiction_reason("Sports", probs, "Sports", 0.9) is None
     assert contradiction_reason("Sports", probs, "World", 0.95) is None
     assert contradiction_reason(None, None, "World", 0.9) is None
+
+
+def test_an_answer_naming_a_topic_the_model_lacks_is_not_suspicious(make_store: StoreFactory, tmp_path: Path) -> None:
+    # The model's certainty among its own four topics says nothing against a topic added since: those answers teach.
+    store = make_store(tmp_path / "f.db")
+    store.topics.commit(store.topics.current(LABELS).add("Health"), planned_on=1)
+    sure = {"World": 0.01, "Sports": 0.97, "Business": 0.01, "Sci/Tech": 0.01}
+    new_topic = store.record(text="Clinic flu cases rise", user_label="Health", annotator="a", kind="correct",
+                             probabilities=sure)
+    known = store.record(text="Odd one", user_label="World", annotator="a", kind="correct", probabilities=sure)
+    assert (str(new_topic.status), str(known.status)) == ("ok", "suspicious")
+    assert contradiction_reason("Sports", sure, "Health", 0.9) is None
 
 
 def test_read_trusted_reads_the_store(make_store: StoreFactory, tmp_path: Path) -> None:

@@ -100,3 +100,23 @@ def test_traffic_labels_are_judged_on_and_never_trained_on(make_store: StoreFact
     trained = {e.text for e in split.train} | {e.text for e in split.holdout}
     assert judged == {t for t, f in flags.items() if f == 1} and judged
     assert not judged & trained and len(judged) + len(trained) == 120
+
+
+def test_a_retrain_reads_the_traffic_items_no_trusted_answer_labels(make_store: StoreFactory, tmp_path: Path) -> None:
+    # What a taught topic's prior is matched on (retrain.prior): unlabelled traffic texts, never those that judge.
+    location = make_store.location(tmp_path / "feedback.db")
+    store = FeedbackStore(location, StoreLimits(writes_per_minute=10_000))
+    filled(store, 120)
+    store.next_item("anna", POLICY)
+    members = sorted(t for t, f in traffic_flags(store).items() if f == 1)
+    answered = members[:5]
+    for text in answered:
+        store.record(text=text, user_label="Sports", annotator="anna", kind="correct")
+    copy = tmp_path / "snapshot.db"
+    store.backup(copy)
+    store.close()
+    split = trusted_split(copy, TrustPolicy(), 0.25, unlabelled_traffic=1000)
+    assert {e.text for e in split.traffic} == set(answered)
+    assert sorted(split.unlabelled_traffic) == members[5:] and len(members) > 10
+    assert len(trusted_split(copy, TrustPolicy(), 0.25, unlabelled_traffic=3).unlabelled_traffic) == 3
+    assert trusted_split(copy, TrustPolicy(), 0.25).unlabelled_traffic == []
