@@ -134,9 +134,10 @@ def judge(
         y = np.array([e.label for e in examples])
         raw = challenger_probs.argmax(axis=1)
         sets.append(compared(name, classes, y, [e.allowed for e in examples], champion_probs.argmax(axis=1), raw))
-        labels += y.tolist()
-        allowed += [e.allowed for e in examples]
-        predicted += raw.tolist()
+        if name != BASE_SET:  # base labels predate a new topic: they can neither name it nor refute it
+            labels += y.tolist()
+            allowed += [e.allowed for e in examples]
+            predicted += raw.tolist()
         if name == BASE_SET and champion_labels == taxonomy.keys:
             metrics = evaluate_probabilities(y, champion_probs, champion_labels)
             tracker.log_evaluation("champion_validation", y.tolist(), champion_probs, metrics)

@@ -7,7 +7,9 @@ focus says how much an answer on it teaches that topic (higher first, None: noth
 
 - split of P into P and C, the model predicts C: the items it reads as P or C, least sure between the two first
   (1 - |p_P - p_C|);
-- split, the model does not predict C yet: the items it reads as P, least sure first (1 - top probability);
+- split, the model does not predict C yet: the items it reads as P, in a fixed random order (a hash of the text).
+  Its certainty among its own topics says nothing of C, so least sure first served items on P's borders with the
+  other topics: on bench/taxonomy.py the child's share of answers was then its share of the pool (51 of 200);
 - topic A added, the model predicts A: every item, nearest the boundary between A and its likeliest rival first;
 - added, the model does not predict it yet: every item, those it reads as none of its topics well first.
 
@@ -71,8 +73,9 @@ def in_current_topics(taxonomy: Taxonomy, probabilities: Mapping[str, float]) ->
     return carried
 
 
-def model_focus(target: Teaching, probabilities: Mapping[str, float]) -> float | None:
-    """One item's focus from the model's probabilities over current topics (see the module's list), or None."""
+def model_focus(target: Teaching, probabilities: Mapping[str, float], draw: float = 0.5) -> float | None:
+    """One item's focus from the model's probabilities over current topics (see the module's list), or None;
+    `draw` (in [0, 1), fixed per item) orders the items the model cannot rank."""
     if not probabilities:
         return None
     top = max(probabilities, key=lambda key: probabilities[key])
@@ -81,7 +84,7 @@ def model_focus(target: Teaching, probabilities: Mapping[str, float]) -> float |
             if top not in (target.parent, target.key):
                 return None
             return 1.0 - abs(probabilities.get(target.parent, 0.0) - probabilities[target.key])
-        return 1.0 - probabilities[top] if top == target.parent else None
+        return draw if top == target.parent else None
     if target.key in probabilities:
         rival = max((p for key, p in probabilities.items() if key != target.key), default=0.0)
         return 1.0 - abs(probabilities[target.key] - rival)
@@ -103,14 +106,21 @@ def interleaved(*rankings: Sequence[float | None]) -> list[float | None]:
 
 def focus_scores(
     target: Teaching, taxonomy: Taxonomy, probabilities: Sequence[Mapping[str, float] | None],
-    similarity: Sequence[float],
+    similarity: Sequence[float], texts: Sequence[str] = (),
 ) -> list[float | None]:
     """Each item's focus for `target`: its model focus (from the model's probabilities, {model key: p}; None for
-    an item not scored yet) interleaved with its similarity to the maintainer's words (0: none)."""
-    by_model = [None if probs is None else model_focus(target, in_current_topics(taxonomy, probs))
-                for probs in probabilities]
+    an item not scored yet; `texts` give the fixed draws, `focus_draw`) interleaved with its similarity to the
+    maintainer's words (0: none)."""
+    draws = [focus_draw(text) for text in texts] if texts else [0.5] * len(probabilities)
+    by_model = [None if probs is None else model_focus(target, in_current_topics(taxonomy, probs), draw)
+                for probs, draw in zip(probabilities, draws, strict=True)]
     by_words: list[float | None] = [float(s) if s > 0 else None for s in similarity]
     return interleaved(by_model, by_words)
+
+
+def focus_draw(text: str) -> float:
+    """A number in [0, 1) fixed by the text (salted apart from the other hash draws)."""
+    return int(text_hash(f"focus-draw:{text}")[:12], 16) / 16**12
 
 
 def is_focus_turn(annotator: str, position: int, share: float) -> bool:

@@ -358,8 +358,9 @@ class Pool:
         with self._db.read() as db:
             found = list(db.execute(query))
         probabilities: list[Mapping[str, float] | None] = [json.loads(p) if p else None for _, _, p in found]
-        near = similarities([str(text) for _, text, _ in found], target.words).tolist()
-        scores = focus_scores(target, self._taxonomy(), probabilities, near)
+        texts = [str(text) for _, text, _ in found]
+        scores = focus_scores(target, self._taxonomy(), probabilities, similarities(texts, target.words).tolist(),
+                              texts)
         focus = sa.update(pool).where(pool.c.id == sa.bindparam("item")).values(focus=sa.bindparam("value"))
         with self._db.write() as db:
             db.execute(sa.update(pool).where(pool.c.focus.is_not(None)).values(focus=None))

@@ -53,9 +53,18 @@ def test_a_split_teaches_the_parent_items_least_sure_between_parent_and_child() 
     assert model_focus(known, {SCI: 0.5, "Space": 0.4, WORLD: 0.1}) == pytest.approx(0.9)
     assert model_focus(known, {SCI: 0.1, "Space": 0.8, WORLD: 0.1}) == pytest.approx(0.3)
     assert model_focus(known, {WORLD: 0.6, SCI: 0.2, "Space": 0.2}) is None  # read as neither
-    # The model does not predict the child yet: the items it reads as the parent, least confident first.
-    assert model_focus(known, {SCI: 0.7, WORLD: 0.3}) == pytest.approx(0.3)
+    # The model does not predict the child yet: the items it reads as the parent, in a fixed random order (its
+    # certainty among its own topics says nothing of the child).
+    assert model_focus(known, {SCI: 0.7, WORLD: 0.3}, draw=0.42) == pytest.approx(0.42)
+    assert model_focus(known, {SCI: 0.99, WORLD: 0.01}, draw=0.42) == pytest.approx(0.42)
     assert model_focus(known, {WORLD: 0.7, SCI: 0.3}) is None
+    texts = [f"article {i}" for i in range(200)]
+    read_as_parent = [{SCI: 0.6 + i / 1000, WORLD: 0.4 - i / 1000} for i in range(200)]
+    scores = focus_scores(known, starting(LABELS).split(SCI, "Space"), read_as_parent, [0.0] * 200, texts)
+    order = sorted(range(200), key=lambda i: -(scores[i] or 0.0))
+    assert scores == focus_scores(known, starting(LABELS).split(SCI, "Space"), read_as_parent, [0.0] * 200, texts)
+    # Not by certainty: the most uncertain half does not fill the front of the order.
+    assert 30 < sum(i < 100 for i in order[:100]) < 70
 
 
 def test_a_new_topic_teaches_the_items_read_as_none_of_its_topics_well() -> None:
