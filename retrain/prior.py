@@ -65,16 +65,19 @@ def read_shares(logits: np.ndarray, shift: np.ndarray) -> np.ndarray:
     return np.bincount(predicted, minlength=logits.shape[1]) / max(len(predicted), 1)
 
 
-def matching_shifts(logits: np.ndarray, topics: Sequence[int], target: np.ndarray, *, passes: int = 4,
-                    steps: int = 40) -> np.ndarray:
+def matching_shifts(logits: np.ndarray, topics: Sequence[int], target: np.ndarray, *, passes: int = 50,
+                    steps: int = 40, tolerance: float = 0.005) -> np.ndarray:
     """Bias shifts (one per column of `logits`, zero outside `topics`) under which the share of rows read as each of
     `topics` comes as close to its `target` share as the rows allow. Bisection per topic (the share read as a topic
-    only grows with its bias), a few passes round the topics since one topic's shift moves the others' shares."""
+    only grows with its bias), in passes round the topics, since one topic's shift moves the others' shares (a
+    split's parent and child take rows from each other), until every share is within `tolerance`."""
     logits = np.asarray(logits, dtype=np.float64)
     shift = np.zeros(logits.shape[1])
     if not len(logits):
         return shift
     for _ in range(passes if len(topics) > 1 else 1):
+        if np.abs(read_shares(logits, shift)[list(topics)] - target[list(topics)]).max() < tolerance:
+            break
         for topic in topics:
             low, high = -MAX_SHIFT, MAX_SHIFT
             for _ in range(steps):

@@ -172,7 +172,7 @@ def label_round(
         scores.update({text_hash(t): p for t, p in zip(texts, probs, strict=True)})
         return probs
 
-    store.rescore(scorer, version)
+    store.rescore(scorer, version, labels=clf.labels)  # as the page's background scorer does
     answered = 0
     while answered < budget:
         annotator = labellers.pick()
