@@ -14,7 +14,6 @@ from core.data import Corpus, Example
 from core.labels import LABELS
 from core.registry.versions import ModelVersion
 from core.taxonomy import Taxonomy, starting
-from core.topic_maps import split_parent
 from retrain.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
 from retrain.new_topics import Resolved, answer_taught, imprint_new_topics, match_taught_prior, resolve_split_rows
 from retrain.prior import PriorMatch
@@ -71,11 +70,7 @@ def train_challenger(
         sets=recipe.sets, val_texts=[e.text for e in rows.validation], val_labels=[e.label for e in rows.validation],
         on_metrics=tracker.log_step,
     )
-    # A split's parent is left alone: its base rows ("B or C") set the pair's joint prior, and the child's shift
-    # trades with it. Moving both to noisy shares moved rows out of the pair (bench/taxonomy.py: the parent's base
-    # recall fell 4.4 points at 400 labels).
-    parents = {split_parent(taxonomy, key) for key in taxonomy.keys}
-    taught = [i for i in answer_taught(rows.base, model.num_labels) if model.labels[i] not in parents]
+    taught = answer_taught(rows.base, model.num_labels)
     if policy.match_taught_prior and taught and rows.feedback:
         recipe.prior = match_taught_prior(model, tokenizer, taught, traffic, traffic_texts, config.max_length)
         tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic)})

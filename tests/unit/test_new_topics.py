@@ -98,3 +98,12 @@ def test_too_few_exact_answers_of_the_child_leave_the_set_loss(tokenizer) -> Non
     model = tiny_model(labels=("World", "Sports", "Business", "Sci/Tech", "Science"))
     examples, _ = _split_rows(children=MIN_EXACT_ROWS - 1)
     assert resolve_split_rows(model, tokenizer, examples, max_length=32, seed=0) is None
+
+
+def test_the_topics_only_answers_teach_are_those_no_base_row_can_be() -> None:
+    from retrain.new_topics import answer_taught
+
+    assert answer_taught([Example("a", 0), Example("b", 1), Example("c", 2)], 4) == [3]  # an added topic
+    # After a split of 2 into 2 and 3, the base rows of 2 allow the set (2, 3): they carry both topics' share.
+    assert answer_taught([Example("a", 0), Example("b", 1), Example("c", 2, allowed=(2, 3))], 4) == []
+    assert answer_taught([Example("a", 0), Example("c", 2, allowed=(2, 3))], 5) == [1, 4]
