@@ -177,7 +177,7 @@ def _retrain(
 
     stage(Stage.TRAINING)
     model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes),
-                                              split.traffic, split.unlabelled_traffic)
+                                              traffic=split.traffic, traffic_texts=split.unlabelled_traffic)
 
     stage(Stage.EXPORT)
     exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)

@@ -106,7 +106,7 @@ def test_relabel_one_exclude_two_undo_one_and_the_challenger_trains_on_exactly_t
     class Stop(Exception):
         pass
 
-    def trainer(setup, champion, corpus, rows, factory, tracker, label_fixes=0):  # type: ignore[no-untyped-def]
+    def trainer(setup, champion, corpus, rows, factory, tracker, label_fixes=0, **_):  # type: ignore[no-untyped-def]
         seen.append(rows)
         raise Stop
 

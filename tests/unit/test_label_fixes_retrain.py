@@ -51,7 +51,7 @@ def test_the_next_challenger_trains_and_is_judged_on_exactly_the_fixed_rows(
     seen: list[TrainingRows] = []
     params: list[int] = []
 
-    def trainer(setup, champion, corpus, rows, factory, tracker, label_fixes=0):  # type: ignore[no-untyped-def]
+    def trainer(setup, champion, corpus, rows, factory, tracker, label_fixes=0, **_):  # type: ignore[no-untyped-def]
         seen.append(rows)
         params.append(label_fixes)
         raise _Stop
