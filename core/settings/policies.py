@@ -232,8 +232,8 @@ class RetrainPolicy(Section):
         "the answers reads them as, not toward the set of both.",
     )
     match_taught_prior: bool = setting(
-        True, description="After training, move the bias of a topic only answers teach (added, or split off) so the "
-        "model reads as much unlabelled traffic as that topic as the traffic set's answers name it.",
+        True, description="After training, move the bias of a topic no base row can be (an added one) so the model "
+        "reads as much unlabelled traffic as that topic as the traffic set's answers name it.",
     )
     # A retrain that teaches a topic (one imprinted, or split rows read) changes more than a retrain that tweaks. On
     # bench/taxonomy.py, after 400 labels, the gentle retrain recipe left the taught topic at recall 0.14 (new) and
