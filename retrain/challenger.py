@@ -46,10 +46,15 @@ def train_challenger(
     model, tokenizer = factory(champion)
     started_with = model.labels
     fit_head(model, taxonomy)  # grown or shrunk from the champion's outputs
+    taught = answer_taught(rows.base, len(taxonomy.keys))
+    if policy.read_traffic and policy.resolve_split_rows and taught and rows.feedback:
+        rows = rows.with_unlabelled(traffic_texts, len(taxonomy.keys))
     targets = replay_targets(
         champion, rows.base, rows.trained_feedback, label_smoothing=config.label_smoothing,
         distill_weight=policy.distill_weight, taxonomy=taxonomy,
     )
+    targets = np.concatenate([targets, np.full((len(rows.unlabelled), len(taxonomy.keys)), 1.0 / len(taxonomy.keys),
+                                               dtype=targets.dtype)])
     base_name = champion.version if policy.warm_start else resolve_base_model(setup.base_model)
     recipe = taxonomy_recipe(setup, started_with, rows, model, tokenizer, targets)
     if recipe.teaches:
@@ -62,7 +67,7 @@ def train_challenger(
         | {"warm_start": policy.warm_start, "feedback_weight": policy.feedback_weight,
            "feedback_repeats": rows.feedback_repeats,
            "distill_weight": policy.distill_weight, "champion": champion.version, "label_fixes": label_fixes,
-           "taxonomy_version": taxonomy.version} | recipe.params()
+           "taxonomy_version": taxonomy.version, "traffic_rows_read": len(rows.unlabelled)} | recipe.params()
     )
     tracker.log_dict({"version": taxonomy.version, "topics": topic_list(taxonomy)}, "topics.json")
     train(
@@ -70,7 +75,6 @@ def train_challenger(
         sets=recipe.sets, val_texts=[e.text for e in rows.validation], val_labels=[e.label for e in rows.validation],
         on_metrics=tracker.log_step,
     )
-    taught = answer_taught(rows.base, model.num_labels)
     if policy.match_taught_prior and taught and rows.feedback:
         recipe.prior = match_taught_prior(model, tokenizer, taught, traffic, traffic_texts, config.max_length)
         tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic)})
@@ -122,7 +126,7 @@ def taxonomy_recipe(setup: RetrainSetup, started_with: tuple[str, ...], rows: Tr
         if recipe.imprinted:
             log.info("imprinted new topics from their answers: %s", recipe.imprinted)
     if policy.resolve_split_rows and recipe.sets is not None:
-        recipe.resolved = resolve_split_rows(model, tokenizer, [*rows.base, *rows.trained_feedback],
+        recipe.resolved = resolve_split_rows(model, tokenizer, rows.examples,
                                              config.max_length, config.seed)
         if recipe.resolved is not None:
             targets[recipe.resolved.rows] = recipe.resolved.targets

@@ -15,7 +15,9 @@ Two parts, each a `RetrainPolicy` switch (docs/concepts/topics.md, "How a retrai
   set become the row's target. It is fit with balanced class weights, since the answers' mix follows what the queue
   chose to ask, not what the old rows hold, and strongly regularised (SET_READER_C): on the real rows
   (bench/split_rows.py) both read more rows right than sklearn's defaults whatever the answers' mix, and estimating
-  the rows' mix by EM (`mixture_prior`) read fewer right as soon as the answers leaned to one topic.
+  the rows' mix by EM (`mixture_prior`) read fewer right as soon as the answers leaned to one topic. An added topic
+  has no old rows; the traffic set's unlabelled items, rows that may be any topic (`TrainingRows.with_unlabelled`,
+  RetrainPolicy.read_traffic), are read the same way.
 """
 
 from __future__ import annotations
@@ -196,6 +198,6 @@ def read_set_rows(embed: Callable[[Sequence[str]], np.ndarray], examples: Sequen
             continue
         share = np.array([read[examples[i].text][classes.index(c)] for c in allowed])
         targets[n, allowed] = share / share.sum()
-    log.info("split rows: %d read by a linear model fit on %s exact rows; their mix read as %s", len(set_rows),
+    log.info("set rows: %d read by a linear model fit on %s exact rows; their mix read as %s", len(set_rows),
              "/".join(str(counts[t]) for t in fitted), ", ".join(f"{p:.2f}" for p in prior))
     return Resolved(set_rows, targets, {c: float(p) for c, p in zip(classes, prior, strict=True)})

@@ -145,7 +145,7 @@ def _retrain(
     # which trains on, and is judged on, the taxonomy it started with.
     taxonomy = snapshot_taxonomy(snapshot, model_labels(champion))
     split = trusted_split(snapshot, setup.trust, setup.policy.holdout_fraction, taxonomy,
-                          unlabelled_traffic=MATCH_TEXTS if setup.policy.match_taught_prior else 0)
+                          unlabelled_traffic=MATCH_TEXTS if setup.policy.match_taught_prior or setup.policy.read_traffic else 0)
     result.last_answer_id = split.last_answer_id
     if split.left_out:
         log.info("%d trusted texts left out: their topic is gone from taxonomy version %d", split.left_out,

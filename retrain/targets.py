@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -35,6 +36,8 @@ class TrainingRows:
     on_validation: int = 0  # trusted feedback left out: its texts are base-validation texts
     feedback_repeats: int = 1  # times each feedback row is trained on per epoch (RetrainPolicy.feedback_repeats)
     taxonomy: Taxonomy | None = None  # the topics the rows' labels index (None: the four AG News ones)
+    # Unlabelled traffic texts trained on as rows that may be any topic (RetrainPolicy.read_traffic), after the rest.
+    unlabelled: list[Example] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -51,20 +54,30 @@ class TrainingRows:
         return self.feedback * self.feedback_repeats
 
     @property
+    def examples(self) -> list[Example]:
+        """Every row training sees, in its order: base rows, feedback (repeated), unlabelled traffic."""
+        return [*self.base, *self.trained_feedback, *self.unlabelled]
+
+    @property
     def texts(self) -> list[str]:
-        return [e.text for e in self.base] + [e.text for e in self.trained_feedback]
+        return [e.text for e in self.examples]
 
     @property
     def labels(self) -> list[int]:
-        return [e.label for e in self.base] + [e.label for e in self.trained_feedback]
+        return [e.label for e in self.examples]
 
     def weights(self, feedback_weight: float) -> list[float]:
-        return [1.0] * len(self.base) + [feedback_weight] * len(self.trained_feedback)
+        return [1.0] * len(self.base) + [feedback_weight] * len(self.trained_feedback) + [1.0] * len(self.unlabelled)
 
     def sets(self, num_labels: int) -> np.ndarray | None:
-        """Which rows train toward a set of allowed topics (a split's old rows), as a bool mask per row and topic;
-        None when every row is exact."""
-        return set_mask([*self.base, *self.trained_feedback], num_labels)
+        """Which rows train toward a set of allowed topics (a split's old rows, unlabelled traffic), as a bool mask
+        per row and topic; None when every row is exact."""
+        return set_mask(self.examples, num_labels)
+
+    def with_unlabelled(self, texts: Sequence[str], num_labels: int) -> TrainingRows:
+        """These rows and `texts` as rows that may be any of the `num_labels` topics."""
+        anything = tuple(range(num_labels))
+        return replace(self, unlabelled=[Example(text, 0, allowed=anything) for text in texts])
 
 
 def set_mask(examples: list[Example], num_labels: int) -> np.ndarray | None:

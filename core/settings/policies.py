@@ -231,6 +231,10 @@ class RetrainPolicy(Section):
         True, description="After a split, train the parent's earlier rows toward the topic a linear model fit on "
         "the answers reads them as, not toward the set of both.",
     )
+    read_traffic: bool = setting(
+        True, description="When a retrain teaches a topic no base row can be (an added one), also train on the "
+        "traffic set's unlabelled items, each toward the topics a linear model fit on the answers reads it as.",
+    )
     match_taught_prior: bool = setting(
         True, description="After training, move the bias of a topic no base row can be (an added one) so the model "
         "reads as much unlabelled traffic as that topic as the traffic set's answers name it.",

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 import torch
 
 import retrain.challenger as challenger_module
@@ -298,6 +300,52 @@ def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_with_too
     card = (tiny_home_copy / "card" / "MODEL_CARD.md").read_text()
     assert "its own topics (World, Sports, Business, Sci/Tech, Health)" in card
     assert "| Health | Health | health and medicine |" in card and "Taxonomy version 2" in card
+
+
+def _traffic_pool(settings: Any, tmp_path: Path, health_answers: int = 24) -> list[str]:
+    """Health answers and a pool whose traffic set the queue's first look draws; returns the traffic set's texts."""
+    store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
+    for i in range(health_answers):
+        store.record(text=f"Clinic {i} reports a rise in flu cases as the vaccine campaign begins",
+                     user_label="Health", annotator=f"tester-{i % 3}", kind="correct")
+    pool = [f"Hospital {i} trial of a new heart drug" if i % 2 else f"Striker {i} scores twice in the derby"
+            for i in range(80)]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pool.csv").write_text("text\n" + "\n".join(pool) + "\n")
+    store.import_pool(tmp_path / "pool.csv")
+    store.next_item("anna", settings.queue)
+    with store.database.read() as db:
+        traffic = list(db.execute(sa.text("SELECT text FROM pool WHERE traffic = 1")).scalars())
+    store.close()
+    return traffic
+
+
+def test_a_retrain_teaching_an_added_topic_trains_on_unlabelled_traffic_read_by_the_answers(
+        tiny_home_copy: Path, tmp_path: Path, no_steps: list[dict[str, Any]]) -> None:
+    settings = _with_feedback(tiny_home_copy, lambda t: t.add("Health", "health and medicine"))
+    traffic = _traffic_pool(settings, tmp_path)
+    assert len(traffic) >= 5
+    retrain(RetrainSetup.from_settings(settings), track=False)
+    [call] = no_steps
+    texts, targets = call["texts"], np.asarray(call["targets"])
+    assert sorted(texts[-len(traffic):]) == sorted(traffic) and not set(traffic) & set(texts[:-len(traffic)])
+    read = targets[-len(traffic):]
+    # Each read toward a distribution a linear model gave it (not the set of every topic: no row trains as a set).
+    assert call["sets"] is None and np.allclose(read.sum(axis=1), 1.0, atol=1e-5)
+    assert not np.allclose(read, 1 / 5)
+
+
+def test_without_read_traffic_or_an_added_topic_no_unlabelled_text_is_trained_on(
+        tiny_home_copy: Path, tmp_path: Path, no_steps: list[dict[str, Any]]) -> None:
+    plain = shutil.copytree(tiny_home_copy, tmp_path / "plain")
+    settings = _with_feedback(tiny_home_copy, lambda t: t.add("Health", "health and medicine"))
+    traffic = _traffic_pool(settings, tmp_path)
+    retrain(RetrainSetup.from_settings(tiny_settings(tiny_home_copy, retrain_base_rows=0, retrain_read_traffic=False)),
+            track=False)
+    unchanged = _with_feedback(plain)  # the four topics: no topic only answers teach
+    assert _traffic_pool(unchanged, tmp_path / "plain-pool", health_answers=0) == traffic  # the draw is by text
+    retrain(RetrainSetup.from_settings(unchanged), track=False)
+    assert len(no_steps) == 2 and all(not set(traffic) & set(call["texts"]) for call in no_steps)
 
 
 def test_a_retrain_after_split_trains_the_old_rows_as_sets(tiny_home_copy: Path,
