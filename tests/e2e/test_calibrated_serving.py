@@ -68,12 +68,17 @@ def test_the_api_the_stored_prediction_and_the_queue_order_read_calibrated_proba
     with sqlite3.connect(store.path) as conn:
         scored = list(conn.execute("SELECT text, uncertainty FROM pool ORDER BY id"))
     scores = dict(scored)
-    # The queue scores its whole pool in one batch (the correction above joined it): so does the expectation, as
-    # padding to the batch's longest text moves the logits.
+    # The background scorer scores the pool in one batch: before the correction above joined it (the pool alone) or
+    # after (the whole pool), as the machine's timing has it. Padding to a batch's longest text and int8's per-batch
+    # activation scale move the logits, so each batch has its own expectation, and the scores must equal one of them.
     everything = [text for text, _ in scored]
-    expected_scores = margin_uncertainty(expected(everything)[0])[[everything.index(text) for text in POOL]]
-    # Batched with padding, the int8 logits move by ~1e-3, which 1 / T = 20 magnifies: a loose match, against a
+    expectations = {
+        name: margin_uncertainty(expected(texts)[0])[[texts.index(text) for text in POOL]].tolist()
+        for name, texts in {"the pool alone": POOL, "the whole pool": everything}.items()
+    }
+    # Batched, the int8 logits still move by ~1e-3, which 1 / T = 20 magnifies: a loose match, against a
     # raw-softmax uncertainty that is ~0.97 for every item here.
-    assert [scores[text] for text in POOL] == pytest.approx(expected_scores.tolist(), abs=0.03)
+    got = [scores[text] for text in POOL]
+    assert any(got == pytest.approx(want, abs=0.03) for want in expectations.values()), (got, expectations)
     raw_scores = margin_uncertainty(expected(everything)[1])[[everything.index(text) for text in POOL]]
-    assert np.abs(raw_scores - expected_scores).min() > 0.5
+    assert np.abs(raw_scores - np.array(got)).min() > 0.5  # and the uncalibrated reading is far from them
