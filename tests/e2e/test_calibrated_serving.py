@@ -55,7 +55,7 @@ def test_the_api_the_stored_prediction_and_the_queue_order_read_calibrated_proba
         # The background scorer looks at once on start, so its first batch is the pool alone. Waiting for that batch
         # fixes what the expectation below reads: padding to a batch's longest text and int8's per-batch activation
         # scale move the logits, and the correction below would otherwise join the batch on a slower start.
-        wait_until(lambda: all_scored(store.path), 60, "the background scorer scores the pool on start")
+        wait_until(lambda: all_scored(store), 60, "the background scorer scores the pool on start")
         api = httpx.post(f"{url}api/v1/classify", json={"text": TEXT}, timeout=60).json()["results"][0]
         assert [api["probabilities"][name] for name in LABELS] == pytest.approx(calibrated[0].tolist(), abs=1e-5)
 
@@ -80,7 +80,7 @@ def test_the_api_the_stored_prediction_and_the_queue_order_read_calibrated_proba
     assert np.abs(raw_pool - calibrated_pool).min() > 0.5
 
 
-def all_scored(path: Path) -> bool:
-    """Whether every pool item has been scored by a model."""
-    with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT count(*) FROM pool WHERE scored_by IS NULL").fetchone()[0] == 0
+def all_scored(store: FeedbackStore) -> bool:
+    """Whether every pool item has been scored by a model (the dashboard's pool counts)."""
+    pool = store.stats()["pool"]
+    return pool["scored"] == pool["items"]
