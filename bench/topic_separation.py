@@ -32,11 +32,14 @@ import numpy as np
 
 from bench.label_errors import bench_embeddings
 from bench.options import parser
-from bench.sim.carve import SCENARIOS, TopicScenario, carve, folder_digest, write_starter_folder
-from bench.sim.data import data_location, load_sources
+from bench.sim.carve import SCENARIOS, Carved, TopicScenario, carve, folder_digest, write_starter_folder
+from bench.sim.data import SourceFile, data_location, load_sources
+from bench.sim.measure import topic_scores
 from bench.sim.starters import MANIFEST
 from core.data import source_labels
+from core.registry.versions import ModelRegistry
 from core.settings.policies import MAX_LENGTH
+from core.storage.paths import CHECKPOINT_DIR
 from retrain.label_errors import cached_embeddings, encoder_embedder
 from retrain.new_topics import SET_READER_C
 
@@ -81,9 +84,8 @@ def read(vectors: np.ndarray, labels: np.ndarray, picked: np.ndarray, evaluation
         if strength == SET_READER_C:
             reader = np.asarray(classes)[probs.argmax(axis=1)]
     assert reader is not None
-    said = reader == topic
-    return Scores(best, float((reader == labels[evaluation]).mean()), float(said[truth].mean()) if truth.any() else 0.0,
-                  float(truth[said].mean()) if said.any() else 0.0)
+    scores = topic_scores(labels[evaluation].tolist(), reader.tolist(), topic)
+    return Scores(best, scores["accuracy"], scores["recall"], scores["precision"])
 
 
 def draws(pool: int, labels: np.ndarray, answers: int, topic: int, repeats: int, seed: int) -> list[np.ndarray]:
@@ -102,8 +104,8 @@ def draws(pool: int, labels: np.ndarray, answers: int, topic: int, repeats: int,
 
 
 def cached_starter(cache: Path, kind: str, digest: str) -> Path | None:
-    """The newest starter checkpoint bench/taxonomy.py kept in `cache` for scenario `kind` on a data folder of
-    `digest` (any bootstrap recipe), or None."""
+    """The champion checkpoint of the newest starter bench/taxonomy.py kept in `cache` for scenario `kind` on a data
+    folder of `digest` (any bootstrap recipe), or None."""
     found = []
     for manifest in cache.glob(f"{kind}-*/{MANIFEST}"):
         meta = json.loads(manifest.read_text(encoding="utf-8"))
@@ -111,16 +113,16 @@ def cached_starter(cache: Path, kind: str, digest: str) -> Path | None:
             found.append((str(meta.get("trained_at", "")), manifest.parent))
     if not found:
         return None
-    checkpoint = max(found)[1] / "models" / "versions" / "v0001" / "checkpoint"
-    return checkpoint if checkpoint.is_dir() else None
+    champion = ModelRegistry(max(found)[1] / "models").champion()
+    checkpoint = champion.path / CHECKPOINT_DIR if champion is not None else None
+    return checkpoint if checkpoint is not None and checkpoint.is_dir() else None
 
 
-def starter_digest(data: str, kind: str, topic: str, into: str, pool: int, evaluation: int, seed: int) -> str:
-    """The digest of the data folder bench/taxonomy.py writes for scenario `kind` (what its starters are kept by)."""
-    sources = load_sources(data)
-    carved = carve(sources, source_labels(data), pool=pool, evaluation=evaluation, seed=seed)
+def starter_digest(sources: list[SourceFile], carved: Carved, scenario: TopicScenario) -> str:
+    """The digest of the data folder bench/taxonomy.py writes for `scenario` from `carved` (what its starters are
+    kept by)."""
     with tempfile.TemporaryDirectory() as folder:
-        write_starter_folder(sources, carved, TopicScenario(kind, topic, into), Path(folder), extra=False)
+        write_starter_folder(sources, carved, scenario, Path(folder), extra=False)
         return folder_digest(Path(folder))
 
 
@@ -148,17 +150,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.topic not in topics:
         raise SystemExit(f"{options.topic!r} is not a topic of {data} ({', '.join(topics)})")
     topic = topics.index(options.topic)
-    carved = carve(load_sources(data), topics, pool=pool, evaluation=evaluation, seed=options.seed)
+    sources = load_sources(data)
+    carved = carve(sources, topics, pool=pool, evaluation=evaluation, seed=options.seed)
     rows = [*carved.pool, *carved.evaluation]
     texts, labels = [e.text for e in rows], np.array([e.label for e in rows])
     encoders = {"base encoder": bench_embeddings(options.cache, texts, "", options.quick, MAX_LENGTH)}
     for kind in SCENARIOS if options.starter_cache and not options.quick else ():
-        digest = starter_digest(data, kind, options.topic, options.into, pool, evaluation, options.seed)
+        digest = starter_digest(sources, carved, TopicScenario(kind, options.topic, options.into))
         checkpoint = cached_starter(options.starter_cache, kind, digest)
         if checkpoint is None:
             print(f"no {kind} starter for this carve in {options.starter_cache}: run bench/taxonomy.py with it first")
             continue
-        key = f"starter {checkpoint.parents[3].name}\0{MAX_LENGTH}"
+        key = f"starter {checkpoint.relative_to(options.starter_cache)}\0{MAX_LENGTH}"
         encoders[f"{kind} starter"] = cached_embeddings(options.cache, key, texts,
                                                         encoder_embedder(str(checkpoint), MAX_LENGTH))
     counts = [int(n) for n in (options.answers or ("10,20" if options.quick else f"200,400,800,1600,{pool}")).split(",")]

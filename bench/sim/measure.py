@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,7 +47,7 @@ def base_accuracy(version: ModelVersion) -> float:
     return float(version.meta["validation"][precision]["accuracy"])
 
 
-def topic_scores(truth: Sequence[str], predicted: Sequence[str], topic: str) -> dict[str, float]:
+def topic_scores(truth: Sequence[Hashable], predicted: Sequence[Hashable], topic: Hashable) -> dict[str, float]:
     """Accuracy over every topic, and `topic`'s recall and precision (0 where nothing is, or was called, `topic`)."""
     from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from bench.topic_separation import break_even, cached_starter, draws, main, read
+from core.storage.paths import META_FILE, REGISTRY_RECORD
 
 
 def test_break_even_is_the_best_threshold_at_which_recall_and_precision_both_hold() -> None:
@@ -47,6 +48,8 @@ def _entry(cache: Path, name: str, digest: str, trained_at: str, *, tiny: bool =
            ) -> Path:
     entry = cache / name
     (entry / "models" / "versions" / "v0001").mkdir(parents=True)
+    (entry / "models" / "versions" / "v0001" / META_FILE).write_text("{}", encoding="utf-8")
+    (entry / "models" / REGISTRY_RECORD).write_text(json.dumps({"champion": "v0001"}), encoding="utf-8")
     if checkpoint:
         (entry / "models" / "versions" / "v0001" / "checkpoint").mkdir()
     (entry / "starter.json").write_text(json.dumps({"scenario": name.split("-")[0], "data_digest": digest,
