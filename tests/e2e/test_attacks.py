@@ -211,9 +211,9 @@ def test_a_signed_in_admin_can_accept_and_reject_suspicious_answers(space: Serve
     assert {space.store.get(i)["status"] for i in ids} == {"suspicious"}
     admin = space.visitor(real_address())
     filters = ("suspicious", "any", "any", "any", "")  # the review panel's filters, as the page sends them
-    assert refused(admin, "review_search", *filters) and refused(admin, "accept", [ids[0]], *filters)
+    assert refused(admin, "review_search", [], *filters) and refused(admin, "accept", [ids[0]], *filters)
     assert sign_in(admin) == "Signed in."
-    admin.call("review_search", *filters)  # lists them, as the page does, so they can be ticked
+    admin.call("review_search", [], *filters)  # none ticked yet: lists them, as the page does, so they can be ticked
     assert admin.call("accept", [ids[0]], *filters)[0] == f"Accepted 1 answer(s): #{ids[0]}."
     assert admin.call("reject", [ids[1]], *filters)[0] == f"Rejected 1 answer(s): #{ids[1]}."
     assert [space.store.get(i)["status"] for i in ids] == ["accepted", "rejected"]
@@ -324,7 +324,7 @@ def test_every_write_path_answers_bad_input_with_a_message(space: Served) -> Non
     admin = space.visitor(real_address())
     assert sign_in(admin) == "Signed in."
     filters = ("any", "any", "any", "any", "")
-    admin.call("review_search", *filters)
+    admin.call("review_search", [], *filters)
     for bogus in ([10**30], [-1], ["drop table"]):  # only ids the list showed can be ticked (Gradio's own check)
         with pytest.raises(EventError, match="not in the list of choices"):
             admin.call("accept", bogus, *filters)

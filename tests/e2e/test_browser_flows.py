@@ -242,6 +242,32 @@ def test_admin_reviews_a_suspicious_answer_by_clicking_its_row(browser, served) 
     page.context.close()
 
 
+def test_a_tick_survives_a_relist_the_maintainer_did_not_ask_for(browser, served) -> None:  # type: ignore[no-untyped-def]
+    """Refresh lists the answers again, as sign-in and a change in another panel do: an answer ticked before that
+    list lands stays ticked, and the answer it brings is not ticked."""
+    url, store = served
+    probs = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
+
+    def suspicious(text: str) -> int:
+        return store.record(text=text, user_label="Sports", annotator="user:someone", kind="correct",
+                            probabilities=probs, verified=True).id
+
+    ticked = suspicious("Harbour talks ticked before the refresh")
+    page = open_page(browser, url)
+    sign_in(page)
+    row = page.locator("#review-list label", has_text="Harbour talks ticked")
+    row.first.click()
+    arrived = suspicious("Rail deal that arrived while the other was ticked")
+    page.click("#admin-refresh")
+    page.locator("#review-list label", has_text="Rail deal that arrived").first.wait_for()
+    assert row.locator("input").first.is_checked()
+    assert not page.locator("#review-list label", has_text="Rail deal that arrived").locator("input").first.is_checked()
+    page.click("#review-accept")
+    assert f"#{ticked}." in _wait_for_text(page, "#review-msg", "Accepted 1 answer")
+    assert (store.get(ticked)["status"], store.get(arrived)["status"]) == ("accepted", "suspicious")
+    page.context.close()
+
+
 @pytest.mark.parametrize("size", sorted(SIZES))
 def test_no_serious_accessibility_violations_on_any_tab(browser, served, size: str) -> None:  # type: ignore[no-untyped-def]
     page = open_page(browser, served[0], size)

@@ -2,11 +2,17 @@
 
 Keyboard: Tab or the arrow keys move between answers, Space ticks one, A accepts the ticked answers and R
 rejects them (web/admin_keys.js). Every action says which ids it changed and how many.
+
+A tick is never undone by a list the maintainer did not ask to change: a relist (after sign-in, Refresh, another
+panel's change) that still holds every answer the tab was shown leaves the tab's ticks alone, and one that drops some
+keeps the ticked answers still listed. Only an accept or a reject unticks, since it acted on them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +28,7 @@ from web.admin.guard import admin_only, guarded_by
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 ANY = "any"
 SHOWN = 200  # answers listed at once; the summary says how many more match
+TABS_REMEMBERED = 64  # admin tabs whose last list is remembered (only a signed-in admin's search reaches it)
 
 
 def choice_label(row: dict[str, Any]) -> str:
@@ -50,29 +57,49 @@ class ReviewPanel:
 
     def __init__(self, admin: AdminActions) -> None:
         self.admin = admin
+        # The answer ids each tab (Gradio's session hash) was last sent. A relist is sent while the maintainer may
+        # be ticking, so its ticks (read when it was sent) can be older than the page's: where every answer the
+        # tab shows is still listed, the list is updated without touching the ticks.
+        self._listed: OrderedDict[str, frozenset[int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def listing(self, request: gr.Request | None, choices: list[tuple[str, int]], ticked: Sequence[Any] | None) -> Any:
+        """The list's update for one tab: its choices, and its ticks only where some ticked answer may have left."""
+        ids = frozenset(value for _, value in choices)
+        tab = str(getattr(request, "session_hash", None) or "")
+        before = None
+        if tab:
+            with self._lock:
+                before = self._listed.pop(tab, None)
+                self._listed[tab] = ids
+                while len(self._listed) > TABS_REMEMBERED:
+                    self._listed.popitem(last=False)
+        if before is not None and before <= ids:
+            return gr.update(choices=choices)
+        return gr.update(choices=choices, value=[value for value in ticked or () if value in ids])
 
     @admin_only(lambda _: ("Sign in first.", gr.skip()))
-    def search(self, status: str, reason: str, label: str, annotator: str, text: str, request: gr.Request,
-               profile: gr.OAuthProfile | None = None) -> tuple[str, Any]:
-        """A line saying how many answers the filters match, and the list of them, none ticked."""
+    def search(self, ticked: list[Any] | None, status: str, reason: str, label: str, annotator: str, text: str,
+               request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Any]:
+        """A line saying how many answers the filters match, and the list of them, the ticked ones still ticked."""
         store = self.admin.store
         if store is None:
             return "No feedback database on this server.", gr.skip()
         try:
             rows, total = store.reviews.find(_filter(status, reason, label, annotator, text), self.admin.trust)
         except FeedbackError as exc:
-            return f"Cannot filter: {exc}", gr.update(choices=[], value=[])
+            return f"Cannot filter: {exc}", self.listing(request, [], ticked)
         choices = [(choice_label(row), int(row["id"])) for row in rows]
         more = f"; {len(rows)} are listed" if total > len(rows) else ""
         summary = (f"**{total:,}** answer(s) match{more}: signed-in or checked people's first, newest first."
                    if total else "No answers match these filters.")
-        return summary, gr.update(choices=choices, value=[])
+        return summary, self.listing(request, choices, ticked)
 
     @admin_only(lambda _: ("Sign in first.", gr.skip()))
-    def select_all(self, status: str, reason: str, label: str, annotator: str, text: str, request: gr.Request,
-                   profile: gr.OAuthProfile | None = None) -> tuple[str, Any]:
+    def select_all(self, ticked: list[Any] | None, status: str, reason: str, label: str, annotator: str, text: str,
+                   request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Any]:
         """Tick every listed answer (the list is read again, so what is ticked is what is shown)."""
-        summary, update = self.search(status, reason, label, annotator, text, request, profile)
+        summary, update = self.search(ticked, status, reason, label, annotator, text, request, profile)
         if isinstance(update, dict) and "choices" in update:
             update["value"] = [value for _, value in update["choices"]]
             summary += f" All {len(update['value'])} listed are ticked."
@@ -89,7 +116,7 @@ class ReviewPanel:
         return gr.update(choices=reasons), gr.update(choices=people)
 
     def act(self, verdict: str) -> Callable[..., tuple[str, str, Any]]:
-        """Accept or reject every ticked answer, then list the filters' answers again."""
+        """Accept or reject every ticked answer, then list the filters' answers again, none ticked."""
 
         @guarded_by(self, lambda _: ("Sign in first.", gr.skip(), gr.skip()))
         def handler(ids: list[Any] | None, status: str, reason: str, label: str, annotator: str, text: str,
@@ -103,7 +130,9 @@ class ReviewPanel:
                 message = review_message(store.set_statuses(ids, verdict))
             except FeedbackError as exc:
                 return f"Nothing changed: {exc}", gr.skip(), gr.skip()
-            summary, update = self.search(status, reason, label, annotator, text, request, profile)
+            summary, update = self.search([], status, reason, label, annotator, text, request, profile)
+            if isinstance(update, dict) and "choices" in update:
+                update["value"] = []  # acted on: a tick left would act on them again
             return message, summary, update
 
         return handler
@@ -114,7 +143,7 @@ class ReviewWidgets:
     """What the admin view wires beyond the panel itself."""
 
     panel: ReviewPanel
-    filters: list[Any]  # status, reason, label, annotator, text: inputs of every search
+    inputs: list[Any]  # the list's ticks, then status, reason, label, annotator, text: inputs of every search
     shown: list[Any]  # the summary line and the list: outputs of every search
     options: list[Any]  # the reason and annotator filters, whose choices come from the database
     changes: list[Any]  # the accept and reject events, for follow-ups (the tiles' refresh)
@@ -123,7 +152,7 @@ class ReviewWidgets:
     def reload(self, event: Any) -> Any:
         """After `event`: the filters' choices, then the list under the filters as they stand."""
         return event.then(self.panel.options, outputs=self.options, **PRIVATE).then(
-            self.panel.search, inputs=self.filters, outputs=self.shown, **PRIVATE)
+            self.panel.search, inputs=self.inputs, outputs=self.shown, **PRIVATE)
 
 
 def build_review(admin: AdminActions) -> ReviewWidgets:
@@ -151,15 +180,15 @@ def build_review(admin: AdminActions) -> ReviewWidgets:
             accept_btn = gr.Button("Accept ticked", variant="primary", elem_id="review-accept")
             reject_btn = gr.Button("Reject ticked", variant="stop", elem_id="review-reject")
         message = gr.Markdown(elem_id="review-msg", elem_classes=["live"])
-    filters = [status, reason, label, annotator, text]
+    inputs = [listing, status, reason, label, annotator, text]
     shown = [summary, listing]
     for dropdown in (status, reason, label, annotator):
-        dropdown.input(panel.search, inputs=filters, outputs=shown, **PRIVATE)
-    text.submit(panel.search, inputs=filters, outputs=shown, api_name="review_search", **PRIVATE)
-    all_btn.click(panel.select_all, inputs=filters, outputs=shown, **PRIVATE)
+        dropdown.input(panel.search, inputs=inputs, outputs=shown, **PRIVATE)
+    text.submit(panel.search, inputs=inputs, outputs=shown, api_name="review_search", **PRIVATE)
+    all_btn.click(panel.select_all, inputs=inputs, outputs=shown, **PRIVATE)
     none_btn.click(lambda: gr.update(value=[]), outputs=listing, **PRIVATE)
     # Named events (private: scripts cannot see them; the attack tests call them as a browser would).
-    changes = [btn.click(panel.act(verdict), inputs=[listing, *filters], outputs=[message, *shown], api_name=name,
+    changes = [btn.click(panel.act(verdict), inputs=inputs, outputs=[message, *shown], api_name=name,
                          **PRIVATE)
                for btn, verdict, name in ((accept_btn, "accepted", "accept"), (reject_btn, "rejected", "reject"))]
-    return ReviewWidgets(panel, filters, shown, [reason, annotator], changes, label)
+    return ReviewWidgets(panel, inputs, shown, [reason, annotator], changes, label)

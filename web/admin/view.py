@@ -124,7 +124,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
         (`relist`) the review list under its filters as they stand."""
         then = event.then(dash.overview, outputs=dash.outputs, **PRIVATE).then(
             people.overview, outputs=people_outputs, **PRIVATE)
-        return then.then(review.panel.search, inputs=review.filters, outputs=review.shown, **PRIVATE) if relist else then
+        return then.then(review.panel.search, inputs=review.inputs, outputs=review.shown, **PRIVATE) if relist else then
 
     def whole_view(event: Any) -> Any:
         """After sign-in, a reload or Refresh: everything, the review list and the guidelines included."""
