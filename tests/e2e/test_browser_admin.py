@@ -22,7 +22,7 @@ from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import STEP_TIMEOUT_MS, _wait_for_text
-from tests.e2e.test_browser_flows import AXE, SIZES, open_page, shot, tab, to_admin
+from tests.e2e.test_browser_flows import AXE, SIZES, open_page, settled, shot, tab, to_admin
 from web.page.classify_view import EXAMPLES
 
 pytestmark = pytest.mark.browser
@@ -220,9 +220,7 @@ def axe_scan(page) -> list[dict]:  # type: ignore[no-untyped-def]
     """Every axe-core violation, whatever its impact, on a settled page."""
     if not AXE.is_file():
         pytest.skip(f"axe-core is not installed at {AXE} (npm install --prefix .axe axe-core)")
-    page.wait_for_function(
-        "() => ![...document.querySelectorAll('[data-testid=status-tracker]')].some(el => !el.classList.contains('hide'))"
-        " && !document.querySelector('.pending')")
+    settled(page)
     page.wait_for_timeout(400)
     page.add_script_tag(path=str(AXE))
     result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")

@@ -80,14 +80,19 @@ def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 
 
-def axe_violations(page) -> list[dict]:  # type: ignore[no-untyped-def]
-    if not AXE.is_file():
-        pytest.skip(f"axe-core is not installed at {AXE} (npm install --prefix .axe axe-core)")
-    # Scan a settled page: while an event runs Gradio dims its outputs, which axe would rightly call low contrast.
+def settled(page) -> None:  # type: ignore[no-untyped-def]
+    """Wait until no event runs on the page: no status tracker shown, nothing pending."""
     page.wait_for_function(
         "() => ![...document.querySelectorAll('[data-testid=status-tracker]')].some(el => !el.classList.contains('hide'))"
         " && !document.querySelector('.pending')"
     )
+
+
+def axe_violations(page) -> list[dict]:  # type: ignore[no-untyped-def]
+    if not AXE.is_file():
+        pytest.skip(f"axe-core is not installed at {AXE} (npm install --prefix .axe axe-core)")
+    # Scan a settled page: while an event runs Gradio dims its outputs, which axe would rightly call low contrast.
+    settled(page)
     page.wait_for_timeout(400)  # the fade back to full opacity
     page.add_script_tag(path=str(AXE))
     result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
@@ -242,9 +247,9 @@ def test_admin_reviews_a_suspicious_answer_by_clicking_its_row(browser, served) 
     page.context.close()
 
 
-def test_a_tick_survives_a_relist_the_maintainer_did_not_ask_for(browser, served) -> None:  # type: ignore[no-untyped-def]
-    """Refresh lists the answers again, as sign-in and a change in another panel do: an answer ticked before that
-    list lands stays ticked, and the answer it brings is not ticked."""
+def test_a_reload_the_maintainer_did_not_ask_for_undoes_nothing(browser, served) -> None:  # type: ignore[no-untyped-def]
+    """Refresh reloads the admin view, as sign-in and a change in another panel do (web.admin.tab_memory): an answer
+    ticked before the new list lands stays ticked (the answer it brings is not), and a guidelines draft stays."""
     url, store = served
     probs = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
 
@@ -257,10 +262,14 @@ def test_a_tick_survives_a_relist_the_maintainer_did_not_ask_for(browser, served
     sign_in(page)
     row = page.locator("#review-list label", has_text="Harbour talks ticked")
     row.first.click()
+    _wait_for_text(page, "#guidelines-version", "In force")
+    page.fill("#guidelines-text textarea", "A draft the refresh must keep")
     arrived = suspicious("Rail deal that arrived while the other was ticked")
     page.click("#admin-refresh")
     page.locator("#review-list label", has_text="Rail deal that arrived").first.wait_for()
+    settled(page)  # the guidelines' reload too
     assert row.locator("input").first.is_checked()
+    assert page.input_value("#guidelines-text textarea") == "A draft the refresh must keep"
     assert not page.locator("#review-list label", has_text="Rail deal that arrived").locator("input").first.is_checked()
     page.click("#review-accept")
     assert f"#{ticked}." in _wait_for_text(page, "#review-msg", "Accepted 1 answer")

@@ -11,6 +11,7 @@ from feedback.errors import FeedbackError
 from feedback.labelling.guidelines import MAX_CHARS, Guidelines
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
+from web.admin.tab_memory import TabMemory
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 
@@ -30,14 +31,17 @@ class GuidelinesEditor:
 
     def __init__(self, admin: AdminActions) -> None:
         self.admin = admin
+        self.sent = TabMemory()  # the version each tab's editor was last filled with
 
     @admin_only(lambda _: (gr.skip(), gr.skip()))
     def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, str]:
+        """The version in force, in the editor unless the tab already holds it (the maintainer's draft stays)."""
         store = self.admin.store
         if store is None:
             return gr.skip(), gr.skip()
         current = store.guidelines.current()
-        return current.text, version_line(current, store.guidelines.history())
+        held = self.sent.swap(request, current.version) == current.version
+        return gr.skip() if held else current.text, version_line(current, store.guidelines.history())
 
     @admin_only(lambda _: ("Sign in first.", gr.skip()))
     def save(self, text: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
@@ -50,6 +54,7 @@ class GuidelinesEditor:
         except FeedbackError as exc:
             return f"Not saved: {exc}", gr.skip()
         line = version_line(saved, store.guidelines.history())
+        self.sent.swap(request, saved.version)  # the editor holds it: typed, then saved
         if not new:
             return "Not saved: the text is the same as the version in force.", line
         return f"Saved as version {saved.version}: labellers see it the next time their page loads.", line

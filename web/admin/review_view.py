@@ -10,8 +10,6 @@ keeps the ticked answers still listed. Only an accept or a reject unticks, since
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +22,11 @@ from feedback.trust.review import HELD, ReviewFilter, review_message
 from feedback.validate import STATUSES
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only, guarded_by
+from web.admin.tab_memory import TabMemory
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 ANY = "any"
 SHOWN = 200  # answers listed at once; the summary says how many more match
-TABS_REMEMBERED = 64  # admin tabs whose last list is remembered (only a signed-in admin's search reaches it)
 
 
 def choice_label(row: dict[str, Any]) -> str:
@@ -57,23 +55,13 @@ class ReviewPanel:
 
     def __init__(self, admin: AdminActions) -> None:
         self.admin = admin
-        # The answer ids each tab (Gradio's session hash) was last sent. A relist is sent while the maintainer may
-        # be ticking, so its ticks (read when it was sent) can be older than the page's: where every answer the
-        # tab shows is still listed, the list is updated without touching the ticks.
-        self._listed: OrderedDict[str, frozenset[int]] = OrderedDict()
-        self._lock = threading.Lock()
+        self.listed = TabMemory()  # the answer ids each tab was last sent
 
     def listing(self, request: gr.Request | None, choices: list[tuple[str, int]], ticked: Sequence[Any] | None) -> Any:
-        """The list's update for one tab: its choices, and its ticks only where some ticked answer may have left."""
+        """The list's update for one tab: its choices, and its ticks only where a ticked answer may have left (the
+        ticks given were read when the relist was sent; the page's may be newer)."""
         ids = frozenset(value for _, value in choices)
-        tab = str(getattr(request, "session_hash", None) or "")
-        before = None
-        if tab:
-            with self._lock:
-                before = self._listed.pop(tab, None)
-                self._listed[tab] = ids
-                while len(self._listed) > TABS_REMEMBERED:
-                    self._listed.popitem(last=False)
+        before = self.listed.swap(request, ids)
         if before is not None and before <= ids:
             return gr.update(choices=choices)
         return gr.update(choices=choices, value=[value for value in ticked or () if value in ids])

@@ -19,6 +19,7 @@ from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
 from feedback.topics.changes import impact
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
+from web.admin.tab_memory import TabMemory
 from web.server.topics import LEARNING, PageTopics
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
@@ -93,11 +94,16 @@ class TopicsEditor:
         self.topics = admin.topics or PageTopics(None, admin.store)
         self.base_labels = base_labels or (lambda: ())
         self.choosers = tuple(choosers)  # other panels' topic dropdowns: each one's first (label, value) option
+        self.sent = TabMemory()  # the taxonomy version each tab's dropdowns were last given
 
-    def _listed(self, taxonomy: Taxonomy) -> tuple[Any, ...]:
-        """The table, this panel's two topic dropdowns, then the other panels' (their first option kept)."""
+    def _listed(self, taxonomy: Taxonomy, request: gr.Request | None, keep: bool = False) -> tuple[Any, ...]:
+        """The table, this panel's two topic dropdowns, then the other panels' (their first option kept). `keep`:
+        where the tab's dropdowns already offer this version's topics, they are left as the maintainer set them."""
         names = list(taxonomy.names)
-        return (topics_table(taxonomy, self.topics), gr.update(choices=names, value=None),
+        table = topics_table(taxonomy, self.topics)  # always: it also says which topics the served model predicts
+        if self.sent.swap(request, taxonomy.version) == taxonomy.version and keep:
+            return (table, *(gr.skip() for _ in range(2 + len(self.choosers))))
+        return (table, gr.update(choices=names, value=None),
                 gr.update(choices=names, value=None),
                 *(gr.update(choices=[first, *names], value=first[1]) for first in self.choosers))
 
@@ -106,7 +112,7 @@ class TopicsEditor:
 
     @admin_only(lambda self: self._skipped())
     def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
-        return self._listed(self.topics.taxonomy())
+        return self._listed(self.topics.taxonomy(), request, keep=True)
 
     @admin_only(lambda _: ("Sign in first.", None, gr.update(visible=False)))
     def preview(self, kind: str, topic: str | None, into: str | None, name: str, description: str, why: str,
@@ -141,11 +147,11 @@ class TopicsEditor:
             by = self.admin.signed_in_as(request, profile)
             changed = self.admin.store.topics.commit(apply(seen, plan, by), plan.version)
         except TaxonomyConflict as exc:
-            return (f"Not changed: {exc}.", None, hidden, *self._listed(self.topics.taxonomy()))
+            return (f"Not changed: {exc}.", None, hidden, *self._listed(self.topics.taxonomy(), request))
         except TaxonomyError as exc:
             return (f"Refused: {exc}.", None, hidden, *self._skipped())
         return (f"Changed: the topics are now version {changed.version}. Labellers see them the next time their page "
-                "loads.", None, hidden, *self._listed(changed))
+                "loads.", None, hidden, *self._listed(changed, request))
 
 
 def build_topics(admin: AdminActions, choosers: Sequence[tuple[Any, tuple[str, str]]] = ()) -> Callable[[Any], Any]:
