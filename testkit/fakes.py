@@ -1,9 +1,10 @@
-"""Stand-ins a test owns: a clock that ticks one second a read, and a classifier that is unsure of every text
-(Hugging Face sign-in is faked in testkit.oauth)."""
+"""Stand-ins a test owns: a clock that ticks one second a read, a classifier that is unsure of every text, and the
+admin actions a panel reads (Hugging Face sign-in is faked in testkit.oauth)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 class TickingClock:
@@ -33,3 +34,25 @@ class UnsureClassifier:
     def predict(self, texts: list[str]) -> list[UnsurePrediction]:
         return [UnsurePrediction(probabilities={"World": 0.4, "Sports": 0.2, "Business": 0.2, "Sci/Tech": 0.2})
                 for _ in texts]
+
+
+class FakeAdmin:
+    """What an admin panel reads from `web.admin.actions.AdminActions`: a real store, the default trust policy, the
+    page's topics over an `UnsureClassifier`, and a caller who is (or, `admin=False`, is not) the admin `who`."""
+
+    def __init__(self, store: Any, admin: bool = True, who: str = "maya") -> None:
+        from core.settings.policies import TrustPolicy
+        from web.server.topics import PageTopics  # here: the clock and the classifier above need no page
+
+        self.store, self.admin, self.who = store, admin, who
+        self.trust = TrustPolicy()
+        self.topics = PageTopics(UnsureClassifier(), store)
+
+    def is_admin(self, request: Any, profile: Any = None) -> bool:
+        return self.admin
+
+    def is_admin_event(self, request: Any, profile: Any = None) -> bool:
+        return self.admin
+
+    def signed_in_as(self, request: Any, profile: Any = None) -> str:
+        return self.who

@@ -11,35 +11,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from core.settings.policies import TrustPolicy
 from feedback.store import FeedbackStore
-from testkit.fakes import UnsureClassifier
+from testkit.fakes import FakeAdmin
 from web.admin.guidelines_view import GuidelinesEditor
 from web.admin.review_view import ANY, ReviewPanel
 from web.admin.tab_memory import TabMemory
 from web.admin.topics_view import TopicsEditor
-from web.server.topics import PageTopics
 
 SURE_OF_WORLD = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
 SUSPICIOUS = ("suspicious", ANY, ANY, ANY, "")
-
-
-class _Admin:
-    """What the panel reads from `AdminActions`, with a caller who is an admin."""
-
-    def __init__(self, store: FeedbackStore) -> None:
-        self.store = store
-        self.trust = TrustPolicy()
-        self.topics = PageTopics(UnsureClassifier(), store)
-
-    def signed_in_as(self, request: Any, profile: Any = None) -> str:
-        return "maya"
-
-    def is_admin(self, request: Any, profile: Any = None) -> bool:
-        return True
-
-    def is_admin_event(self, request: Any, profile: Any = None) -> bool:
-        return True
 
 
 def _suspicious(store: FeedbackStore, text: str) -> int:
@@ -53,7 +33,7 @@ def _tab(name: str) -> Any:
 
 def test_a_relist_holding_every_shown_answer_leaves_the_ticks_to_the_page(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
-    panel = ReviewPanel(_Admin(store))  # type: ignore[arg-type]
+    panel = ReviewPanel(FakeAdmin(store))  # type: ignore[arg-type]
     first = _suspicious(store, "Summit talks resume")
     _, listed = panel.search([], *SUSPICIOUS, request=_tab("a"))
     assert listed["value"] == [] and [v for _, v in listed["choices"]] == [first]
@@ -67,7 +47,7 @@ def test_a_relist_holding_every_shown_answer_leaves_the_ticks_to_the_page(tmp_pa
 
 def test_a_relist_that_drops_answers_keeps_the_ticked_ones_still_listed(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
-    panel = ReviewPanel(_Admin(store))  # type: ignore[arg-type]
+    panel = ReviewPanel(FakeAdmin(store))  # type: ignore[arg-type]
     kept, gone, other = (_suspicious(store, f"Story {i} on the summit") for i in range(3))
     panel.search([], *SUSPICIOUS, request=_tab("a"))
     store.set_statuses([gone], "rejected")  # another admin rejects one: it leaves the suspicious list
@@ -77,7 +57,7 @@ def test_a_relist_that_drops_answers_keeps_the_ticked_ones_still_listed(tmp_path
 
 def test_accept_unticks_what_it_acted_on(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
-    panel = ReviewPanel(_Admin(store))  # type: ignore[arg-type]
+    panel = ReviewPanel(FakeAdmin(store))  # type: ignore[arg-type]
     ids = [_suspicious(store, f"Story {i} on the summit") for i in range(2)]
     panel.search([], *SUSPICIOUS, request=_tab("a"))
     message, _, relisted = panel.act("accepted")(ids[:1], ANY, ANY, ANY, ANY, "", request=_tab("a"))
@@ -87,7 +67,7 @@ def test_accept_unticks_what_it_acted_on(tmp_path: Path) -> None:
 
 def test_the_guidelines_draft_stays_until_another_version_is_in_force(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
-    editor = GuidelinesEditor(_Admin(store))  # type: ignore[arg-type]
+    editor = GuidelinesEditor(FakeAdmin(store))  # type: ignore[arg-type]
     text, line = editor.load(request=_tab("a"))
     assert text == store.guidelines.current().text and "built-in default" in line
     # The maintainer types; Refresh (or sign-in's second reload) must not put the text in force back over it.
@@ -101,7 +81,7 @@ def test_the_guidelines_draft_stays_until_another_version_is_in_force(tmp_path: 
 
 def test_topic_dropdowns_stay_as_chosen_until_the_topics_change(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
-    editor = TopicsEditor(_Admin(store), choosers=[("any label", ANY)])  # type: ignore[arg-type]
+    editor = TopicsEditor(FakeAdmin(store), choosers=[("any label", ANY)])  # type: ignore[arg-type]
     table, topic, into, label_filter = editor.load(request=_tab("a"))
     assert topic["value"] is None and label_filter["value"] == ANY and "Version <strong>1</strong>" in table
     table, *dropdowns = editor.load(request=_tab("a"))

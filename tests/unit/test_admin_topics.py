@@ -9,38 +9,19 @@ from typing import Any
 
 from core.labels import LABELS
 from feedback.store import FeedbackStore
-from testkit.fakes import UnsureClassifier
+from testkit.fakes import FakeAdmin
 from testkit.pg_cluster import StoreFactory
 from web.admin.topics_view import TopicsEditor
-from web.server.topics import LEARNING, PageTopics
+from web.server.topics import LEARNING
 
 REQUEST = object()
-
-
-class _Admin:
-    """What the panel reads from `AdminActions`, with a caller who is (or is not) an admin."""
-
-    def __init__(self, store: FeedbackStore, admin: bool = True, who: str = "maya") -> None:
-        self.store = store
-        self.admin = admin
-        self.who = who
-        self.topics = PageTopics(UnsureClassifier(), store)
-
-    def is_admin(self, request: Any, profile: Any = None) -> bool:
-        return self.admin
-
-    def is_admin_event(self, request: Any, profile: Any = None) -> bool:
-        return self.admin
-
-    def signed_in_as(self, request: Any, profile: Any = None) -> str:
-        return self.who
 
 
 BASE = ["Business", "Business", "World", "Sci/Tech"]  # the base data's labels, one per row
 
 
 def _editor(store: FeedbackStore, **kwargs: Any) -> TopicsEditor:
-    return TopicsEditor(_Admin(store, **kwargs), lambda: BASE, choosers=[("any label", "any")])  # type: ignore[arg-type]
+    return TopicsEditor(FakeAdmin(store, **kwargs), lambda: BASE, choosers=[("any label", "any")])  # type: ignore[arg-type]
 
 
 def _preview(editor: TopicsEditor, kind: str, topic: str = "", into: str = "", name: str = "",

@@ -6,7 +6,6 @@ command line and the admin box)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ from feedback.database.tables import pool
 from feedback.labelling.focus import Teaching, focus_scores, interleaved, is_focus_turn, model_focus, teaching
 from feedback.store import FeedbackStore
 from feedback.traffic.traffic_set import is_traffic_turn
+from testkit.fakes import FakeAdmin
 from testkit.pg_cluster import StoreFactory
 from web.admin.queue_view import QueueSearch
 
@@ -177,26 +177,12 @@ def test_more_like_this_article_pushes_its_neighbours(store: FeedbackStore) -> N
     assert store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] in {ARTICLES[0], ARTICLES[2]}
 
 
-class _Admin:
-    def __init__(self, store: FeedbackStore, admin: bool = True) -> None:
-        self.store, self.admin = store, admin
-
-    def is_admin(self, request: Any, profile: Any = None) -> bool:
-        return self.admin
-
-    def is_admin_event(self, request: Any, profile: Any = None) -> bool:
-        return self.admin
-
-    def signed_in_as(self, request: Any, profile: Any = None) -> str:
-        return "maya"
-
-
 def test_the_admin_box_pushes_and_clears_and_a_stranger_cannot(store: FeedbackStore) -> None:
     _uncertain_pool(store)
-    stranger = QueueSearch(_Admin(store, admin=False))  # type: ignore[arg-type]
+    stranger = QueueSearch(FakeAdmin(store, admin=False))  # type: ignore[arg-type]
     assert stranger.push("wildfire", 50, request=REQUEST) == "Sign in first."  # type: ignore[arg-type]
     assert store.pushed_waiting() == 0
-    box = QueueSearch(_Admin(store))  # type: ignore[arg-type]
+    box = QueueSearch(FakeAdmin(store))  # type: ignore[arg-type]
     assert box.push("wildfire", 50, request=REQUEST).startswith("Pushed 2 articles")  # type: ignore[arg-type]
     assert "2 pushed articles wait" in box.load(request=REQUEST)  # type: ignore[arg-type]
     with store.database.read() as db:
