@@ -101,7 +101,8 @@ class TopicsEditor:
         where the tab's dropdowns already offer this version's topics, they are left as the maintainer set them."""
         names = list(taxonomy.names)
         table = topics_table(taxonomy, self.topics)  # always: it also says which topics the served model predicts
-        if self.sent.swap(request, taxonomy.version) == taxonomy.version and keep:
+        held = self.sent.swap(request, taxonomy.version) == taxonomy.version  # recorded whether kept or not
+        if keep and held:
             return (table, *(gr.skip() for _ in range(2 + len(self.choosers))))
         return (table, gr.update(choices=names, value=None),
                 gr.update(choices=names, value=None),
