@@ -36,6 +36,7 @@ from bench.options import add_data, add_val_fraction, default_data, parser
 from core.data import Example, load_corpus
 from core.evaluation.label_issues import find_label_issues, recall_precision
 from core.logs import configure_logging
+from core.reading import Reading
 from core.settings.policies import MAX_LENGTH
 from retrain.label_errors import cached_embeddings, encoder_embedder, flip_labels, out_of_fold_probs, pooled
 
@@ -49,7 +50,8 @@ def _tiny_embedder(max_length: int):  # type: ignore[no-untyped-def]  # the Embe
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         model = tiny_model()
-        return pooled(model.encoder, AutoTokenizer.from_pretrained(resolve_base_model("")), texts, max_length)
+        return pooled(model.encoder, AutoTokenizer.from_pretrained(resolve_base_model("")), texts,
+                      Reading(max_length))
 
     return embed
 
@@ -97,7 +99,7 @@ def _fine_tuned(train: Sequence[Example], labels: Sequence[int], scored: Sequenc
     else:
         model, tokenizer = load_base(settings.model.base_model, settings.model.dropout)
     fine_tune(model, tokenizer, [e.text for e in train], list(labels), config)
-    logits = predict_logits(model, tokenizer, [e.text for e in scored], config.max_length)
+    logits = predict_logits(model, tokenizer, [e.text for e in scored], config.reading)
     exp = np.exp(logits - logits.max(axis=1, keepdims=True))
     return exp / exp.sum(axis=1, keepdims=True)
 

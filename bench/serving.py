@@ -45,6 +45,7 @@ import numpy as np
 from bench import options as command_line
 from bench.load import stop_app
 from core.host.net import free_port
+from core.reading import Reading
 from core.settings.config import PROJECT_ROOT
 
 TORCH = "pytorch-fp32"
@@ -153,7 +154,7 @@ def torch_engine(checkpoint_dir: Path, max_length: int) -> Engine:
             return torch.softmax(logits, dim=-1).numpy()
 
     def batch(texts: Sequence[str], batch_size: int) -> np.ndarray:
-        return predict_logits(model, tokenizer, texts, max_length, batch_size)
+        return predict_logits(model, tokenizer, texts, Reading(max_length), batch_size)
 
     return Engine(TORCH, single, batch, load_s)
 
@@ -340,7 +341,7 @@ def export_fp32(checkpoint_dir: Path, out_dir: Path, max_length: int) -> Path:
     from retrain.model import load_checkpoint
 
     model, tokenizer = load_checkpoint(checkpoint_dir)
-    return export_onnx(model, tokenizer, out_dir, max_length).path
+    return export_onnx(model, tokenizer, out_dir, Reading(max_length)).path
 
 
 INT8_VARIANTS: dict[str, dict[str, Any]] = {

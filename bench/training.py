@@ -50,10 +50,11 @@ def timed_tokenize(tokenizer: Any, texts: Sequence[str], max_length: int) -> flo
 
 def timed_validation(model: Any, tokenizer: Any, texts: Sequence[str], max_length: int) -> float:
     """One of the validation checks `train` runs (predict_logits over `eval_rows` texts)."""
+    from core.reading import Reading
     from retrain.train import predict_logits
 
     start = time.perf_counter()
-    predict_logits(model, tokenizer, texts, max_length)
+    predict_logits(model, tokenizer, texts, Reading(max_length))
     seconds = time.perf_counter() - start
     model.train()
     return seconds

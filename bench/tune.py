@@ -103,8 +103,8 @@ def build_scenario(args: argparse.Namespace) -> Scenario:
     clf = OnnxClassifier(champion.path)
     teacher = clf.proba_in_label_order([e.text for e in base])
     model, tokenizer = load_checkpoint(champion.path / CHECKPOINT_DIR)
-    val_pred = predict_logits(model, tokenizer, [e.text for e in corpus.validation], settings.train.max_length).argmax(1)
-    slice_pred = predict_logits(model, tokenizer, [e.text for e in plan.slice_test], settings.train.max_length).argmax(1)
+    val_pred = predict_logits(model, tokenizer, [e.text for e in corpus.validation], settings.train_config().reading).argmax(1)
+    slice_pred = predict_logits(model, tokenizer, [e.text for e in plan.slice_test], settings.train_config().reading).argmax(1)
     slice_acc = float((slice_pred == np.array([e.label for e in plan.slice_test])).mean())
     print(f"champion {champion.version}: base validation {np.mean(val_pred == labels_of(corpus.validation)):.4f}, "
           f"slice {slice_acc:.4f}; {len(base)} base rows, {len(feedback)} feedback rows "
@@ -140,8 +140,8 @@ def run_trial(scenario: Scenario, params: dict[str, Any], minutes: float) -> dic
           weights=[1.0] * len(base) + [params["feedback_weight"]] * len(feedback), targets=targets)
     seconds = time.perf_counter() - started
     y_val = labels_of(scenario.validation)
-    val_pred = predict_logits(model, tokenizer, [e.text for e in scenario.validation], recipe.max_length).argmax(1)
-    slice_pred = predict_logits(model, tokenizer, [e.text for e in scenario.slice_test], recipe.max_length).argmax(1)
+    val_pred = predict_logits(model, tokenizer, [e.text for e in scenario.validation], recipe.reading).argmax(1)
+    slice_pred = predict_logits(model, tokenizer, [e.text for e in scenario.slice_test], recipe.reading).argmax(1)
     drops = recalls(y_val, scenario.champion_val_pred) - recalls(y_val, val_pred)
     return {
         "slice_accuracy": float((slice_pred == labels_of(scenario.slice_test)).mean()),

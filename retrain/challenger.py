@@ -76,7 +76,7 @@ def train_challenger(
         on_metrics=tracker.log_step,
     )
     if policy.match_taught_prior and taught and rows.feedback:
-        recipe.prior = match_taught_prior(model, tokenizer, taught, traffic, traffic_texts, config.max_length)
+        recipe.prior = match_taught_prior(model, tokenizer, taught, traffic, traffic_texts, config.reading)
         tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic)})
     meta = {
         "kind": "retrain",
@@ -122,12 +122,12 @@ def taxonomy_recipe(setup: RetrainSetup, started_with: tuple[str, ...], rows: Tr
     recipe = Recipe(sets=rows.sets(model.num_labels))
     if policy.imprint_new_topics and policy.warm_start:  # a fresh head has no trained rows to aim beside
         recipe.imprinted = imprint_new_topics(model, tokenizer, started_with, rows.feedback, rows.base,
-                                              config.max_length, config.seed)
+                                              config.reading, config.seed)
         if recipe.imprinted:
             log.info("imprinted new topics from their answers: %s", recipe.imprinted)
     if policy.resolve_split_rows and recipe.sets is not None:
         recipe.resolved = resolve_split_rows(model, tokenizer, rows.examples,
-                                             config.max_length, config.seed)
+                                             config.reading, config.seed)
         if recipe.resolved is not None:
             targets[recipe.resolved.rows] = recipe.resolved.targets
             recipe.sets[recipe.resolved.rows] = False

@@ -15,6 +15,7 @@ import onnx
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from core.reading import Reading
 from core.serving.classifier import OnnxClassifier
 from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
 from retrain.model import NewsClassifier
@@ -58,23 +59,24 @@ class OnnxExport:
     optimized: bool
 
 
-def _sample_inputs(tokenizer: PreTrainedTokenizerBase, max_length: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _sample_inputs(tokenizer: PreTrainedTokenizerBase) -> tuple[torch.Tensor, torch.Tensor]:
     batch = tokenizer(
         ["Stocks rallied on Friday.", "The home side won the final in extra time after a late equaliser."],
-        truncation=True, max_length=max_length, padding=True, return_tensors="pt",
+        padding=True, return_tensors="pt",
     )
     return batch["input_ids"], batch["attention_mask"]
 
 
 def export_onnx(
-    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, out_dir: Path, max_length: int, extra_meta: dict | None = None
+    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, out_dir: Path, reading: Reading,
+    extra_meta: dict | None = None,
 ) -> OnnxExport:
     """Write `model.onnx` (fp32) plus `tokenizer.json` into `out_dir`; an unfused graph is still a valid export."""
     quiet_onnxruntime_tools()
     out_dir = Path(out_dir)
     model.eval()
     raw = out_dir / _RAW_FILE
-    ids, mask = _sample_inputs(tokenizer, max_length)
+    ids, mask = _sample_inputs(tokenizer)
     axes = {0: "batch", 1: "sequence"}
     with warnings.catch_warnings(), torch.inference_mode(), _eager_attention(model):
         warnings.simplefilter("ignore")  # the TorchScript exporter is noisy about tracing
@@ -94,7 +96,7 @@ def export_onnx(
     if not optimized:
         raw.replace(path)
     raw.unlink(missing_ok=True)
-    _set_metadata(path, max_length, {"labels": "|".join(model.labels)} | (extra_meta or {})
+    _set_metadata(path, reading, {"labels": "|".join(model.labels)} | (extra_meta or {})
                   | {"graph_optimized": "true" if optimized else "false"})
     onnx.checker.check_model(str(path))
     tokenizer.backend_tokenizer.save(str(out_dir / TOKENIZER_FILE))
@@ -166,9 +168,9 @@ def _optimize(raw: Path, out: Path, model: NewsClassifier) -> bool:
         return False
 
 
-def _set_metadata(path: Path, max_length: int, extra: dict) -> None:
+def _set_metadata(path: Path, reading: Reading, extra: dict) -> None:
     proto = onnx.load(str(path))
-    entries = {"max_length": str(max_length), "tokenizer": TOKENIZER_FILE}  # the labels come with `extra`
+    entries = reading.to_meta() | {"tokenizer": TOKENIZER_FILE}  # the labels come with `extra`
     entries |= {k: str(v) for k, v in extra.items()}
     del proto.metadata_props[:]
     for key, value in entries.items():
@@ -202,10 +204,10 @@ def quantize_int8(fp32_path: Path) -> Path:
 
 
 def parity_check(
-    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, model_dir: Path, texts: list[str], max_length: int
+    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, model_dir: Path, texts: list[str], reading: Reading
 ) -> float:
     """Max absolute logit difference between PyTorch and the fp32 ONNX file on `texts`."""
-    expected = predict_logits(model, tokenizer, texts, max_length)
+    expected = predict_logits(model, tokenizer, texts, reading)
     actual = OnnxClassifier(model_dir, onnx_file=FP32_FILE).logits(texts)
     diff = float(np.abs(expected - actual).max())
     if not diff <= PARITY_TOLERANCE:

@@ -28,6 +28,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from core.data import SEED_SOURCE, Corpus, Example, read_csv, under_taxonomy
 from core.evaluation.label_issues import RankBy, find_label_issues
 from core.labels import NUM_LABELS
+from core.reading import Reading
 from core.registry.versions import ModelRegistry
 from core.settings.config import SEED_CSV
 from core.settings.policies import TrustPolicy
@@ -40,7 +41,7 @@ from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.trust.label_errors import Candidate, Source
 from feedback.trust.rules import select_trusted
 from retrain.model import load_base, load_checkpoint
-from retrain.train import collate
+from retrain.train import collate, token_ids
 
 log = logging.getLogger(__name__)
 
@@ -164,17 +165,17 @@ def encoder_embedder(checkpoint_or_base: str, max_length: int, batch_size: int =
         path = Path(checkpoint_or_base) if checkpoint_or_base else None
         model, tokenizer = (load_checkpoint(path) if path is not None and (path / "classifier.json").is_file()
                             else load_base(checkpoint_or_base))
-        return pooled(model.encoder, tokenizer, texts, max_length, batch_size)
+        return pooled(model.encoder, tokenizer, texts, Reading(max_length), batch_size)
 
     return embed
 
 
-def pooled(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int,
+def pooled(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading,
            batch_size: int = 64) -> np.ndarray:
-    """The masked mean of the encoder's last hidden states (what the classifier's head reads), batched in length
-    order."""
+    """The masked mean of the encoder's last hidden states over what it reads of each text (what the classifier's
+    head reads), batched in length order."""
     encoder.eval()
-    ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+    ids = token_ids(tokenizer, texts, reading)
     order = np.argsort([len(x) for x in ids], kind="stable")
     out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
     started = time.perf_counter()

@@ -31,6 +31,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from core.data import Example
+from core.reading import Reading
 from retrain.label_errors import pooled
 from retrain.model import NewsClassifier
 from retrain.prior import PriorMatch, match_prior
@@ -56,18 +57,18 @@ class Resolved:
 
 
 @torch.no_grad()
-def head_inputs(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int
+def head_inputs(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading
                 ) -> torch.Tensor:
     """What the head's last layer reads for each text: the pooled encoder output through the head's hidden layer,
     dropout off."""
-    vectors = torch.from_numpy(pooled(model.encoder, tokenizer, texts, max_length))
+    vectors = torch.from_numpy(pooled(model.encoder, tokenizer, texts, reading))
     model.eval()
     return model.head[:-1](vectors)
 
 
 @torch.no_grad()
 def imprint(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, new: Mapping[int, Sequence[str]],
-            others: Sequence[str], max_length: int) -> dict[int, int]:
+            others: Sequence[str], reading: Reading) -> dict[int, int]:
     """Start each head row in `new` (output index -> its topic's answer texts) from its answers (see the module);
     `others`: texts of the other topics, the direction's origin. Returns output index -> answers used (rows with no
     answers are left as they are)."""
@@ -77,10 +78,10 @@ def imprint(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, new: Mapp
     wanted = {row: list(texts) for row, texts in new.items() if texts}
     if not known or not wanted or not others:
         return {}
-    origin = head_inputs(model, tokenizer, others, max_length).mean(dim=0)
+    origin = head_inputs(model, tokenizer, others, reading).mean(dim=0)
     length = last.weight[known].norm(dim=1).mean()
     for row, texts in wanted.items():
-        features = head_inputs(model, tokenizer, texts, max_length)
+        features = head_inputs(model, tokenizer, texts, reading)
         direction = features.mean(dim=0) - origin
         weight = direction / direction.norm().clamp(min=1e-8) * length
         rival = (features @ last.weight[known].T + last.bias[known]).max(dim=1).values.mean()
@@ -90,7 +91,7 @@ def imprint(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, new: Mapp
 
 
 def imprint_new_topics(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, champion_labels: Sequence[str],
-                       feedback: Sequence[Example], base: Sequence[Example], max_length: int, seed: int
+                       feedback: Sequence[Example], base: Sequence[Example], reading: Reading, seed: int
                        ) -> dict[str, int]:
     """Imprint the rows of the topics `model` predicts (its head already fitted to the taxonomy) that the champion
     did not, from the feedback answering them exactly; returns topic key -> answers used."""
@@ -101,7 +102,7 @@ def imprint_new_topics(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase
         return {}
     pool = [e.text for e in [*base, *feedback] if e.label not in new]
     picked = np.random.default_rng(seed).permutation(len(pool))[:ORIGIN_ROWS]
-    done = imprint(model, tokenizer, new, [pool[i] for i in sorted(picked)], max_length)
+    done = imprint(model, tokenizer, new, [pool[i] for i in sorted(picked)], reading)
     return {model.labels[row]: n for row, n in done.items()}
 
 
@@ -116,14 +117,14 @@ def answer_taught(base: Sequence[Example], num_labels: int) -> list[int]:
 
 @torch.no_grad()
 def match_taught_prior(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, taught: Sequence[int],
-                       traffic: Sequence[Example], texts: Sequence[str], max_length: int) -> PriorMatch | None:
+                       traffic: Sequence[Example], texts: Sequence[str], reading: Reading) -> PriorMatch | None:
     """Shift the bias of the `taught` outputs so the model reads as much of the unlabelled traffic `texts` as each
     of them as the exact `traffic` answers name it (`retrain.prior`); None (nothing changed) when those are too few."""
     if not taught or not texts:
         return None
     last = model.head[-1]
     assert isinstance(last, torch.nn.Linear)
-    logits = last(head_inputs(model, tokenizer, texts, max_length)).numpy()
+    logits = last(head_inputs(model, tokenizer, texts, reading)).numpy()
     matched = match_prior(logits, model.labels, taught, [e.label for e in traffic if len(e.allowed) <= 1])
     if matched is not None:
         for key, shift in matched.shift.items():
@@ -154,11 +155,11 @@ def mixture_prior(probs: np.ndarray, *, iterations: int = 50, tol: float = 1e-6)
 
 
 def resolve_split_rows(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example],
-                       max_length: int, seed: int) -> Resolved | None:
+                       reading: Reading, seed: int) -> Resolved | None:
     """Targets for the rows that allow a set (see the module), read over the encoder's pooled embeddings, or None
     when fewer than two of the sets' topics have MIN_EXACT_ROWS exact rows (the set loss then stays). `examples`:
     the training rows, repeats included."""
-    return read_set_rows(lambda texts: pooled(model.encoder, tokenizer, texts, max_length), examples,
+    return read_set_rows(lambda texts: pooled(model.encoder, tokenizer, texts, reading), examples,
                          model.num_labels, seed)
 
 

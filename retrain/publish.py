@@ -65,9 +65,9 @@ def publish(
     """
     staging = registry.new_staging()
     onnx_meta = {"base_model": meta.get("base_model", ""), "data": meta.get("data", "")}
-    onnx_file = export_onnx(model, tokenizer, staging, config.max_length, onnx_meta)
+    onnx_file = export_onnx(model, tokenizer, staging, config.reading, onnx_meta)
     sample = [ex.text for ex in validation[:_PARITY_SAMPLE]]
-    diff = parity_check(model, tokenizer, staging, sample, config.max_length)
+    diff = parity_check(model, tokenizer, staging, sample, config.reading)
     quantize_int8(staging / FP32_FILE)
     fp32, fp32_probs = score_file(staging, FP32_FILE, validation)
     int8, int8_probs = score_file(staging, INT8_FILE, validation)
@@ -77,6 +77,7 @@ def publish(
     save_checkpoint(model, tokenizer, staging / CHECKPOINT_DIR)
     full_meta = meta | {
         "max_length": config.max_length,
+        "tail_tokens": config.tail_tokens,
         "serve_file": serve_file,
         "parity_max_abs_diff": diff,
         "graph_optimized": onnx_file.optimized,  # False: ONNX Runtime's fusions failed, the file serves slower

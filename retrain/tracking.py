@@ -50,6 +50,7 @@ def train_params(config: TrainConfig, base_model: str, dropout: float, **rows: i
         "epochs": config.epochs,
         "batch_size": config.batch_size,
         "max_length": config.max_length,
+        "tail_tokens": config.tail_tokens,
         "label_smoothing": config.label_smoothing,
         "dropout": dropout,
         "warmup_ratio": config.warmup_ratio,

@@ -19,6 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from core.reading import Reading
 from core.settings.policies import TrainConfig
 from retrain.model import NewsClassifier, freeze_lower_layers
 
@@ -130,13 +131,20 @@ def _param_groups(model: NewsClassifier, config: TrainConfig) -> list[dict]:
     ]
 
 
+def token_ids(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading) -> list[list[int]]:
+    """Each text's tokens as the model reads them (`core.reading`): the ids serving feeds the exported file."""
+    # Whole texts first (no truncation, no warning about their length), then the head and tail the reading keeps.
+    return [reading.ids(ids) for ids in tokenizer(list(texts), truncation=False, verbose=False)["input_ids"]]
+
+
 @torch.inference_mode()
 def predict_logits(
-    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int, batch_size: int = 64
+    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading,
+    batch_size: int = 64,
 ) -> np.ndarray:
     """PyTorch logits (eval mode), batched in length order."""
     model.eval()
-    ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
+    ids = token_ids(tokenizer, texts, reading)
     order = np.argsort([len(x) for x in ids], kind="stable")
     out = np.zeros((len(texts), model.num_labels), dtype=np.float32)
     for start in range(0, len(order), batch_size):
@@ -178,7 +186,7 @@ def train(
         log.info("froze the embeddings and %d lower layers (%.1fM parameters)", config.freeze_layers, frozen / 1e6)
     rng = np.random.default_rng(config.seed)
     pad_id = tokenizer.pad_token_id or 0
-    ids = tokenizer(list(texts), truncation=True, max_length=config.max_length)["input_ids"]
+    ids = token_ids(tokenizer, texts, config.reading)
     lengths = [len(x) for x in ids]
     num_labels = model.num_labels
     if targets is None:
@@ -288,7 +296,7 @@ def _validate(
     loss_fn: nn.Module,
 ) -> dict[str, float]:
     texts, labels = subset
-    logits = predict_logits(model, tokenizer, texts, config.max_length)
+    logits = predict_logits(model, tokenizer, texts, config.reading)
     y = torch.tensor(labels)
     loss = loss_fn(torch.from_numpy(logits), y).mean().item()
     pred = logits.argmax(axis=1)

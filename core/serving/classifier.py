@@ -17,6 +17,7 @@ from tokenizers import Tokenizer
 from core.evaluation.calibration import Temperatures
 from core.input_forms import guess_form
 from core.labels import LABELS
+from core.reading import Reading
 from core.registry.mlflow_champion import ChampionSource
 from core.registry.versions import ModelRegistry, ModelVersion, RegistryError
 from core.serving.batching import MicroBatcher
@@ -37,7 +38,7 @@ class NoChampionError(RuntimeError):
 class Prediction:
     label: str
     probabilities: dict[str, float]
-    truncated: bool  # the text was longer than the model reads; only its first part was classified
+    truncated: bool  # the text was longer than the model reads; only its head and tail were classified (core.reading)
     model_version: str
     form: str = ""  # the input form the text reads as (core.input_forms), an InputForm value
 
@@ -92,9 +93,11 @@ class OnnxClassifier:
         self.session = inference_session(self.model_dir / self.onnx_file, session_options(threads, spinning))
         custom = self.session.get_modelmeta().custom_metadata_map
         self.labels: tuple[str, ...] = tuple(custom["labels"].split("|")) if "labels" in custom else LABELS
-        self.max_length = int(custom.get("max_length", self.meta.get("max_length", MAX_LENGTH)))
+        # What training read of a long text, its head and tail (core.reading), as the file's metadata says.
+        self.reading = Reading.from_meta(custom, int(self.meta.get("max_length", MAX_LENGTH)))
+        self.max_length = self.reading.max_length
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
-        self.tokenizer.enable_truncation(self.max_length)
+        self.tokenizer.no_truncation()  # whole texts: the reading keeps their head and tail
         self.tokenizer.no_padding()
         self._input_names = {i.name for i in self.session.get_inputs()}
 
@@ -112,22 +115,23 @@ class OnnxClassifier:
         """Calibrated probabilities of `logits`, rows of texts read as `forms` (core.evaluation.calibration)."""
         return self.temperatures.apply(logits, forms).astype(np.float32)
 
-    def encode(self, texts: Sequence[str]) -> list:
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each whole text's token ids, its special tokens included (before the reading keeps its head and tail)."""
         if len(texts) == 1:  # one text: nothing for encode_batch's thread pool to share out
-            return [self.tokenizer.encode(clean_text(texts[0]))]
-        return self.tokenizer.encode_batch([clean_text(t) for t in texts])
+            return [self.tokenizer.encode(clean_text(texts[0])).ids]
+        return [e.ids for e in self.tokenizer.encode_batch([clean_text(t) for t in texts])]
 
-    def _run(self, encodings: list) -> np.ndarray:
-        if len(encodings) == 1:  # the common single-text request: no padding to build
-            ids = np.asarray([encodings[0].ids], dtype=np.int64)
+    def _run(self, read: list[list[int]]) -> np.ndarray:
+        if len(read) == 1:  # the common single-text request: no padding to build
+            ids = np.asarray(read, dtype=np.int64)
             return self._session_run(ids, np.ones_like(ids))
         # Dynamic padding: pad to the longest text of this batch, not to max_length.
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
+        width = max(len(r) for r in read)
+        ids = np.zeros((len(read), width), dtype=np.int64)
+        mask = np.zeros((len(read), width), dtype=np.int64)
+        for row, tokens in enumerate(read):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
         return self._session_run(ids, mask)
 
     def _session_run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -138,16 +142,17 @@ class OnnxClassifier:
         """Logits for each text, batched in length order so little compute goes to padding."""
         return self._logits(self.encode(texts) if texts else [], batch_size)
 
-    def _logits(self, encodings: list, batch_size: int) -> np.ndarray:
-        if not encodings:
+    def _logits(self, encoded: list[list[int]], batch_size: int) -> np.ndarray:
+        if not encoded:
             return np.zeros((0, len(self.labels)), dtype=np.float32)
-        if len(encodings) == 1:
-            return self._run(encodings)
-        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
-        out = np.zeros((len(encodings), len(self.labels)), dtype=np.float32)
+        read = [self.reading.ids(ids) for ids in encoded]
+        if len(read) == 1:
+            return self._run(read)
+        order = np.argsort([len(r) for r in read], kind="stable")
+        out = np.zeros((len(read), len(self.labels)), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            out[idx] = self._run([encodings[i] for i in idx])
+            out[idx] = self._run([read[i] for i in idx])
         return out
 
     def predict_proba(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
@@ -171,17 +176,17 @@ class OnnxClassifier:
         return self.predict_proba(texts, batch_size)[:, columns]
 
     def predict(self, texts: Sequence[str], batch_size: int = 32) -> list[Prediction]:
-        encodings = self.encode(texts) if texts else []
+        encoded = self.encode(texts) if texts else []
         # Each text's form is read once: for its temperature, and for whoever watches traffic by form.
         forms = [guess_form(text).value for text in texts]
-        probs = self.calibrated(self._logits(encodings, batch_size), forms)
+        probs = self.calibrated(self._logits(encoded, batch_size), forms)
         out = []
-        for enc, row, form in zip(encodings, probs, forms, strict=True):
+        for ids, row, form in zip(encoded, probs, forms, strict=True):
             out.append(
                 Prediction(
                     label=self.labels[int(row.argmax())],
                     probabilities={label: float(p) for label, p in zip(self.labels, row, strict=True)},
-                    truncated=bool(enc.overflowing),
+                    truncated=len(ids) > self.max_length,
                     model_version=self.version,
                     form=form,
                 )

@@ -262,7 +262,8 @@ class Settings(BaseSettings):
         return self.trust.with_(labels_required=self.queue.labels_required, min_checks=self.queue.min_checks)
 
     def export_config(self) -> ExportConfig:
-        return ExportConfig(max_length=self.train.max_length, int8_tolerance=self.model.int8_tolerance)
+        return ExportConfig(max_length=self.train.max_length, tail_tokens=self.train.tail_tokens,
+                            int8_tolerance=self.model.int8_tolerance)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@ the edge takes the small policy it needs, never the whole settings object.
 
 from __future__ import annotations
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
+from core.reading import Reading
 from core.settings.fields import Section, internal, setting
 
 # Shared by more than one policy or layer, so named once here.
 MAX_LENGTH = 192  # tokens a text is cut to: in training, in the export's metadata, and when serving a file without it
+TAIL_TOKENS = 0  # of a longer text, the tokens read from its end (core.reading)
 DROPOUT = 0.3  # the classifier head's dropout (retrain.model.NewsClassifier), saved with each checkpoint
 SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (NEWSLOOP_SESSION_CAPACITY, web.server.session_memory)
 LABELS_REQUIRED = 1  # agreeing labels a text needs (the queue hands it out until then; trust trains on it after)
@@ -31,6 +33,10 @@ class TrainConfig(Section):
     weight_decay: float = setting(0.01, ge=0.0, lt=1.0, description="AdamW weight decay.")
     label_smoothing: float = setting(0.1, ge=0.0, lt=1.0, description="Label smoothing of the training loss.")
     max_length: int = setting(MAX_LENGTH, ge=16, le=512, description="Tokens a text is cut to, in training and serving.")
+    tail_tokens: int = setting(
+        TAIL_TOKENS, ge=0, le=509, description="Of a text longer than max_length, how many of the tokens read come "
+        "from its end (the rest from its start), in training and serving; 0 = its start alone.",
+    )
     seed: int = setting(13, description="Random seed of training and of the validation split.")
     max_minutes: float = setting(17.0, ge=0.0, env="bootstrap_max_minutes", description="Training time cap; 0 = no cap.")
     threads: int = setting(0, ge=0, env="torch_threads", description="Threads for training; 0 = all cores.")
@@ -45,6 +51,16 @@ class TrainConfig(Section):
     # MiniLM's 6 (NEWSLOOP_RETRAIN_FREEZE_LAYERS): a step then costs 0.67x the CPU time (14.8 vs 22.0 s for
     # 10), and on the headline shift (bench/retrain_speed.py) the challenger gained as much on headlines.
     freeze_layers: int = internal(0, ge=0)
+
+    @model_validator(mode="after")
+    def _tail_fits(self) -> TrainConfig:
+        self.reading  # noqa: B018 - raises ValueError naming the bad tail
+        return self
+
+    @property
+    def reading(self) -> Reading:
+        """How a text is read (core.reading): its first tokens and its last `tail_tokens`, `max_length` in all."""
+        return Reading(self.max_length, self.tail_tokens)
 
 
 class GateConfig(Section):
@@ -191,6 +207,11 @@ class ExportConfig(Section):
     """How a trained model becomes a served ONNX version."""
 
     max_length: int = internal(MAX_LENGTH, ge=8)  # the training recipe's (Settings.export_config passes it on)
+    tail_tokens: int = internal(TAIL_TOKENS, ge=0)  # likewise
+
+    @property
+    def reading(self) -> Reading:
+        return Reading(self.max_length, self.tail_tokens)
     int8_tolerance: float = setting(
         0.5, ge=0.0, description="Serve int8 only within this many accuracy points of fp32."
     )

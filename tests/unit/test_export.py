@@ -15,6 +15,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from core.labels import LABELS
+from core.reading import Reading
 from core.serving.classifier import OnnxClassifier, inference_session, session_options
 from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
 from retrain.export import (
@@ -43,7 +44,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, object, 
     out = tmp_path_factory.mktemp("export")
     model = tiny_model(seed=1)
     tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
-    export_onnx(model, tokenizer, out, max_length=64, extra_meta={"base_model": "tiny"})
+    export_onnx(model, tokenizer, out, reading=Reading(64), extra_meta={"base_model": "tiny"})
     return model, tokenizer, out
 
 
@@ -75,13 +76,13 @@ def test_a_failed_fusion_ships_a_correct_unoptimized_graph_and_says_so(
     model = tiny_model(seed=1)
     tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
     with caplog.at_level(logging.WARNING, logger="retrain.export"):
-        result = export_onnx(model, tokenizer, tmp_path, max_length=64)
+        result = export_onnx(model, tokenizer, tmp_path, reading=Reading(64))
     assert result.path == tmp_path / FP32_FILE and result.optimized is False
     assert [r.getMessage() for r in caplog.records if UNOPTIMIZED_COST in r.getMessage() and "ModuleNotFoundError" in r.getMessage()]
     meta = ort.InferenceSession(str(result.path)).get_modelmeta().custom_metadata_map
     assert meta["graph_optimized"] == "false"
     assert fused_op_counts(result.path)["Attention"] == 0  # the plain graph, not a half-fused one
-    assert parity_check(model, tokenizer, tmp_path, TEXTS, 64) <= PARITY_TOLERANCE
+    assert parity_check(model, tokenizer, tmp_path, TEXTS, Reading(64)) <= PARITY_TOLERANCE
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([FP32_FILE, TOKENIZER_FILE])
 
 
@@ -130,7 +131,7 @@ def test_int8_variant_keeps_the_fused_attention(exported) -> None:  # type: igno
 def test_onnx_matches_pytorch_for_any_batch_and_length(exported, batch: int) -> None:  # type: ignore[no-untyped-def]
     model, tokenizer, out = exported
     texts = TEXTS[:batch]
-    expected = predict_logits(model, tokenizer, texts, 64)
+    expected = predict_logits(model, tokenizer, texts, Reading(64))
     actual = OnnxClassifier(out, onnx_file=FP32_FILE).logits(texts)
     assert actual.shape == (batch, len(LABELS))
     assert np.abs(expected - actual).max() <= PARITY_TOLERANCE
@@ -138,9 +139,9 @@ def test_onnx_matches_pytorch_for_any_batch_and_length(exported, batch: int) -> 
 
 def test_parity_check_reports_and_refuses_a_different_model(exported) -> None:  # type: ignore[no-untyped-def]
     model, tokenizer, out = exported
-    assert parity_check(model, tokenizer, out, TEXTS, 64) <= PARITY_TOLERANCE
+    assert parity_check(model, tokenizer, out, TEXTS, Reading(64)) <= PARITY_TOLERANCE
     with pytest.raises(ExportError, match="differ"):
-        parity_check(tiny_model(seed=2), tokenizer, out, TEXTS, 64)
+        parity_check(tiny_model(seed=2), tokenizer, out, TEXTS, Reading(64))
 
 
 def test_int8_variant_keeps_metadata_and_agrees_roughly(exported) -> None:  # type: ignore[no-untyped-def]
@@ -157,6 +158,6 @@ def test_checkpoint_round_trip_restores_the_same_logits(exported, tmp_path: Path
     model, tokenizer, _ = exported
     save_checkpoint(model, tokenizer, tmp_path / "ckpt")
     restored, restored_tok = load_checkpoint(tmp_path / "ckpt")
-    a = predict_logits(model, tokenizer, TEXTS, 64)
-    b = predict_logits(restored, restored_tok, TEXTS, 64)
+    a = predict_logits(model, tokenizer, TEXTS, Reading(64))
+    b = predict_logits(restored, restored_tok, TEXTS, Reading(64))
     assert np.allclose(a, b, atol=1e-6)

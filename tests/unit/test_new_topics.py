@@ -9,6 +9,7 @@ import torch
 from transformers import AutoTokenizer
 
 from core.data import Example
+from core.reading import Reading
 from retrain.model import resolve_base_model, tiny_model
 from retrain.new_topics import MIN_EXACT_ROWS, imprint, mixture_prior, resolve_split_rows
 
@@ -43,7 +44,7 @@ def test_an_imprinted_row_ties_on_its_answers_and_reads_them_above_other_texts(t
     model = tiny_model(labels=TOPICS)
     science, rest = _texts(SCIENCE, 12), _texts(MONEY + SPORT, 30)
     before = _margin(model, tokenizer, science, 3).clone()
-    used = imprint(model, tokenizer, {3: science}, rest, max_length=32)
+    used = imprint(model, tokenizer, {3: science}, rest, reading=Reading(32))
     assert used == {3: 12}
     own, other = _margin(model, tokenizer, science, 3), _margin(model, tokenizer, _texts(MONEY + SPORT, 30, 100), 3)
     # The bias makes the new row tie, on average over its own answers, with the row they were read as.
@@ -55,7 +56,7 @@ def test_an_imprinted_row_ties_on_its_answers_and_reads_them_above_other_texts(t
 def test_imprint_leaves_a_row_without_answers_as_it_was(tokenizer) -> None:  # type: ignore[no-untyped-def]
     model = tiny_model(labels=TOPICS)
     weight = model.head[-1].weight.detach().clone()
-    assert imprint(model, tokenizer, {3: []}, _texts(MONEY, 5), max_length=32) == {}
+    assert imprint(model, tokenizer, {3: []}, _texts(MONEY, 5), reading=Reading(32)) == {}
     assert torch.equal(model.head[-1].weight, weight)
 
 
@@ -84,7 +85,7 @@ def _split_rows(children: int) -> tuple[list[Example], list[bool]]:
 def test_a_splits_old_rows_get_the_topic_the_answers_read_them_as(tokenizer) -> None:  # type: ignore[no-untyped-def]
     model = tiny_model(labels=("World", "Sports", "Business", "Sci/Tech", "Science"))
     examples, is_science = _split_rows(children=8)
-    resolved = resolve_split_rows(model, tokenizer, examples, max_length=32, seed=0)
+    resolved = resolve_split_rows(model, tokenizer, examples, reading=Reading(32), seed=0)
     assert resolved is not None
     assert resolved.rows == [i for i, e in enumerate(examples) if e.allowed]
     assert np.allclose(resolved.targets.sum(axis=1), 1.0)
@@ -97,7 +98,7 @@ def test_a_splits_old_rows_get_the_topic_the_answers_read_them_as(tokenizer) -> 
 def test_too_few_exact_answers_of_the_child_leave_the_set_loss(tokenizer) -> None:  # type: ignore[no-untyped-def]
     model = tiny_model(labels=("World", "Sports", "Business", "Sci/Tech", "Science"))
     examples, _ = _split_rows(children=MIN_EXACT_ROWS - 1)
-    assert resolve_split_rows(model, tokenizer, examples, max_length=32, seed=0) is None
+    assert resolve_split_rows(model, tokenizer, examples, reading=Reading(32), seed=0) is None
 
 
 def test_the_topics_only_answers_teach_are_those_no_base_row_can_be() -> None:

@@ -9,6 +9,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from core.data import load_seed
+from core.reading import Reading
 from core.settings.policies import TrainConfig
 from retrain.model import NewsClassifier, resolve_base_model, tiny_model
 from retrain.train import make_batches, predict_logits, soft_targets, train
@@ -46,7 +47,7 @@ def test_training_is_seeded(tokenizer) -> None:  # type: ignore[no-untyped-def]
     a, b = tiny_model(seed=5), tiny_model(seed=5)
     train(a, tokenizer, texts, labels, config)
     train(b, tokenizer, texts, labels, config)
-    assert np.allclose(predict_logits(a, tokenizer, texts[:8], 64), predict_logits(b, tokenizer, texts[:8], 64))
+    assert np.allclose(predict_logits(a, tokenizer, texts[:8], Reading(64)), predict_logits(b, tokenizer, texts[:8], Reading(64)))
 
 
 def test_training_learns(tokenizer) -> None:  # type: ignore[no-untyped-def]
@@ -142,7 +143,7 @@ def test_training_follows_soft_targets_over_labels(tokenizer) -> None:  # type: 
     config = TrainConfig(epochs=3, lr_encoder=3e-3, lr_head=3e-3, max_length=64, seed=3)
     model = tiny_model(seed=5)
     train(model, tokenizer, texts, labels, config, targets=targets)
-    assert (predict_logits(model, tokenizer, texts, 64).argmax(axis=1) == 1).mean() > 0.95
+    assert (predict_logits(model, tokenizer, texts, Reading(64)).argmax(axis=1) == 1).mean() > 0.95
     with pytest.raises(ValueError):
         train(tiny_model(), tokenizer, texts, labels, config, targets=targets[:-1])
 
