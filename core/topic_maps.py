@@ -37,6 +37,13 @@ def split_parent(taxonomy: Taxonomy, key: str) -> str | None:
     return None
 
 
+def meaning_kept(taxonomy: Taxonomy, key: str) -> bool:
+    """Whether labels given before any change still mean the topic `key` is now: it was neither renamed (a newsroom's
+    "Politics" is not the "World" it was renamed from) nor split (part of what it was is another topic now). A
+    merge keeps it: the rows of both topics are rows of the topic they became."""
+    return not any(v.change.topic == key and v.change.kind in ("rename", "split") for v in taxonomy.versions)
+
+
 def head_sources(model_labels: Sequence[str], taxonomy: Taxonomy) -> tuple[int | None, ...]:
     """For each current topic, the model output its head row starts from: the same key's; for a split child, its
     parent's (the set loss then pulls the two apart); None for a topic the model never knew (an added one), which

@@ -364,9 +364,39 @@ def topics_unlisted_dismiss(settings: Settings, store: FeedbackStore, ids: str, 
     print(f"dismissed {store.dismiss_unlisted(_ids(ids), by=by or _os_user())} answer(s)")
 
 
+@click.group(help="The golden set: your own labelled articles that judge every new model and are never trained on. "
+             "Once there are enough of your own held-out articles (NEWSLOOP_GATE_OWN_ROWS, this set included), they "
+             "decide promotions.")
+def golden() -> None:
+    """`newsloop golden`."""
+
+
+@golden.command("import", help="Add or relabel the articles of a CSV or JSONL file (UTF-8): a 'label' (a topic's name, "
+                "or its position from 1 in `newsloop topics list`) and a 'text' (or 'title' and 'description'). If "
+                "any row is bad, nothing is imported and the bad lines are listed.")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--by", default=None, help="who imports it, recorded with the rows (default: the OS user)")
+@_with_store
+def golden_import(settings: Settings, store: FeedbackStore, file: Path, by: str | None) -> None:
+    commands.golden_import(store, file, by=by or _os_user())
+
+
+@golden.command("status", help="How many golden articles there are, per topic, and the newest import.")
+@_with_store
+def golden_status(settings: Settings, store: FeedbackStore) -> None:
+    commands.golden_status(store)
+
+
+@golden.command("clear", help="Remove every golden article (answers and the pool are untouched).")
+@click.option("--yes", is_flag=True, required=True, help="confirm: the set cannot be brought back but by importing it")
+@_with_store
+def golden_clear(settings: Settings, store: FeedbackStore, yes: bool) -> None:
+    print(f"removed {store.golden.clear()} golden article(s)")
+
+
 COMMANDS: dict[str, click.Command] = {
     "import": import_, "export": export, "stats": stats, "tables": tables, "review": review, "topics": topics,
-    "queue": queue,
+    "queue": queue, "golden": golden,
 }
 
 

@@ -35,6 +35,18 @@ def import_pool(store: FeedbackStore, file: Path, *, source: str | None = None, 
         print(f"they replace the demo pool: {report.demo_removed} unanswered demo articles removed")
 
 
+def golden_import(store: FeedbackStore, file: Path, *, by: str) -> None:
+    """Add or relabel the golden set's articles from a file (all or nothing), saying what changed."""
+    report = store.golden.import_file(file, by=by)
+    print(f"golden set: {report.added} added, {report.relabelled} relabelled, {report.unchanged} unchanged from {file} "
+          f"({report.total} golden articles in all); they judge every new model and are never trained on")
+
+
+def golden_status(store: FeedbackStore) -> None:
+    """The golden set's size per topic and its newest import, as JSON."""
+    _print_json(asdict(store.golden.summary()))
+
+
 def queue_push(store: FeedbackStore, query: str, count: int, by: str) -> None:
     """Push the pool articles nearest `query` to the front of the queue, saying how many and how many wait."""
     pushed = store.push_search(query, count, by)

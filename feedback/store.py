@@ -12,6 +12,7 @@ import numpy as np
 from core.settings.policies import QueuePolicy, StoreLimits
 from core.taxonomy import Taxonomy
 from feedback.database.db import Database
+from feedback.evaluation.golden import GoldenSet
 from feedback.export.files import export_answers, write_answers
 from feedback.labelling.answers import Answers, RecordResult
 from feedback.labelling.guidelines import GuidelineBook
@@ -56,6 +57,7 @@ class FeedbackStore:
         self.crowd = Crowd(self._db, self.taxonomy)  # per-person counts and the answers people share, for the people panel
         self.label_errors = LabelErrors(self._db, clock, self.taxonomy)  # possible label errors and the decisions on them
         self.unlisted = UnlistedAnswers(self._db, limits, clock, self.taxonomy, self.topics)  # "None of these"
+        self.golden = GoldenSet(self._db, limits, clock, self.taxonomy)  # the newsroom's labelled evaluation file
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:

@@ -6,14 +6,18 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
 from core.data import Corpus, Example, InputForm, in_form, load_corpus_or_seed
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.versions import ModelRegistry
+from core.storage.paths import INT8_FILE
 from core.taxonomy import starting
+from retrain.baseline import baseline_scores
 from retrain.challenger import topic_list
+from retrain.lexical import fit_lexical
 from retrain.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
 from retrain.publish import ExportedVersion, log_exported, publish
 from retrain.setup import BootstrapSetup
@@ -34,6 +38,48 @@ class BootstrapResult:
     train: TrainResult
     corpus: Corpus
     seconds: float
+
+    def report(self) -> dict[str, Any]:
+        """What `newsloop bootstrap` prints: the champion, its topics, its validation scores beside the baseline's on
+        the same rows (in a sentence too), the confusion matrix with its topics, and the time it took."""
+        meta = self.exported.version.meta
+        validation = dict(meta["validation"])
+        validation["confusion_matrix"] = {"topics": list(self.corpus.labels), "rows": validation["confusion_matrix"],
+                                          "read_as": "rows: the true topic; columns: the topic the model named"}
+        return {
+            "champion": self.exported.version.version,
+            "data": self.corpus.description,
+            "topics": list(self.corpus.labels),
+            "rows": meta["rows"],
+            "validation": validation,
+            "baseline": meta["baseline"],
+            "compared_with_baseline": against_baseline(served_accuracy(meta), meta["baseline"]),
+            "hybrid": meta.get("lexical", {"weight": 0.0}),
+            "serve_file": meta["serve_file"],
+            "steps": self.train.steps,
+            "shortened_by_time_budget": self.train.stopped_by_budget,
+            "train_seconds": round(self.train.seconds, 1),
+            "wall_seconds": round(self.seconds, 1),
+        }
+
+
+def served_accuracy(meta: dict[str, Any]) -> float:
+    """A version's validation accuracy as served (its int8 or fp32 file, whichever it serves)."""
+    return float(meta["validation"]["int8" if meta["serve_file"] == INT8_FILE else "fp32"]["accuracy"])
+
+
+def against_baseline(accuracy: float, baseline: dict[str, Any]) -> str:
+    """The model against the TF-IDF baseline on the same validation rows, in one plain sentence."""
+    points = (accuracy - baseline["accuracy"]) * 100
+    scores = (f"on the same {baseline['n']:,} validation rows this model is right on {accuracy:.1%} of them and the "
+              f"{baseline['name']} baseline on {baseline['accuracy']:.1%}")
+    if points >= 0.05:
+        return f"Better than the baseline: {scores} ({points:.1f} points more)."
+    if points > -0.05:
+        return f"As good as the baseline, no better: {scores}."
+    return (f"The baseline is better than this model: {scores} ({-points:.1f} points less). Serve it anyway only if "
+            "you need what the model gives (calibrated confidences, learning from answers); more labelled rows "
+            "usually close the gap.")
 
 
 def bootstrap(
@@ -70,7 +116,8 @@ def _bootstrap(
     if model_and_tokenizer is None and setup.init_from:
         model_and_tokenizer = load_checkpoint(Path(setup.init_from))
     # One output per topic of the data: AG News's four, or the names of a CSV of your own (core.data).
-    model, tokenizer = model_and_tokenizer or load_base(setup.base_model, setup.dropout, corpus.labels)
+    model, tokenizer = model_and_tokenizer or load_base(setup.base_model, setup.dropout, corpus.labels,
+                                                              seed=config.seed)
     if model.labels != corpus.labels:
         raise BootstrapError(f"the model to train predicts {', '.join(model.labels)}, but {corpus.description} "
                              f"has the topics {', '.join(corpus.labels)}; train from the base encoder (without --init-from)")
@@ -98,8 +145,12 @@ def _bootstrap(
         **({"init_from": "/".join(Path(setup.init_from).parts[-3:])} if setup.init_from else {}),
         "train_seconds": round(result.seconds, 1),
         "train_config": config.model_dump(),
+        # The bar a fine-tuned encoder must clear, fitted on the same rows and scored on the same validation rows.
+        "baseline": baseline_scores(rows, corpus.validation, corpus.labels),
     }
-    exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)
+    lexical = (fit_lexical([e.text for e in rows], [e.label for e in rows], len(corpus.labels), c=config.lexical_c,
+                           max_features=config.lexical_terms) if config.lexical else None)
+    exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta, lexical)
     registry.promote(exported.version.version, reason="bootstrap")
     log_exported(tracker, exported, corpus.validation, "champion")
     if shared:

@@ -87,6 +87,18 @@ def rollback(settings: Settings, **options: Any) -> int:
     return commands.rollback(settings, **options)
 
 
+@click.command(help="Serve a challenger the gate refused, on your word: your reason, who and when, and the gate's "
+               "numbers go to the registry's history and to MLflow; `newsloop rollback` undoes it as any promotion. "
+               "Prints JSON.")
+@click.argument("version")
+@click.option("--reason", required=True, help="why you overrule the gate (recorded with the promotion)")
+@click.option("--by", default=None, help="who decides (default: the OS user)")
+@click.option("--expect", default=None, help="promote only if this version is still the champion")
+@_with_settings
+def promote(settings: Settings, **options: Any) -> int:
+    return commands.promote(settings, **options)
+
+
 @click.command(help="Retrain whenever enough new trusted feedback has arrived (or, with "
                "NEWSLOOP_MONITOR_RETRAIN_ON_ALERT, any while the traffic alert is up).")
 @click.option("--interval", type=float, default=None, help="seconds between checks (default 60)")
@@ -151,7 +163,7 @@ def label_errors(settings: Settings, **options: Any) -> int:
 
 # The alias's names; `newsloop` names `run` "retrain".
 COMMANDS: dict[str, click.Command] = {
-    "bootstrap": bootstrap, "run": run, "rollback": rollback, "watch": watch, "evaluate": evaluate,
+    "bootstrap": bootstrap, "run": run, "rollback": rollback, "promote": promote, "watch": watch, "evaluate": evaluate,
     "status": status, "baseline": baseline, "starter": starter, "label-errors": label_errors,
 }
 

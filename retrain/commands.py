@@ -54,18 +54,9 @@ def bootstrap(settings: Settings, **choices: Any) -> int:
     except BootstrapError as exc:  # e.g. --init-from a checkpoint of other topics than the data's
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    v = result.exported.version
-    _print(
-        {
-            "champion": v.version,
-            "data": result.corpus.description,
-            "rows": v.meta["rows"],
-            "validation": v.meta["validation"],
-            "serve_file": v.meta["serve_file"],
-            "train_seconds": round(result.train.seconds, 1),
-            "wall_seconds": round(result.seconds, 1),
-        }
-    )
+    report = result.report()
+    print(report["compared_with_baseline"], file=sys.stderr)
+    _print(report)
     return ExitCode.OK
 
 
@@ -111,6 +102,36 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
     except Exception as exc:
         print(f"warning: MLflow aliases not updated: {exc}", file=sys.stderr)
     _print({"champion": restored.version, "status": registry.status()["previous"]})
+    return ExitCode.OK
+
+
+def promote(settings: Settings, *, version: str, reason: str, by: str | None = None, expect: str | None = None) -> int:
+    """Promote a challenger the gate refused, on a maintainer's word (`retrain.consent`); the watch loop never
+    calls this."""
+    import contextlib
+    import getpass
+
+    from core.registry.versions import ANY, ModelRegistry, RegistryError
+    from feedback.store import FeedbackStore
+    from retrain.consent import ConsentError, promote_by_hand
+    from retrain.setup import tracking_target
+    from retrain.tracking import sync_aliases
+
+    registry = ModelRegistry(settings.paths.models_dir)
+    with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
+        topics = store.taxonomy()
+    try:
+        done = promote_by_hand(registry, version, reason, by=by or getpass.getuser(), topics=topics,
+                               expected_champion=ANY if expect is None else expect)
+    except (ConsentError, RegistryError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    try:
+        done.record_in_mlflow(tracking_target(settings))
+        sync_aliases(settings.tracking_uri, registry)
+    except Exception as exc:  # the registry already serves it: MLflow's record is a copy
+        print(f"warning: MLflow not updated: {exc}", file=sys.stderr)
+    _print(done.as_dict())
     return ExitCode.OK
 
 
@@ -224,7 +245,8 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
             traffic = traffic_report(store, report["champion"], report.get("champion_meta") or {}, settings.monitor,
                                      settings.trust_policy())
         # The feedback a retrain would see, and how many more traffic labels the gate needs for the target gain.
-        report["feedback"] = asdict(ready) | {"enough": ready.enough, "traffic_more": ready.traffic.more}
+        report["feedback"] = asdict(ready) | {"enough": ready.enough, "judged_by": ready.evidence.mode,
+                                              "evidence_words": ready.evidence.words()}
         report["traffic"] = traffic.to_dict()
         alerts = alert_lines(traffic.check)
     if as_json:
@@ -265,14 +287,10 @@ def status_lines(report: dict[str, Any], ready: Readiness | None, traffic: Traff
     if ready is None:
         lines.append("Feedback: no feedback database yet")
     else:
-        traffic_need = ready.traffic
-        more = ("enough to detect the target gain" if traffic_need.more == 0 else
-                "no practical number detects the target gain" if traffic_need.needed is None else
-                f"{traffic_need.more:,} more needed to detect the target gain")
         lines += [f"Feedback a retrain would read: {ready.parts.words()}",
                   f"  new since the last run: {ready.new_trusted:,} trusted answer(s); a scheduled retrain waits for "
                   f"{ready.min_new:,}",
-                  f"  traffic set: {traffic_need.have:,} label(s), {more}",
+                  f"  judged by: {ready.evidence.words()}",
                   f"  suspicious answers from signed-in or checked people waiting for review: {ready.credible_waiting:,}"]
     if traffic is not None:
         check = traffic.check

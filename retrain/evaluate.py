@@ -18,8 +18,8 @@ from core.settings.policies import GateConfig
 from core.storage.paths import VALIDATION_PROBS
 from core.taxonomy import Taxonomy, starting
 from core.text import text_hash
-from core.topic_maps import Comparison, comparison, new_topic_scores
-from retrain.gate import BASE_SET, HOLDOUT_SET, TRAFFIC_SET, EvalSet, decide
+from core.topic_maps import Comparison, comparison, meaning_kept, new_topic_scores
+from retrain.gate import BASE_SET, GOLDEN_SET, HOLDOUT_SET, TRAFFIC_SET, EvalSet, decide
 from retrain.tracking import Tracker
 
 
@@ -112,6 +112,7 @@ def judge(
     tracker: Tracker,
     traffic: list[Example] | None = None,
     taxonomy: Taxonomy | None = None,
+    golden: list[Example] | None = None,
 ) -> GateResult:
     """Score both models through the same serving path on the same sets, then apply the pure gate.
 
@@ -126,7 +127,8 @@ def judge(
     labels: list[int] = []
     allowed: list[tuple[int, ...]] = []
     predicted: list[int] = []
-    for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout), (TRAFFIC_SET, traffic or [])):
+    for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout), (TRAFFIC_SET, traffic or []),
+                           (GOLDEN_SET, golden or [])):
         if not examples:
             continue
         champion_probs = served_probs(champion, examples)
@@ -142,6 +144,7 @@ def judge(
             metrics = evaluate_probabilities(y, champion_probs, champion_labels)
             tracker.log_evaluation("champion_validation", y.tolist(), champion_probs, metrics)
     new_topics = new_topic_scores(taxonomy, classes.new_topics, labels, allowed, predicted)
-    decision = decide(sets, config, tuple(taxonomy.name_of(k) for k in classes.keys), new_topics)
+    kept = [i for i, key in enumerate(classes.keys) if meaning_kept(taxonomy, key)]
+    decision = decide(sets, config, tuple(taxonomy.name_of(k) for k in classes.keys), new_topics, kept)
     tracker.log_dict(decision.to_dict(), "gate.json")
     return decision

@@ -1,6 +1,22 @@
 """The champion/challenger promotion gate, a pure function of both models' predictions on the evaluation sets.
 
-It returns one typed record per rule (`core.evaluation.decision`); the challenger is promoted when every rule passes:
+It returns one typed record per rule (`core.evaluation.decision`); the challenger is promoted when every rule passes.
+Which rules depends on whose articles there are enough of (GateMode):
+
+The own mode, once the newsroom's own held-out articles (golden set, traffic set, feedback holdout; labelled in its
+current topics) number `own_rows`: they decide, pooled, and the base data only guards against forgetting.
+
+- OWN_GAIN: the challenger is right on more own articles than the champion, by at least `margin`;
+- OWN_NOT_WORSE: a loss of `own_margin` or more on them is ruled out (one-sided, at `alpha`; Tango's score test);
+- TOPIC_NOT_WORSE: no topic of them is read significantly worse (one-sided exact McNemar, Bonferroni over topics);
+- FORGETTING: on base validation, all together and per topic whose meaning is unchanged (not renamed, not split:
+  the newsroom's "Politics" is not AG News's "World"), no loss of `forget_margin` or more that is not chance;
+- NEW_TOPIC as below.
+
+A significance test on a few hundred own articles cannot see a one-point gain; "a gain seen, and a loss ruled out"
+can, and the decision says what its articles could see (`Power`). Why: docs/decisions/own-evidence.md.
+
+The base mode, with fewer own articles:
 
 - MARGIN: the combined macro-F1 (base validation blended with the users' sets) gains at least `margin`;
 - DISCORDANT, GAIN: the challenger is significantly better, by a one-sided exact McNemar test, on at least
@@ -27,9 +43,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.evaluation.decision import USERS_SETS, EvalSetName, GateResult, PairedTest, Rule, RuleResult, SetScores
+from core.evaluation.decision import (
+    OWN_SETS,
+    USERS_SETS,
+    EvalSetName,
+    GateMode,
+    GateResult,
+    PairedTest,
+    Rule,
+    RuleResult,
+    SetScores,
+)
 from core.evaluation.metrics import classification_metrics
-from core.evaluation.paired import discordant, mcnemar_p, noninferiority
+from core.evaluation.paired import Power, discordant, mcnemar_p, noninferiority, power_of
 from core.labels import LABELS
 from core.settings.policies import GateConfig
 from core.topic_maps import NewTopicScore
@@ -37,8 +63,11 @@ from core.topic_maps import NewTopicScore
 BASE_SET = EvalSetName.BASE.value
 HOLDOUT_SET = EvalSetName.HOLDOUT.value
 TRAFFIC_SET = EvalSetName.TRAFFIC.value
+GOLDEN_SET = EvalSetName.GOLDEN.value
 POOLED = EvalSetName.POOLED.value
-KNOWN_SETS = (BASE_SET, HOLDOUT_SET, TRAFFIC_SET)
+KNOWN_SETS = (BASE_SET, HOLDOUT_SET, TRAFFIC_SET, GOLDEN_SET)
+# Discordance measured on fewer rows than this is too noisy to size anything by: the setting's assumption is used.
+MIN_MEASURED_ROWS = 30
 MODELS = ("champion", "challenger")
 
 # A users' set earns its full weight only at this many rows; below that its weight shrinks in proportion.
@@ -63,8 +92,8 @@ def combined_score(sets: list[EvalSet], which: str, holdout_weight: float, label
     """Macro-F1 of `which` model ("champion" or "challenger") over base validation and the users' sets.
 
     Base validation alone if it is the only set. Otherwise the users' sets share `holdout_weight`: the
-    traffic set first, w_t = holdout_weight * min(1, n_traffic / 200), then the feedback holdout,
-    w_h = (holdout_weight - w_t) * min(1, n_holdout / 200); base validation gets the rest. The scaling is
+    golden set first (the newsroom's own labelled file), then the traffic set, w_t = what is left of
+    holdout_weight * min(1, n_traffic / 200), then the feedback holdout likewise; base validation gets the rest. The scaling is
     there because a handful of rows is noisy: ten answers must not outweigh 1,600 validation rows, yet a
     large sample of what users send should count in full.
     """
@@ -77,10 +106,15 @@ def combined_score(sets: list[EvalSet], which: str, holdout_weight: float, label
 
 
 def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABELS,
-           new_topics: Sequence[NewTopicScore] = ()) -> GateResult:
+           new_topics: Sequence[NewTopicScore] = (), kept: Sequence[int] | None = None) -> GateResult:
     """Every rule's record; promote only when all pass (see the module's docstring). `labels` names the compared
-    topics (the classes of `sets`); `new_topics`: the challenger's scores on each topic the champion lacks."""
+    topics (the classes of `sets`); `new_topics`: the challenger's scores on each topic the champion lacks; `kept`:
+    the classes whose base labels still mean what they meant (not renamed, not split; default all), the only base
+    rows the own mode's forgetting guard reads."""
     by_name = _validated(sets, len(labels))
+    own = _own(by_name)
+    if sum(s.y_true.size for s in own) >= config.own_rows:
+        return _decide_own(by_name, own, config, labels, new_topics, range(len(labels)) if kept is None else kept)
     weights = _weights(by_name, config.holdout_weight)
     champion_score = _combined(by_name, weights, "champion", labels)
     challenger_score = _combined(by_name, weights, "challenger", labels)
@@ -117,7 +151,93 @@ def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABE
         champion_score=champion_score,
         challenger_score=challenger_score,
         p_value=gain_p,
+        power=evidence_power(_own(by_name), config),
     )
+
+
+def _decide_own(by_name: dict[str, EvalSet], own: list[EvalSet], config: GateConfig, labels: Sequence[str],
+                new_topics: Sequence[NewTopicScore], kept: Sequence[int]) -> GateResult:
+    """The own mode: the newsroom's own held-out articles (`own`, pooled) decide; base validation only guards the
+    topics that kept their meaning against forgetting."""
+    y_true = np.concatenate([s.y_true for s in own])
+    champion_right = np.concatenate([s.champion_pred for s in own]) == y_true
+    challenger_right = np.concatenate([s.challenger_pred for s in own]) == y_true
+    n, b, c = discordant(champion_right, challenger_right)
+    champion, challenger = float(champion_right.mean()), float(challenger_right.mean())
+    gain_p = mcnemar_p(b, c, "greater")
+    rules = [
+        RuleResult(Rule.OWN_GAIN, b > c and (b - c) / n >= config.margin - _EPS, subject=EvalSetName.OWN.value, n=n,
+                   champion=champion, challenger=challenger, threshold=config.margin, p_value=gain_p,
+                   challenger_only=b, champion_only=c),
+        _noninferior(Rule.OWN_NOT_WORSE, EvalSetName.OWN.value, champion_right, challenger_right, config.own_margin,
+                     config.alpha),
+        *_topics_not_worse(y_true, champion_right, challenger_right, labels, config.alpha),
+        *_forgetting(by_name[BASE_SET], labels, kept, config),
+        *(new_topic_rule(score, config) for score in new_topics),
+    ]
+    weights = {name: (1.0 if any(s.name == name for s in own) else 0.0) for name in by_name}
+    return GateResult(
+        promote=all(r.passed for r in rules),
+        rules=tuple(rules),
+        sets=tuple(_set_scores(s, weights[name], labels) for name, s in by_name.items()),
+        champion_score=champion,
+        challenger_score=challenger,
+        p_value=gain_p,
+        mode=GateMode.OWN.value,
+        power=evidence_power(own, config),
+    )
+
+
+def _own(by_name: dict[str, EvalSet]) -> list[EvalSet]:
+    return [by_name[name] for name in OWN_SETS if name in by_name and by_name[name].y_true.size]
+
+
+def _topics_not_worse(y_true: np.ndarray, champion_right: np.ndarray, challenger_right: np.ndarray,
+                      labels: Sequence[str], alpha: float) -> list[RuleResult]:
+    """Per topic of the own articles: is the new model significantly worse at finding it (one-sided exact McNemar,
+    Bonferroni over the topics tested)? Only a large loss can show on a topic's few dozen articles."""
+    present = [k for k in range(len(labels)) if (y_true == k).any()]
+    rules = []
+    for k in present:
+        rows = y_true == k
+        n, b, c = discordant(champion_right[rows], challenger_right[rows])
+        p = min(1.0, mcnemar_p(b, c, "less") * len(present))
+        rules.append(RuleResult(Rule.TOPIC_NOT_WORSE, p >= alpha, subject=labels[k], n=n,
+                                champion=float(champion_right[rows].mean()),
+                                challenger=float(challenger_right[rows].mean()), threshold=alpha, p_value=p,
+                                challenger_only=b, champion_only=c))
+    return rules
+
+
+def _forgetting(base: EvalSet, labels: Sequence[str], kept: Sequence[int], config: GateConfig) -> list[RuleResult]:
+    """The base rows of topics that kept their meaning: refused only when the new model reads them (all together,
+    or one topic's) at least `forget_margin` worse and the loss is not chance (one-sided exact McNemar at alpha)."""
+    rows = np.isin(base.y_true, list(kept))
+    checks = [("base validation", rows)] + [(labels[k], base.y_true == k) for k in kept]
+    rules = []
+    for subject, where in checks:
+        if not where.any():
+            continue
+        truth = base.y_true[where]
+        champion_right, challenger_right = base.champion_pred[where] == truth, base.challenger_pred[where] == truth
+        n, b, c = discordant(champion_right, challenger_right)
+        loss = (c - b) / n
+        p = mcnemar_p(b, c, "less")
+        rules.append(RuleResult(Rule.FORGETTING, not (loss >= config.forget_margin - _EPS and p < config.alpha),
+                                subject=subject, n=n, champion=float(champion_right.mean()),
+                                challenger=float(challenger_right.mean()), threshold=config.forget_margin,
+                                p_value=p, challenger_only=b, champion_only=c))
+    return rules
+
+
+def evidence_power(sets: Sequence[EvalSet], config: GateConfig) -> Power:
+    """What the own mode's rules could see on `sets` (the newsroom's own articles, pooled): the discordance measured
+    on them when they have enough rows, else the setting's assumption."""
+    n = sum(s.y_true.size for s in sets)
+    pairs = sum(int(np.count_nonzero((s.champion_pred == s.y_true) != (s.challenger_pred == s.y_true))) for s in sets)
+    measured = n >= MIN_MEASURED_ROWS and pairs > 0
+    discordance = pairs / n if measured else config.discordance
+    return power_of(n, discordance, measured, config.alpha, config.power, config.own_margin, config.target_gain)
 
 
 def significance_tests(by_name: dict[str, EvalSet]) -> dict[str, PairedTest]:
@@ -230,7 +350,7 @@ def _check_labels(set_name: str, field: str, values: np.ndarray, num_labels: int
 
 def _weights(by_name: dict[str, EvalSet], holdout_weight: float) -> dict[str, float]:
     left, weights = holdout_weight, {}
-    for name in (TRAFFIC_SET, HOLDOUT_SET):
+    for name in (GOLDEN_SET, TRAFFIC_SET, HOLDOUT_SET):
         if name in by_name:
             weights[name] = left * min(1.0, by_name[name].y_true.size / HOLDOUT_FULL_WEIGHT_ROWS)
             left -= weights[name]

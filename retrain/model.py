@@ -96,9 +96,12 @@ def freeze_lower_layers(model: NewsClassifier, layers: int) -> int:
     return count
 
 
-def load_base(name: str, dropout: float = DROPOUT, labels: Sequence[str] = LABELS
+def load_base(name: str, dropout: float = DROPOUT, labels: Sequence[str] = LABELS, seed: int | None = None
               ) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
-    """A fresh classifier on a pretrained encoder (hub id or local path), one output per label."""
+    """A fresh classifier on a pretrained encoder (hub id or local path), one output per label. Its head starts
+    from random weights: drawn from `seed` when given, so one seed always builds the same model."""
+    if seed is not None:
+        torch.manual_seed(seed)
     path = resolve_base_model(name)
     tokenizer = AutoTokenizer.from_pretrained(path)
     encoder = AutoModel.from_pretrained(path, attn_implementation="eager")
@@ -152,14 +155,14 @@ def load_checkpoint(directory: Path) -> tuple[NewsClassifier, PreTrainedTokenize
     return model, tokenizer
 
 
-def starting_point(base_model: str, dropout: float, warm_start: bool) -> ModelFactory:
+def starting_point(base_model: str, dropout: float, warm_start: bool, seed: int) -> ModelFactory:
     """Where a retrain starts: the champion's checkpoint (warm start) if it has one, else the base encoder."""
 
     def factory(champion: ModelVersion | None) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
         if warm_start and champion is not None and (champion.path / CHECKPOINT_DIR).is_dir():
             log.info("warm start from champion %s", champion.version)
             return load_checkpoint(champion.path / CHECKPOINT_DIR)
-        return load_base(base_model, dropout)
+        return load_base(base_model, dropout, seed=seed)
 
     return factory
 

@@ -24,10 +24,13 @@ from core.evaluation.calibration import (
 from core.evaluation.estimate import confidence_histogram
 from core.input_forms import guess_form
 from core.registry.versions import ModelRegistry, ModelVersion
+from core.serving.classifier import OnnxClassifier
+from core.serving.lexical import LexicalModel
 from core.settings.policies import ExportConfig
 from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, VALIDATION_PROBS
 from retrain.evaluate import score_file, validation_key
 from retrain.export import export_onnx, parity_check, quantize_int8
+from retrain.lexical import choose_weight
 from retrain.model import NewsClassifier, save_checkpoint
 from retrain.tracking import Tracker
 
@@ -58,8 +61,10 @@ def publish(
     validation: list[Example],
     config: ExportConfig,
     meta: dict[str, Any],
+    lexical: LexicalModel | None = None,
 ) -> ExportedVersion:
-    """Export, check parity, quantize, score both files, and commit a new (not yet champion) version.
+    """Export, check parity, quantize, join the lexical model (a hybrid, when one is given and its chosen weight is
+    not 0), score both files, and commit a new (not yet champion) version.
 
     Everything is written to a staging directory first; the version appears only when complete.
     """
@@ -69,6 +74,7 @@ def publish(
     sample = [ex.text for ex in validation[:_PARITY_SAMPLE]]
     diff = parity_check(model, tokenizer, staging, sample, config.reading)
     quantize_int8(staging / FP32_FILE)
+    hybrid = join_lexical(staging, lexical, validation) if lexical is not None else None
     fp32, fp32_probs = score_file(staging, FP32_FILE, validation)
     int8, int8_probs = score_file(staging, INT8_FILE, validation)
     serve_file = choose_serve_file(fp32, int8, config.int8_tolerance)
@@ -81,6 +87,7 @@ def publish(
         "serve_file": serve_file,
         "parity_max_abs_diff": diff,
         "graph_optimized": onnx_file.optimized,  # False: ONNX Runtime's fusions failed, the file serves slower
+        **({"lexical": hybrid} if hybrid is not None else {}),
         "validation": {
             "n": len(validation),
             "fp32": {"accuracy": fp32["accuracy"], "macro_f1": fp32["macro_f1"]},
@@ -101,6 +108,18 @@ def publish(
         version.version, fp32["accuracy"], int8["accuracy"], serve_file, diff,
     )
     return ExportedVersion(version, fp32, int8, served)
+
+
+def join_lexical(staging: Path, lexical: LexicalModel, validation: list[Example]) -> dict[str, Any]:
+    """Choose the lexical model's weight on the validation rows, against the int8 file's logits (what is served
+    unless int8 costs too much), and save it beside the encoder unless the weight is 0; what was chosen, for the
+    version's meta."""
+    texts = [e.text for e in validation]
+    encoder = OnnxClassifier(staging, onnx_file=INT8_FILE).encoder_logits(texts)
+    weight = choose_weight(encoder, lexical.log_probs(texts), [e.label for e in validation])
+    if weight:
+        lexical.with_weight(weight).save(staging)
+    return {"weight": weight, "terms": len(lexical.vocabulary), "chosen_on": len(validation)}
 
 
 def calibrate(

@@ -27,6 +27,7 @@ from feedback.training.fixes import LabelFixes
 from feedback.training.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
 from retrain.evaluate import judge, model_labels, validation_scores
+from retrain.lexical import retrain_lexical
 from retrain.model import ModelFactory, starting_point
 from retrain.prior import MATCH_TEXTS
 from retrain.publish import log_exported, publish
@@ -56,7 +57,8 @@ def retrain(
             on_stage(name)
 
     setup.paths.models_dir.mkdir(parents=True, exist_ok=True)
-    factory = model_factory or starting_point(setup.base_model, setup.dropout, setup.policy.warm_start)
+    factory = model_factory or starting_point(setup.base_model, setup.dropout, setup.policy.warm_start,
+                                            setup.train.seed)
     with retrain_lock(setup.paths, setup.database_url):
         if track and is_tracking_server(setup.tracking.uri):
             # start from @champion; a server with none gets the shipped starter only if it predicts the data's topics
@@ -161,11 +163,14 @@ def _retrain(
         log.info("label fixes: %d live, %d touch base training rows, %d base validation rows", len(split.fixes),
                  result.label_fixes["base_train"], result.label_fixes["base_validation"])
     rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed,
-                    setup.policy.feedback_repeats, taxonomy)
+                    setup.policy.feedback_repeats, taxonomy, split.golden)
+    if split.golden:
+        log.info("golden set: %d articles judge the challenger (%d trusted answers on them set aside)",
+                 len(split.golden), split.on_golden)
     counts = rows.counts
     result.rows = RowCounts(base_train=counts["base_train"], feedback_train=counts["feedback_train"],
                             feedback_holdout=counts["feedback_holdout"], traffic=len(split.traffic),
-                            base_validation=counts["base_validation"])
+                            base_validation=counts["base_validation"], golden=len(split.golden))
     parts = FeedbackParts(train=len(rows.feedback), holdout=len(split.holdout), traffic=len(split.traffic),
                           left_out=rows.on_validation)
     log.info("feedback: %s", parts.words())
@@ -179,15 +184,17 @@ def _retrain(
     model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes),
                                               traffic=split.traffic, traffic_texts=split.unlabelled_traffic)
 
+    lexical = retrain_lexical(rows, len(taxonomy.keys), setup.train, setup.policy.feedback_weight)
+
     stage(Stage.EXPORT)
-    exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta)
+    exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta, lexical)
     challenger = exported.version
     result.challenger = challenger.version
     log_exported(tracker, exported, corpus.validation, "challenger", name="challenger")
 
     stage(Stage.GATE)
     result.gate = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker, split.traffic,
-                        taxonomy)
+                        taxonomy, split.golden)
     for words in new_topic_words(result.gate):
         log.info("%s", words)
     if result.label_fixes["base_validation"]:  # both scores while the fixes touch what the gate judged on
@@ -214,7 +221,8 @@ def _retrain(
         result.champion_after = challenger.version
     else:
         result.decision = Outcome.REFUSED.value
-        registry.note(challenger.version, "refused", result.reasons)
+        registry.note(challenger.version, "refused", result.reasons,
+                      evidence=result.gate.summary() | {"judged_against": champion.version} if result.gate else None)
     if tracker.enabled:
         try:
             sync_aliases(setup.tracking.uri, registry, challenger.version)

@@ -94,13 +94,15 @@ def set_mask(examples: list[Example], num_labels: int) -> np.ndarray | None:
 
 def assemble(
     corpus: Corpus, feedback: list[Example], holdout: list[Example], base_rows: int, seed: int,
-    feedback_repeats: int = 1, taxonomy: Taxonomy | None = None,
+    feedback_repeats: int = 1, taxonomy: Taxonomy | None = None, golden: Sequence[Example] = (),
 ) -> TrainingRows:
-    """Base rows (capped) and trusted feedback, never training on a base-validation text; their labels index
-    `taxonomy`'s topics."""
+    """Base rows (capped) and trusted feedback, never training on a base-validation text nor on a golden one (they
+    judge); their labels index `taxonomy`'s topics."""
     protected = {text_hash(e.text) for e in corpus.validation}
     kept = [e for e in feedback if text_hash(e.text) not in protected]
-    return TrainingRows(cap_rows(corpus.train, base_rows, seed), kept, holdout, corpus.validation,
+    judged = {text_hash(e.text) for e in golden}
+    base = [e for e in corpus.train if text_hash(e.text) not in judged] if judged else corpus.train
+    return TrainingRows(cap_rows(base, base_rows, seed), kept, holdout, corpus.validation,
                         on_validation=len(feedback) - len(kept), feedback_repeats=feedback_repeats, taxonomy=taxonomy)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from core.registry.mlflow_champion import HISTORY_TAG, REGISTERED_MODEL, VERSION_TAG, ensure_registered_model
 from core.registry.versions import ModelRegistry
 from core.settings.policies import TrainConfig
-from core.storage.paths import CHECKPOINT_DIR, META_FILE, ONNX_FILES, TOKENIZER_FILE
+from core.storage.paths import CHECKPOINT_DIR, LEXICAL_FILE, META_FILE, ONNX_FILES, TOKENIZER_FILE
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ class Tracker:
         """Log a version's ONNX file(s) and tokenizer, register them, and optionally set an alias."""
         if not self._mlflow or self.run_id is None:
             return None
-        for name in (*ONNX_FILES, TOKENIZER_FILE, META_FILE):
+        for name in (*ONNX_FILES, TOKENIZER_FILE, LEXICAL_FILE, META_FILE):
             if (model_dir / name).is_file():
                 self.log_artifact(model_dir / name, "model")
         if (model_dir / CHECKPOINT_DIR).is_dir():  # so a retrain on any machine can warm-start from this version

@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from core.evaluation.paired import Power
+
 
 class EvalSetName(StrEnum):
     """The evaluation sets a challenger is scored on."""
@@ -17,10 +19,21 @@ class EvalSetName(StrEnum):
     BASE = "base_validation"  # held-out rows of the base data set
     HOLDOUT = "feedback_holdout"  # a hash-chosen quarter of the trusted uncertainty-queue labels
     TRAFFIC = "traffic"  # trusted labels on pool items drawn uniformly at random (never trained on)
+    GOLDEN = "golden"  # the newsroom's own labelled evaluation file (feedback.evaluation.golden): never trained on
     POOLED = "pooled"  # every row of every set, as one paired test
+    OWN = "own"  # the newsroom's own held-out articles together: golden set, traffic set, feedback holdout
 
 
 USERS_SETS = (EvalSetName.TRAFFIC, EvalSetName.HOLDOUT)  # what users send, as opposed to the base data
+# The newsroom's own labelled articles, in its current topics: once there are enough, the gate's main evidence.
+OWN_SETS = (EvalSetName.GOLDEN, EvalSetName.TRAFFIC, EvalSetName.HOLDOUT)
+
+
+class GateMode(StrEnum):
+    """Whose articles a decision rests on."""
+
+    BASE = "base"  # too few of the newsroom's own: the base data's rules (significance, non-inferiority)
+    OWN = "own"  # the newsroom's own held-out articles; the base data only guards against forgetting
 
 
 class Rule(StrEnum):
@@ -35,6 +48,10 @@ class Rule(StrEnum):
     BASE_ACCURACY = "base_accuracy"  # base-validation accuracy non-inferior (margin, one-sided, score test)
     LABEL_RECALL = "label_recall"  # one label's base-validation recall non-inferior (same test)
     NEW_TOPIC = "new_topic"  # a topic the champion lacks: enough held-out answers, recall and precision
+    OWN_GAIN = "own_gain"  # the newsroom's own articles: the new model is right on more of them, by the margin
+    OWN_NOT_WORSE = "own_not_worse"  # ... and a loss of own_margin or more on them is ruled out
+    TOPIC_NOT_WORSE = "topic_not_worse"  # ... and no topic of them is read significantly worse (exact McNemar)
+    FORGETTING = "forgetting"  # base data whose topics kept their meaning: no significant loss of forget_margin
     CHAMPION_UNCHANGED = "champion_unchanged"  # run: no other promotion or rollback happened meanwhile
 
 
@@ -163,9 +180,12 @@ class GateResult:
     promote: bool
     rules: tuple[RuleResult, ...]
     sets: tuple[SetScores, ...] = ()
-    champion_score: float = 0.0  # combined macro-F1 (see retrain.gate.combined_score)
+    # The base mode's combined macro-F1 (see retrain.gate.combined_score); the own mode's accuracy on own articles.
+    champion_score: float = 0.0
     challenger_score: float = 0.0
-    p_value: float = 1.0  # the GAIN rule's p
+    p_value: float = 1.0  # the GAIN rule's p; the own mode's one-sided exact McNemar p on its own articles
+    mode: str = GateMode.BASE.value  # a GateMode value: whose articles the decision rests on
+    power: Power | None = None  # what the deciding articles could see (the own mode's; the base mode's users' sets)
 
     @property
     def delta(self) -> float:
@@ -186,6 +206,21 @@ class GateResult:
     def scores(self, name: str) -> SetScores | None:
         return next((s for s in self.sets if s.name == name), None)
 
+    def summary(self) -> dict[str, Any]:
+        """The numbers a person weighs a decision by, small enough for the registry's history: whose articles
+        decided, both models' scores and accuracy per set, what the articles could see, and every failed rule in
+        words."""
+        return {
+            "mode": self.mode,
+            "champion_score": round(self.champion_score, 4),
+            "challenger_score": round(self.challenger_score, 4),
+            "p_value": round(self.p_value, 4),
+            "sets": {s.name: {"n": s.n, "champion_accuracy": s.champion_accuracy,
+                              "challenger_accuracy": s.challenger_accuracy} for s in self.sets},
+            "power": describe_power(self.power) if self.power else "",
+            "refused_because": self.reasons,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "promote": self.promote,
@@ -195,6 +230,8 @@ class GateResult:
             "challenger_score": self.challenger_score,
             "delta": self.delta,
             "p_value": self.p_value,
+            "mode": self.mode,
+            "power": asdict(self.power) if self.power else None,
         }
 
     @classmethod
@@ -206,6 +243,8 @@ class GateResult:
             champion_score=float(data.get("champion_score", 0.0)),
             challenger_score=float(data.get("challenger_score", 0.0)),
             p_value=float(data.get("p_value", 1.0)),
+            mode=str(data.get("mode") or GateMode.BASE.value),
+            power=Power(**data["power"]) if data.get("power") else None,
         )
 
 
@@ -213,7 +252,9 @@ SET_WORDS = {
     EvalSetName.BASE: "the base validation data",
     EvalSetName.HOLDOUT: "the held-out feedback",
     EvalSetName.TRAFFIC: "the traffic set (articles drawn at random from the pool)",
+    EvalSetName.GOLDEN: "the golden set (your labelled evaluation file)",
     EvalSetName.POOLED: "all evaluation articles together",
+    EvalSetName.OWN: "your own held-out articles (golden set, traffic set and held-out answers)",
 }
 
 
@@ -291,8 +332,47 @@ def describe(r: RuleResult) -> str:
                                          ("precision", r.precision_bound, r.min_precision))
                  if need is not None and (got or 0) < need - 1e-9]
         return f"{words}." if r.passed else f"{words}; {' and '.join(short)}."
+    if r.rule == Rule.OWN_GAIN:
+        counts = (f"{pct(r.challenger)} against {pct(r.champion)} of your {r.n:,} held-out articles; {alone}")
+        if r.passed:
+            return f"On your own articles the new model is better: right on {counts}."
+        return (f"On your own articles the new model is not better: right on {counts}; it needed a gain of at least "
+                f"{points(r.threshold).lstrip('+')}.")
+    if r.rule == Rule.OWN_NOT_WORSE:
+        verdict = "is ruled out" if r.passed else "cannot be ruled out"
+        return (f"On your own {r.n:,} articles, a loss of {points(r.threshold).lstrip('+')} or more {verdict} (the "
+                f"change is {points(r.difference)}, at worst {points(r.bound)} at {pct(r.confidence)} confidence).")
+    if r.rule == Rule.TOPIC_NOT_WORSE:
+        if r.passed:
+            return ""
+        return (f"It finds your {r.subject} articles clearly less often: {pct(r.champion)} → {pct(r.challenger)} of "
+                f"{r.n:,} ({alone}; a fall this large is not chance, p = {p_text(r.p_value)}).")
+    if r.rule == Rule.FORGETTING:
+        if r.passed:
+            return ""
+        what = ("Accuracy on the base data's topics that kept their meaning" if r.subject == "base validation"
+                else f"How many base-data {r.subject} articles it finds")
+        return (f"It forgot: {what} fell from {pct(r.champion)} to {pct(r.challenger)} ({r.n:,} articles), more "
+                f"than the {points(r.threshold).lstrip('+')} allowed, and the fall is not chance "
+                f"(p = {p_text(r.p_value)}).")
     if r.rule == Rule.CHAMPION_UNCHANGED:
         if r.passed:
             return ""
         return f"Another model ({r.note or 'none'}) was put in service while it ran, so this one was not promoted."
     return f"{r.rule.value}: {'passed' if r.passed else 'failed'}."
+
+
+def describe_power(power: Power) -> str:
+    """What the newsroom's own held-out articles could show the gate, in a maintainer's words: the smallest gain they
+    show, and how many more would show the target gain (`Power.target`, GateConfig.target_gain)."""
+    whose = "held-out articles of your own"
+    if not power.n or power.visible is None:
+        return f"There are no {whose} yet: the gate cannot see any gain on them."
+    seen = (f"With {power.n:,} {whose}, a gain under about {power.visible * 100:.1f} points is invisible to the gate"
+            f" (it passes such a model less than {power.power:.0%} of the time)")
+    target = f"{power.target * 100:g}-point"
+    if power.visible <= power.target + 1e-9:
+        return f"{seen}; a {target} gain is visible."
+    if power.more_for_target is None:
+        return f"{seen}; no practical number of articles would show a {target} gain."
+    return f"{seen}; about {power.more_for_target:,} more would show a {target} gain."

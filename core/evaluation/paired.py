@@ -1,5 +1,5 @@
 """Paired comparisons of two classifiers on the same rows, as pure functions: exact McNemar, a non-inferiority
-test on the paired difference, and the power of the exact McNemar test (how many rows a stated gain needs).
+test on the paired difference, and what a comparison on n rows can see (`Power`: how many rows a stated gain needs).
 
 Notation: of n rows, b = the challenger alone is right, c = the champion alone is right; the accuracy
 difference challenger - champion is (b - c) / n.
@@ -12,9 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.stats import binom, binomtest, norm
-
-from core.settings.policies import GateConfig
+from scipy.stats import binomtest, norm
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 
@@ -106,91 +104,52 @@ def noninferiority(n: int, b: int, c: int, margin: float, alpha: float) -> NonIn
     return NonInferiority(n, b, c, margin, alpha, p_value, float(bound))
 
 
-def mcnemar_power(n: int, discordance: float, gain: float, alpha: float) -> float:
-    """Power of the one-sided exact McNemar test (reject when p < alpha) on n paired rows.
-
-    Model: each row is discordant with probability `discordance` (p10 + p01), and the challenger's
-    accuracy is higher by `gain` (p10 - p01). The number of discordant rows m is Binomial(n, discordance);
-    given m, b is Binomial(m, (discordance + gain) / (2 discordance)). Exact: it sums over m.
-    """
-    if n <= 0:
-        return 0.0
-    if not 0.0 < gain <= discordance <= 1.0:
-        raise ValueError(f"need 0 < gain <= discordance <= 1, got gain={gain}, discordance={discordance}")
-    # Only the m within 12 standard deviations of n * discordance carry weight (the rest is below 1e-30).
-    spread = 12.0 * math.sqrt(n * discordance * (1.0 - discordance)) + 1.0
-    m = np.arange(max(0, math.floor(n * discordance - spread)), min(n, math.ceil(n * discordance + spread)) + 1)
-    critical = _critical_b(m, alpha)
-    share = (discordance + gain) / (2.0 * discordance)
-    reject = np.where(critical > m, 0.0, binom.sf(critical - 1, m, share))
-    return float(np.sum(binom.pmf(m, n, discordance) * reject))
-
-
-def rows_for_power(discordance: float, gain: float, alpha: float, power: float, max_rows: int = 200_000) -> int | None:
-    """The fewest paired rows at which the one-sided exact McNemar test reaches `power`; None past max_rows.
-
-    `discordance` below `gain` is raised to it (every discordant row then favours the challenger). The
-    exact test's power saw-tooths with n, so this is the first n of a bisection, not every n beyond it.
-    """
-    if not 0.0 < power < 1.0:
-        raise ValueError(f"power must lie in (0, 1), got {power}")
-    discordance = min(1.0, max(discordance, gain))
-    # Bracket from the normal approximation (Connor 1987), then bisect with the exact power.
-    z_alpha, z_power = norm.isf(alpha), norm.isf(1.0 - power)
-    guess = (z_alpha * math.sqrt(discordance) + z_power * math.sqrt(discordance - gain**2)) ** 2 / gain**2
-    high = max(1, math.ceil(guess))
-    while mcnemar_power(high, discordance, gain, alpha) < power:
-        if high >= max_rows:
-            return None
-        high = min(max_rows, 2 * high)
-    low = high // 2
-    while low > 0 and mcnemar_power(low, discordance, gain, alpha) >= power:
-        low //= 2
-    while high - low > 1:  # power(low) < target <= power(high)
-        middle = (low + high) // 2
-        if mcnemar_power(middle, discordance, gain, alpha) >= power:
-            high = middle
-        else:
-            low = middle
-    return high
-
-
-def _critical_b(m: np.ndarray, alpha: float) -> np.ndarray:
-    """Per m, the smallest b with one-sided exact p = P(B >= b | m, 1/2) below alpha (m + 1 when none)."""
-    guess = binom.isf(alpha, m, 0.5).astype(int) + 1  # P(B > k) <= alpha at k = isf, so b = k + 1
-    # Floating point can leave the guess one off either way: step it to the exact rule (p < alpha).
-    guess = np.where(binom.sf(guess - 1, m, 0.5) >= alpha, guess + 1, guess)
-    guess = np.where(binom.sf(guess - 2, m, 0.5) < alpha, guess - 1, guess)
-    return np.minimum(guess, m + 1)
-
-
 @dataclass(frozen=True)
-class SampleSize:
-    """How many traffic labels the gate's test needs to detect a stated gain, and the assumptions behind it."""
+class Power:
+    """What a paired comparison on `n` rows can see: the smallest accuracy gain it would pass with `power`, and how
+    many rows in all a gain of `target` would need. Normal approximation of the paired difference, whose standard
+    error is sqrt(discordance / n) (Connor 1987): a statement of scale for people, not a test."""
 
-    have: int  # trusted traffic labels now
-    needed: int | None  # rows at which the test reaches `power` (None: beyond any practical size)
-    gain: float  # the accuracy gain to detect (absolute)
+    n: int
+    discordance: float  # share of rows the two models are taken to disagree on
+    measured: bool  # the discordance was measured on a comparison, not assumed
+    alpha: float
     power: float
-    alpha: float  # per test: the gate's alpha over `tests` (Bonferroni)
-    tests: int  # how many tests the gate's GAIN rule will make
-    discordance: float  # share of rows the two models are assumed to disagree on
-    measured: bool  # discordance measured by the last run's traffic test, not the setting's assumption
+    margin: float  # the loss the rule must rule out (0: the gain itself must be shown)
+    visible: float | None  # the smallest gain passed with `power`; None with no rows
+    target: float  # the gain the rows are sized for
+    rows_for_target: int | None  # rows in all at which `target` becomes visible; None when none would do
 
     @property
-    def more(self) -> int | None:
-        return None if self.needed is None else max(0, self.needed - self.have)
+    def more_for_target(self) -> int | None:
+        return None if self.rows_for_target is None else max(0, self.rows_for_target - self.n)
 
 
-def traffic_sample_size(have: int, config: GateConfig, tests: int, measured: tuple[int, int] | None = None,
-                        min_measured_rows: int = 30) -> SampleSize:
-    """The traffic labels needed to detect `config.target_gain` with `config.power` by the gate's one-sided exact
-    McNemar test at alpha / tests. The discordance rate is the last run's on traffic, `measured` = (rows,
-    discordant rows), when it saw at least `min_measured_rows`; else the setting's assumption."""
-    discordance, from_run = config.discordance, False
-    if measured is not None and measured[0] >= min_measured_rows:
-        discordance, from_run = measured[1] / measured[0], True
-    discordance = min(1.0, max(discordance, config.target_gain))
-    alpha = config.alpha / max(1, tests)
-    needed = rows_for_power(discordance, config.target_gain, alpha, config.power)
-    return SampleSize(have, needed, config.target_gain, config.power, alpha, tests, discordance, from_run)
+def visible_gain(n: int, discordance: float, alpha: float, power: float, margin: float = 0.0) -> float | None:
+    """The smallest true accuracy gain a one-sided rule on n paired rows passes with probability `power`: the rule
+    passes when the observed gain is positive and its lower confidence bound (at 1 - alpha) is above -margin.
+    None without rows."""
+    if n <= 0:
+        return None
+    se = math.sqrt(discordance / n)
+    z_alpha, z_power = float(norm.isf(alpha)), float(norm.isf(1.0 - power))
+    return max(z_power * se, (z_alpha + z_power) * se - margin, 0.0)
+
+
+def rows_for_gain(gain: float, discordance: float, alpha: float, power: float, margin: float = 0.0,
+                  max_rows: int = 1_000_000) -> int | None:
+    """The fewest rows at which `visible_gain` is at most `gain`; None past max_rows."""
+    z_alpha, z_power = float(norm.isf(alpha)), float(norm.isf(1.0 - power))
+    # visible_gain falls as n grows: each of its two terms gives a bound on sqrt(discordance / n).
+    limits = [gain / z_power, (gain + margin) / (z_alpha + z_power)]
+    se = min(limit for limit in limits if limit > 0) if any(limit > 0 for limit in limits) else 0.0
+    if se <= 0:
+        return None
+    rows = math.ceil(discordance / se**2)
+    return rows if rows <= max_rows else None
+
+
+def power_of(n: int, discordance: float, measured: bool, alpha: float, power: float, margin: float, target: float
+             ) -> Power:
+    return Power(n, discordance, measured, alpha, power, margin, visible_gain(n, discordance, alpha, power, margin),
+                 target, rows_for_gain(target, discordance, alpha, power, margin))

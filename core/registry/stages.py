@@ -66,6 +66,7 @@ class RowCounts(TypedDict, total=False):
     feedback_holdout: int
     traffic: int
     base_validation: int
+    golden: int
 
 
 def _row_counts(raw: dict[str, Any]) -> RowCounts:

@@ -52,6 +52,9 @@ class RegistryEvent(TypedDict, total=False):
     reason: str  # promote, adopt, rollback
     reasons: list[str]  # a decision that left the champion serving
     replaced: str | None  # rollback: the champion it replaced
+    by: str  # promote by hand: the maintainer who overruled the gate
+    manual: bool  # promote: a maintainer's decision, not the gate's
+    evidence: dict[str, Any]  # refused, and a promotion by hand: the gate's numbers (GateResult.summary)
 
 
 class RegistryRecord(TypedDict):
@@ -200,11 +203,13 @@ class ModelRegistry:
             record["events"].append({"at": _now(), "action": "adopt", "version": champion, "reason": reason})
             write_json_atomic(self.record_path, record)
 
-    def promote(self, version: str, reason: str = "", *, expected_champion: str | None | object = ANY) -> ModelVersion:
+    def promote(self, version: str, reason: str = "", *, expected_champion: str | None | object = ANY, by: str = "",
+                evidence: dict[str, Any] | None = None) -> ModelVersion:
         """Make `version` the champion; the old champion goes on the history stack.
 
         With `expected_champion` (compare-and-swap) the promotion happens only if the champion is still
-        the one the decision was made against; otherwise ChampionChanged is raised and nothing changes.
+        the one the decision was made against; otherwise ChampionChanged is raised and nothing changes. `by`: a
+        maintainer promoting by hand (a refused challenger), recorded with the gate's `evidence`.
         """
         with self._locked():
             promoted = self.get(version)
@@ -216,18 +221,30 @@ class ModelRegistry:
                 record["history"].append(record["champion"])
             record["champion"] = version
             record["challenger"] = version
-            record["events"].append({"at": _now(), "action": "promote", "version": version, "reason": reason})
+            event: RegistryEvent = {"at": _now(), "action": "promote", "version": version, "reason": reason}
+            if by:
+                event |= {"by": by, "manual": True, "evidence": evidence or {}}
+            record["events"].append(event)
             write_json_atomic(self.record_path, record)
         return promoted
 
-    def note(self, version: str, action: str, reasons: list[str]) -> None:
-        """Record a decision about a version that did not change the champion (e.g. a refused challenger)."""
+    def note(self, version: str, action: str, reasons: list[str], evidence: dict[str, Any] | None = None) -> None:
+        """Record a decision about a version that did not change the champion (e.g. a refused challenger, with the
+        gate's numbers as `evidence`: what a maintainer reads before promoting it by hand)."""
         with self._locked():
             self.get(version)
             record = self.read_record()
             record["challenger"] = version
-            record["events"].append({"at": _now(), "action": action, "version": version, "reasons": reasons})
+            event: RegistryEvent = {"at": _now(), "action": action, "version": version, "reasons": reasons}
+            if evidence is not None:
+                event["evidence"] = evidence
+            record["events"].append(event)
             write_json_atomic(self.record_path, record)
+
+    def refusal(self, version: str) -> RegistryEvent | None:
+        """The newest "refused" event of `version`, or None when the gate never refused it."""
+        return next((e for e in reversed(self.read_record()["events"])
+                     if e.get("action") == "refused" and e.get("version") == version), None)
 
     def rollback(self, reason: str = "", *, expected_champion: str | None | object = ANY) -> ModelVersion:
         """Restore the previous champion. The replaced one is kept on disk but leaves the history.

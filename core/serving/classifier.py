@@ -21,6 +21,7 @@ from core.reading import Reading
 from core.registry.mlflow_champion import ChampionSource
 from core.registry.versions import ModelRegistry, ModelVersion, RegistryError
 from core.serving.batching import MicroBatcher
+from core.serving.lexical import LexicalModel
 from core.settings.config import ServingSection
 from core.settings.policies import MAX_LENGTH
 from core.storage.paths import FP32_FILE, META_FILE, TOKENIZER_FILE
@@ -100,6 +101,8 @@ class OnnxClassifier:
         self.tokenizer.no_truncation()  # whole texts: the reading keeps their head and tail
         self.tokenizer.no_padding()
         self._input_names = {i.name for i in self.session.get_inputs()}
+        # A hybrid version's lexical half (core.serving.lexical): its log-probabilities join the encoder's.
+        self.lexical = LexicalModel.load(self.model_dir)
 
     @property
     def temperature(self) -> float:
@@ -139,8 +142,17 @@ class OnnxClassifier:
         return self.session.run(["logits"], {k: v for k, v in feeds.items() if k in self._input_names})[0]
 
     def logits(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """Logits for each text, batched in length order so little compute goes to padding."""
+        """The served logits of each text (before calibration): the encoder's, joined by the lexical model's where
+        the version has one."""
+        return self._served(texts, self.encode(texts) if texts else [], batch_size)
+
+    def encoder_logits(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """The ONNX file's own logits, batched in length order so little compute goes to padding."""
         return self._logits(self.encode(texts) if texts else [], batch_size)
+
+    def _served(self, texts: Sequence[str], encoded: list[list[int]], batch_size: int) -> np.ndarray:
+        logits = self._logits(encoded, batch_size)
+        return self.lexical.blend(logits, texts) if self.lexical is not None else logits
 
     def _logits(self, encoded: list[list[int]], batch_size: int) -> np.ndarray:
         if not encoded:
@@ -179,7 +191,7 @@ class OnnxClassifier:
         encoded = self.encode(texts) if texts else []
         # Each text's form is read once: for its temperature, and for whoever watches traffic by form.
         forms = [guess_form(text).value for text in texts]
-        probs = self.calibrated(self._logits(encoded, batch_size), forms)
+        probs = self.calibrated(self._served(texts, encoded, batch_size), forms)
         out = []
         for ids, row, form in zip(encoded, probs, forms, strict=True):
             out.append(

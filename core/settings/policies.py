@@ -15,6 +15,7 @@ from core.settings.fields import Section, internal, setting
 # Shared by more than one policy or layer, so named once here.
 MAX_LENGTH = 192  # tokens a text is cut to: in training, in the export's metadata, and when serving a file without it
 TAIL_TOKENS = 0  # of a longer text, the tokens read from its end (core.reading)
+OWN_ROWS = 100  # the newsroom's own held-out articles from which they decide (GateConfig.own_rows)
 DROPOUT = 0.3  # the classifier head's dropout (retrain.model.NewsClassifier), saved with each checkpoint
 SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (NEWSLOOP_SESSION_CAPACITY, web.server.session_memory)
 LABELS_REQUIRED = 1  # agreeing labels a text needs (the queue hands it out until then; trust trains on it after)
@@ -51,6 +52,12 @@ class TrainConfig(Section):
     # MiniLM's 6 (NEWSLOOP_RETRAIN_FREEZE_LAYERS): a step then costs 0.67x the CPU time (14.8 vs 22.0 s for
     # 10), and on the headline shift (bench/retrain_speed.py) the challenger gained as much on headlines.
     freeze_layers: int = internal(0, ge=0)
+    lexical: bool = setting(
+        True, description="Join the encoder with a TF-IDF linear model fitted on the same rows (a hybrid; its "
+        "weight is chosen on the validation rows, 0 serving the encoder alone).",
+    )
+    lexical_c: float = internal(30.0, gt=0.0)  # the lexical model's inverse L2 strength (scikit-learn's C)
+    lexical_terms: int = internal(100_000, ge=1)  # the most words and word pairs it keeps (the most frequent)
 
     @model_validator(mode="after")
     def _tail_fits(self) -> TrainConfig:
@@ -77,13 +84,35 @@ class GateConfig(Section):
     noninferiority_alpha: float = setting(
         0.05, gt=0.0, lt=1.0, description="One-sided p-value that shows the challenger is not worse on base validation."
     )
+    # The newsroom's own held-out articles (golden set, traffic set, feedback holdout: labelled in its current topics)
+    # become the gate's main evidence from this many on; the base data's rules then only guard against forgetting.
+    own_rows: int = setting(
+        OWN_ROWS, ge=1, description="Held-out articles of the newsroom's own (golden set, traffic set and feedback "
+        "holdout together) from which they decide a promotion; the base data then only guards against forgetting.",
+    )
+    own_margin: float = setting(
+        0.02, gt=0.0, lt=1.0, description="On the newsroom's own articles, the accuracy loss (absolute) that must "
+        "be ruled out (one-sided, at alpha) besides the gain seen.",
+    )
+    forget_margin: float = setting(
+        0.05, gt=0.0, lt=1.0, description="With the newsroom's own articles deciding: a base topic whose meaning is "
+        "unchanged refuses a challenger that reads it this much worse (absolute recall), when the loss is not chance.",
+    )
     holdout_weight: float = internal(0.5, ge=0.0, le=1.0)  # weight of users' sets in the combined score, before small-set scaling
     min_discordant: int = internal(1, ge=0)  # fewer discordant pairs than this cannot be significant, so refuse
-    # The traffic set's size target (the preview's power calculation, `core.evaluation.paired.rows_for_power`).
-    target_gain: float = setting(0.02, gt=0.0, lt=1.0, description="Traffic accuracy gain to size the traffic set for.")
-    power: float = setting(0.8, gt=0.0, lt=1.0, description="Chance of detecting that gain with the gate's test.")
+    # What the preview and the decision size the evidence for ("about 300 more would show a 1-point gain";
+    # core.evaluation.paired.Power).
+    target_gain: float = setting(
+        0.01, gt=0.0, lt=1.0, description="Accuracy gain the preview and the decision say how many held-out articles "
+        "would show.",
+    )
+    power: float = setting(
+        0.8, gt=0.0, lt=1.0, description="How often a gain counts as visible: the chance the gate passes a model that "
+        "much better.",
+    )
     discordance: float = setting(
-        0.10, gt=0.0, lt=1.0, description="Assumed share of traffic rows the models disagree on, until measured."
+        0.10, gt=0.0, lt=1.0, description="Assumed share of held-out articles two models disagree on, until a "
+        "retrain measures it.",
     )
     # A topic the champion lacks (added, or split off) has no champion to beat: it is judged on its own held-out
     # answers, by lower confidence bounds at `alpha` (retrain.gate.new_topic_rule), so few answers pass only when

@@ -10,6 +10,7 @@ FP32_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 ONNX_FILES = (FP32_FILE, INT8_FILE)
 TOKENIZER_FILE = "tokenizer.json"
+LEXICAL_FILE = "lexical.npz"  # a hybrid version's lexical half (core.serving.lexical)
 META_FILE = "meta.json"
 CHECKPOINT_DIR = "checkpoint"  # PyTorch weights for warm starts
 VALIDATION_PROBS = "validation_probs.npy"  # the served file's validation probabilities, reused by the gate

@@ -220,9 +220,20 @@ def _v14(op: Operations) -> None:
     op.create_index("unlisted_text_hash", "unlisted", ["text_hash", "annotator"])
 
 
+def _v15(op: Operations) -> None:
+    """The golden set (`feedback.evaluation.golden`): a newsroom's own labelled articles that judge models and are
+    never trained on; one label per text, the topic key under the taxonomy version it was given in."""
+    op.create_table(
+        "golden", _id(), _text("text", required=True), _text("text_hash", required=True), _text("label", required=True),
+        sa.Column("taxonomy_version", sa.Integer, nullable=False), _text("source"), _text("added_by"),
+        _text("added_at", required=True),
+    )
+    op.create_index("golden_text_hash", "golden", ["text_hash"], unique=True)
+
+
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10,
-                             11: _v11, 12: _v12, 13: _v13, 14: _v14}
+                             11: _v11, 12: _v12, 13: _v13, 14: _v14, 15: _v15}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).

@@ -180,7 +180,20 @@ unlisted = sa.Table(
     sa.Index("unlisted_text_hash", "text_hash", "annotator"),
 )
 
-# What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items); the label fixes go
-# with it because a retrain reads them from that copy.
+golden = sa.Table(
+    "golden", metadata,
+    sa.Column("id", ROW_ID, sa.Identity(), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("text_hash", sa.Text, nullable=False),
+    sa.Column("label", sa.Text, nullable=False),  # a topic key, under `taxonomy_version`
+    sa.Column("taxonomy_version", sa.Integer, nullable=False),
+    sa.Column("source", sa.Text),  # the file it was imported from
+    sa.Column("added_by", sa.Text),
+    sa.Column("added_at", sa.Text, nullable=False),
+    sa.Index("golden_text_hash", "text_hash", unique=True),
+)
+
+# What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items); the label fixes and the
+# golden set go with it because a retrain reads them from that copy.
 COPIED = (answers, pool, skips, served_tallies, label_searches, label_candidates, label_fixes, taxonomy_versions,
-          unlisted)
+          unlisted, golden)

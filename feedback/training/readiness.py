@@ -1,6 +1,6 @@
 """What the next retrain would have to work with, read from the live store: trusted feedback, how much of it is
-new since the last run, the traffic set and how many more labels it needs, and true-looking corrections
-waiting for review. `retrain watch`, the in-app schedule (which runs `watch --once`), the retrain preview and
+new since the last run, the newsroom's own held-out articles the gate would judge on and what gain they could see,
+and true-looking corrections waiting for review. `retrain watch`, the in-app schedule (which runs `watch --once`), the retrain preview and
 `retrain status` all read it here, so "enough new feedback" means one thing everywhere.
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.evaluation.decision import EvalSetName, FeedbackParts, Rule
-from core.evaluation.paired import SampleSize, traffic_sample_size
+from core.evaluation.decision import FeedbackParts, GateMode, describe_power
+from core.evaluation.paired import Power, power_of
 from core.registry.stages import RunRecord
 from core.settings.policies import GateConfig, RetrainPolicy, TrustPolicy
 from feedback.store import FeedbackStore
@@ -31,7 +31,7 @@ class Readiness:
     min_new: int  # new trusted answers a scheduled retrain waits for
     train: int  # trusted texts it would train on
     holdout: int  # ... hold out to judge with
-    traffic: SampleSize  # the traffic set: labels now, and labels needed to detect the target gain
+    evidence: Evidence  # the newsroom's own held-out articles the gate would judge on, and what they could see
     credible_waiting: int  # suspicious answers from signed-in or checked people, waiting for review
     label_fixes: int = 0  # a maintainer's live label fixes (relabels, exclusions) the retrain reads rows through
 
@@ -43,7 +43,38 @@ class Readiness:
     def parts(self) -> FeedbackParts:
         """The trusted texts by part, as the run will log them and its decision state them (the base-validation
         texts among those to train on aside: only the run, which loads the base data, knows them)."""
-        return FeedbackParts(train=self.train, holdout=self.holdout, traffic=self.traffic.have)
+        return FeedbackParts(train=self.train, holdout=self.holdout, traffic=self.evidence.traffic)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The newsroom's own held-out articles the next gate would judge on (labelled in its current topics), whether
+    they are enough to decide (`GateConfig.own_rows`), and the gain they could see (`Power`)."""
+
+    golden: int  # the golden set (feedback.evaluation.golden)
+    traffic: int  # trusted answers on the traffic set
+    holdout: int  # trusted answers held out
+    own_rows: int  # the setting: own articles from which they decide
+    power: Power
+
+    @property
+    def own(self) -> int:
+        return self.golden + self.traffic + self.holdout
+
+    @property
+    def mode(self) -> str:
+        return GateMode.OWN.value if self.own >= self.own_rows else GateMode.BASE.value
+
+    def words(self) -> str:
+        """Whose articles the next decision would rest on, and what gain they could see, in a maintainer's words."""
+        parts = f"{self.golden:,} golden, {self.traffic:,} from the traffic set and {self.holdout:,} held-out answers"
+        if self.mode == GateMode.OWN.value:
+            head = f"Your own {self.own:,} held-out articles ({parts}) would decide."
+        else:
+            head = (f"Your own held-out articles ({parts}: {self.own:,}) are fewer than the {self.own_rows:,} that "
+                    "decide, so the base data's rules would judge; a golden set (`newsloop golden import`, or the "
+                    f"Golden set panel) of {self.own_rows - self.own:,} more would let yours decide.")
+        return f"{head} {describe_power(self.power)}"
 
 
 def new_trusted_answers(rows: Sequence[Mapping[str, Any]], trusted: Sequence[TrustedExample], since_id: int) -> int:
@@ -71,17 +102,19 @@ def readiness(store: FeedbackStore, trust: TrustPolicy, policy: RetrainPolicy, g
     rows = store.answers(taxonomy=taxonomy)
     trusted = select_trusted(rows, store.gold_labels(taxonomy), trust)
     fixes = read_fixes(store)
-    split = split_trusted(fixes.trusted(trusted), traffic_hashes(store), policy.holdout_fraction, taxonomy)
-    # The GAIN rule tests each non-empty set and, with more than one, all rows pooled (retrain.gate).
-    sets = 1 + bool(split.holdout) + 1  # base validation, the holdout if any, the traffic set
-    tests = sets + 1
+    golden = store.golden.hashes()
+    split = split_trusted(fixes.trusted(trusted), traffic_hashes(store), policy.holdout_fraction, taxonomy, golden)
+    own = len(golden) + len(split.traffic) + len(split.holdout)
+    discordance, measured = _discordance(last_run, gate)
+    evidence = Evidence(len(golden), len(split.traffic), len(split.holdout), gate.own_rows,
+                        power_of(own, discordance, measured, gate.alpha, gate.power, gate.own_margin, gate.target_gain))
     return Readiness(
         trusted=len(trusted),
         new_trusted=new_trusted_answers(rows, trusted, _since(last_run)),
         min_new=policy.min_feedback,
         train=len(split.train),
         holdout=len(split.holdout),
-        traffic=traffic_sample_size(len(split.traffic), gate, tests, _measured(last_run)),
+        evidence=evidence,
         credible_waiting=credible_waiting(store.database, trust),
         label_fixes=len(fixes),
     )
@@ -91,8 +124,8 @@ def _since(last_run: RunRecord | None) -> int:
     return last_run.last_answer_id if last_run is not None else 0
 
 
-def _measured(last_run: RunRecord | None) -> tuple[int, int] | None:
-    """(rows, discordant rows) of the last run's traffic test, if it had one."""
-    gain = last_run.gate.rule(Rule.GAIN) if last_run is not None and last_run.gate is not None else None
-    test = next((t for t in gain.tests if t.subject == EvalSetName.TRAFFIC), None) if gain else None
-    return (test.n, test.challenger_only + test.champion_only) if test else None
+def _discordance(last_run: RunRecord | None, gate: GateConfig) -> tuple[float, bool]:
+    """The share of held-out articles the last two models disagreed on, where the last run measured it; else the
+    setting's assumption."""
+    power = last_run.gate.power if last_run is not None and last_run.gate is not None else None
+    return (power.discordance, True) if power is not None and power.measured else (gate.discordance, False)

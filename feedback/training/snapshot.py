@@ -4,6 +4,7 @@ the maintainer's label fixes the retrain applies to the base rows."""
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -41,6 +42,8 @@ class FeedbackSplit:
     taxonomy_version: int = 0
     left_out: int = 0
     unlabelled_traffic: list[str] = field(default_factory=list)
+    golden: list[Example] = field(default_factory=list)  # the golden set: judges only (feedback.evaluation.golden)
+    on_golden: int = 0  # trusted texts set aside because the golden set holds them: its label judges them
 
     @property
     def parts(self) -> FeedbackParts:
@@ -95,20 +98,21 @@ def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fractio
         fixes = read_fixes(store)
         trusted = read_trusted(store, policy, fixes, taxonomy)
         last_id = max((row["id"] for row in store.answers(limit=1)), default=0)
-        split = split_trusted(trusted, traffic_hashes(store), holdout_fraction, taxonomy)
+        split = split_trusted(trusted, traffic_hashes(store), holdout_fraction, taxonomy, store.golden.hashes())
         answered = {text_hash(e.text) for e in split.traffic}
         with store.database.read() as conn:
             texts = traffic_texts(conn, answered, unlabelled_traffic) if unlabelled_traffic else []
+        golden = store.golden.examples(taxonomy)
     finally:
         store.close()
-    return replace(split, last_answer_id=last_id, fixes=fixes, unlabelled_traffic=texts)
+    return replace(split, last_answer_id=last_id, fixes=fixes, unlabelled_traffic=texts, golden=golden)
 
 
 def trusted_parts(store: FeedbackStore, policy: TrustPolicy, holdout_fraction: float) -> FeedbackParts:
     """The live store's trusted texts by part, as the next retrain's snapshot would split them (the admin tiles')."""
     taxonomy = store.taxonomy()
     return split_trusted(read_trusted(store, policy, taxonomy=taxonomy), traffic_hashes(store), holdout_fraction,
-                         taxonomy).parts
+                         taxonomy, store.golden.hashes()).parts
 
 
 def traffic_hashes(store: FeedbackStore) -> set[str]:
@@ -129,12 +133,17 @@ def as_example(text: str, label: str, taxonomy: Taxonomy) -> Example | None:
 
 
 def split_trusted(trusted: list[TrustedExample], traffic: set[str], holdout_fraction: float,
-                  taxonomy: Taxonomy) -> FeedbackSplit:
+                  taxonomy: Taxonomy, golden: Collection[str] = frozenset()) -> FeedbackSplit:
     """Traffic texts apart (never trained on); the rest split by salted text hash into train and holdout; labels
-    index `taxonomy`'s keys, and texts whose topic it does not have are left out and counted."""
+    index `taxonomy`'s keys, and texts whose topic it does not have are left out and counted. Texts of the golden set
+    (`golden`: their hashes) are set aside and counted: the golden set's own label judges them, nothing trains on
+    them."""
     examples = []
     left_out = 0
+    on_golden = sum(1 for t in trusted if (t.text_hash or text_hash(t.text)) in golden)
     for t in trusted:
+        if (t.text_hash or text_hash(t.text)) in golden:
+            continue
         example = as_example(t.text, t.label, taxonomy)
         if example is None:
             left_out += 1
@@ -144,4 +153,4 @@ def split_trusted(trusted: list[TrustedExample], traffic: set[str], holdout_frac
                                    salt=HOLDOUT_SALT)
     return FeedbackSplit(train=train, holdout=holdout, last_answer_id=0,
                          traffic=[e for e, digest in examples if digest in traffic], labels=taxonomy.keys,
-                         taxonomy_version=taxonomy.version, left_out=left_out)
+                         taxonomy_version=taxonomy.version, left_out=left_out, on_golden=on_golden)

@@ -13,16 +13,17 @@ import numpy as np
 import pytest
 
 from core.evaluation.decision import FeedbackParts, GateResult, Rule, RuleResult, p_text, pct, points
-from core.evaluation.paired import traffic_sample_size
+from core.evaluation.paired import power_of
 from core.labels import LABELS
 from core.registry.stages import Outcome, Progress, RowCounts, RunRecord, Stage, read_last_run, state_payload
 from core.registry.versions import write_json_atomic
 from core.settings.policies import GateConfig
 from core.storage.paths import HomePaths
 from core.topic_maps import NewTopicScore
+from feedback.training.readiness import Evidence
 from retrain.gate import EvalSet, decide
 from web.admin import report
-from web.admin.decision_words import decision_text, traffic_sentence
+from web.admin.decision_words import decision_text, statistics_fold
 from web.admin.jobs import JobStatus, RetrainJobs
 from web.admin.report import served_accuracy
 
@@ -60,14 +61,31 @@ def gate_for(case: str) -> GateResult:
         users = truth(25)
         holdout = EvalSet("feedback_holdout", users, wrong_at(users, list(range(40))), users.copy())
         lost = [(k % 4) * 500 + k for k in range(13)]
-        return decide([EvalSet("base_validation", y, y.copy(), wrong_at(y, lost)), holdout], GateConfig())
+        # Base mode: fewer own articles than decide (GateConfig.own_rows).
+        return decide([EvalSet("base_validation", y, y.copy(), wrong_at(y, lost)), holdout], GateConfig(own_rows=1000))
     if case == "new_topic":  # a topic the champion lacks, with too few held-out answers to judge
         few = NewTopicScore("Health", "Health", 8, found=6, predicted=7, right=6)
         return decide([EvalSet("base_validation", y, better, y.copy())], GateConfig(), LABELS, [few])
+    if case == "own_gain":  # the newsroom's own articles decide: the new model is right on one fewer of them
+        own = truth(30)
+        golden = EvalSet("golden", own, own.copy(), wrong_at(own, [5]))
+        return decide([EvalSet("base_validation", y, y.copy(), y.copy()), golden], GateConfig())
+    if case == "own_not_worse":  # one more right of 100, too few to rule out a 2-point loss
+        own = truth(25)
+        golden = EvalSet("golden", own, wrong_at(own, [0, 30, 60]), wrong_at(own, [1, 31]))
+        return decide([EvalSet("base_validation", y, y.copy(), y.copy()), golden], GateConfig())
+    if case == "topic_not_worse":  # better overall, but it lost ten of one topic's articles
+        own = truth(50)
+        golden = EvalSet("golden", own, wrong_at(own, list(range(50, 62))), wrong_at(own, list(range(10))))
+        return decide([EvalSet("base_validation", y, y.copy(), y.copy()), golden], GateConfig())
+    if case == "forgetting":  # better on its own articles, but a base topic read 10 points worse
+        own = truth(50)
+        golden = EvalSet("golden", own, wrong_at(own, list(range(0, 200, 10))), own.copy())
+        return decide([EvalSet("base_validation", y, y.copy(), wrong_at(y, list(range(40)))), golden], GateConfig())
     if case == "not_worse":
         users = truth(50)
         traffic = EvalSet("traffic", users, users.copy(), wrong_at(users, list(range(0, 200, 20))))
-        return decide([EvalSet("base_validation", y, better, y.copy()), traffic], GateConfig(margin=0.0))
+        return decide([EvalSet("base_validation", y, better, y.copy()), traffic], GateConfig(margin=0.0, own_rows=1000))
     raise AssertionError(case)
 
 
@@ -118,7 +136,7 @@ def record_numbers(run: RunRecord) -> set[str]:
 
 
 CASES = ["promote", "feedback", "feedback_on_validation", "champion", "margin", "discordant", "gain", "not_worse", "base_accuracy",
-         "label_recall", "champion_unchanged", "new_topic"]
+         "label_recall", "champion_unchanged", "new_topic", "own_gain", "own_not_worse", "topic_not_worse", "forgetting"]
 
 
 def test_every_rule_can_fail_in_these_cases() -> None:
@@ -175,14 +193,17 @@ def test_the_numbers_accordion_gives_both_validation_scores_while_fixes_touch_va
     assert numbers["validation_scores"]["as_corrected"]["champion"]["accuracy"] == 0.91
 
 
-def test_traffic_sentence_states_the_need_and_its_assumptions() -> None:
-    need = traffic_sample_size(120, GateConfig(), tests=4)
-    text = traffic_sentence(need)
-    assert f"**{need.more:,} more** ({need.needed:,} in all)" in text
-    assert "2.00 points gain with 80.00% power" in text and "alpha 0.0125, adjusted for 4 tests" in text
-    assert "disagree on 10.00% of articles" in text
-    measured = traffic_sample_size(5000, GateConfig(), tests=3, measured=(300, 60))
-    assert "enough to detect" in traffic_sentence(measured) and "measured by the last run" in traffic_sentence(measured)
+def test_the_statistics_fold_names_its_assumptions() -> None:
+    config = GateConfig()
+    assumed = Evidence(0, 40, 30, config.own_rows, power_of(70, config.discordance, False, config.alpha, config.power,
+                                                             config.own_margin, config.target_gain))
+    text = statistics_fold(assumed)
+    assert text.startswith("<details><summary>") and "disagree on 10.00% of articles" in text
+    assert "NEWSLOOP_GATE_DISCORDANCE, until a retrain measures it" in text and "2.00 points or more ruled out" in text
+    measured = Evidence(200, 90, 65, config.own_rows, power_of(355, 0.05, True, 0.05, 0.8, 0.02, 0.01))
+    assert "as the last retrain measured" in statistics_fold(measured)
+    assert measured.mode == "own" and "Your own 355 held-out articles" in measured.words()
+    assert "a 1-point gain is visible" in measured.words()
 
 
 def job(step: Stage | None, **overrides: object) -> JobStatus:

@@ -16,6 +16,11 @@ from retrain.gate import EvalSet, combined_score, decide
 PER_CLASS = 100
 
 
+# The base data's rules alone: more own held-out articles than any test here has (GateConfig.own_rows); the own
+# mode's rules are tested in tests/unit/test_gate_own.py.
+BASE_ONLY = 1_000_000
+
+
 def balanced_truth(per_class: int = PER_CLASS) -> np.ndarray:
     return np.repeat(np.arange(len(LABELS)), per_class)
 
@@ -42,7 +47,7 @@ def failed(result: GateResult) -> list[tuple[Rule, str]]:
 def test_clearly_better_challenger_is_promoted_and_every_rule_says_why() -> None:
     y = balanced_truth()
     champion = wrong_at(y, [i for label in range(4) for i in rows_of_class(label, 10)])
-    result = decide([base(y, champion, y.copy())], GateConfig())
+    result = decide([base(y, champion, y.copy())], GateConfig(own_rows=BASE_ONLY))
     assert result.promote and result.failed == () and result.reasons == []
     assert [r.rule for r in result.rules] == [Rule.MARGIN, Rule.DISCORDANT, Rule.GAIN, Rule.BASE_ACCURACY,
                                               *[Rule.LABEL_RECALL] * 4]
@@ -59,7 +64,7 @@ def test_clearly_better_challenger_is_promoted_and_every_rule_says_why() -> None
 def test_gain_below_margin_is_refused_for_that_reason_alone() -> None:
     y = balanced_truth()
     champion = wrong_at(y, [i for label in range(4) for i in rows_of_class(label, 3)])
-    result = decide([base(y, champion, y.copy())], GateConfig(margin=0.05))
+    result = decide([base(y, champion, y.copy())], GateConfig(own_rows=BASE_ONLY, margin=0.05))
     assert failed(result) == [(Rule.MARGIN, "")]
     margin = result.rule(Rule.MARGIN)
     assert margin.threshold == 0.05 and margin.difference == pytest.approx(result.delta)
@@ -71,7 +76,7 @@ def test_small_gain_on_few_discordant_pairs_is_not_significant() -> None:
     y = balanced_truth(per_class=400)
     champion = wrong_at(y, [0, 400, 800])
     challenger = wrong_at(y, [1])
-    result = decide([base(y, champion, challenger)], GateConfig(margin=0.0))
+    result = decide([base(y, champion, challenger)], GateConfig(own_rows=BASE_ONLY, margin=0.0))
     assert failed(result) == [(Rule.GAIN, "")]
     gain = result.rule(Rule.GAIN)
     assert (gain.challenger_only, gain.champion_only) == (3, 1)
@@ -81,7 +86,7 @@ def test_small_gain_on_few_discordant_pairs_is_not_significant() -> None:
 
 def test_identical_models_are_refused_for_lack_of_discordant_pairs() -> None:
     y = balanced_truth()
-    result = decide([base(y, y.copy(), y.copy())], GateConfig(margin=0.0))
+    result = decide([base(y, y.copy(), y.copy())], GateConfig(own_rows=BASE_ONLY, margin=0.0))
     assert failed(result) == [(Rule.DISCORDANT, "base_validation"), (Rule.GAIN, "")]
     assert result.rule(Rule.DISCORDANT).threshold == 1 and result.p_value == 1.0
 
@@ -94,7 +99,7 @@ def test_a_clear_loss_on_base_is_refused_even_when_macro_f1_rises() -> None:
     champion[y == 3] = 0
     challenger = y.copy()
     challenger[:40] = 1
-    result = decide([base(y, champion, challenger)], GateConfig(recall_margin=0.05))
+    result = decide([base(y, champion, challenger)], GateConfig(own_rows=BASE_ONLY, recall_margin=0.05))
     assert result.delta > 0.1
     assert (Rule.BASE_ACCURACY, "base_validation") in failed(result)
     assert (Rule.LABEL_RECALL, "World") in failed(result)
@@ -110,7 +115,7 @@ def test_label_recall_non_inferiority_on_the_boundary(lost: int, passes: bool) -
     y = balanced_truth(per_class=400)
     champion = wrong_at(y, [i for label in range(3) for i in rows_of_class(label, 40, per_class=400)])
     challenger = wrong_at(y, rows_of_class(3, lost, per_class=400))
-    result = decide([base(y, champion, challenger)], GateConfig())
+    result = decide([base(y, champion, challenger)], GateConfig(own_rows=BASE_ONLY))
     recall = result.rule(Rule.LABEL_RECALL, "Sci/Tech")
     assert (recall.n, recall.challenger_only, recall.champion_only) == (400, 0, lost)
     assert recall.difference == pytest.approx(-lost / 400) and recall.threshold == 0.03
@@ -128,7 +133,7 @@ def test_base_accuracy_non_inferiority_on_the_boundary(lost: int, passes: bool) 
     challenger = wrong_at(y, [label * 500 + i for i in range(lost) for label in [i % 4]])
     holdout_y = balanced_truth(per_class=25)
     holdout = EvalSet("feedback_holdout", holdout_y, wrong_at(holdout_y, list(range(40))), holdout_y.copy())
-    result = decide([base(y, y.copy(), challenger), holdout], GateConfig())
+    result = decide([base(y, y.copy(), challenger), holdout], GateConfig(own_rows=BASE_ONLY))
     accuracy = result.rule(Rule.BASE_ACCURACY)
     assert (accuracy.n, accuracy.champion_only, accuracy.difference) == (2000, lost, pytest.approx(-lost / 2000))
     assert accuracy.passed is passes and (accuracy.bound > -0.01) is passes
@@ -143,7 +148,7 @@ def test_a_drop_the_old_zero_tolerance_refused_is_now_accepted() -> None:
     challenger = wrong_at(y, lost)
     holdout_y = balanced_truth(per_class=40)
     holdout = EvalSet("feedback_holdout", holdout_y, wrong_at(holdout_y, list(range(0, 160, 4))), holdout_y.copy())
-    result = decide([base(y, champion, challenger), holdout], GateConfig())
+    result = decide([base(y, champion, challenger), holdout], GateConfig(own_rows=BASE_ONLY))
     accuracy = result.rule(Rule.BASE_ACCURACY)
     assert (accuracy.challenger_only, accuracy.champion_only) == (6, 10)
     assert accuracy.passed and result.promote, result.reasons
@@ -155,7 +160,7 @@ def test_traffic_gain_promotes_and_is_the_evidence() -> None:
     champion = wrong_at(traffic_y, list(range(0, 200, 10)))  # 20 errors the challenger fixes
     challenger = wrong_at(traffic_y, [1, 2])  # and 2 new ones
     sets = [base(y, y.copy(), y.copy()), EvalSet("traffic", traffic_y, champion, challenger)]
-    result = decide(sets, GateConfig())
+    result = decide(sets, GateConfig(own_rows=BASE_ONLY))
     assert result.promote, result.reasons
     gain = result.rule(Rule.GAIN)
     by_set = {t.subject: t for t in gain.tests}
@@ -172,7 +177,7 @@ def test_significantly_worse_on_traffic_is_refused() -> None:
     fixes = [i for label in range(4) for i in rows_of_class(label, 10)]
     sets = [base(y, wrong_at(y, fixes), y.copy()),
             EvalSet("traffic", traffic_y, traffic_y.copy(), wrong_at(traffic_y, list(range(0, 200, 20))))]
-    result = decide(sets, GateConfig(margin=0.0))
+    result = decide(sets, GateConfig(own_rows=BASE_ONLY, margin=0.0))
     worse = result.rule(Rule.NOT_WORSE, "traffic")
     assert not worse.passed and (worse.challenger_only, worse.champion_only) == (0, 10)
     assert worse.p_value == pytest.approx(0.5**10)
@@ -189,7 +194,7 @@ def test_a_gain_concentrated_in_the_holdout_is_not_drowned_by_base_noise() -> No
         base(y, wrong_at(y, fixes), wrong_at(y, breaks)),
         EvalSet("feedback_holdout", holdout_y, wrong_at(holdout_y, list(range(0, 36, 4))), holdout_y.copy()),
     ]
-    result = decide(sets, GateConfig())
+    result = decide(sets, GateConfig(own_rows=BASE_ONLY))
     by_set = {t.subject: t for t in result.rule(Rule.GAIN).tests}
     assert (by_set["pooled"].challenger_only, by_set["pooled"].champion_only) == (29, 20)
     assert result.p_value == pytest.approx(0.5**9 * 3)  # 9 vs 0, exact one-sided, times three tests
@@ -219,7 +224,7 @@ def test_combined_score_weights_users_sets_and_scales_down_small_ones(
 def test_traffic_claims_its_weight_before_the_holdout() -> None:
     holdout = perfect_base_and_useless_users_set(200)
     traffic = perfect_base_and_useless_users_set(100, "traffic")[1]
-    result = decide([*holdout, traffic], GateConfig())
+    result = decide([*holdout, traffic], GateConfig(own_rows=BASE_ONLY))
     weights = {s.name: s.weight for s in result.sets}
     assert weights == pytest.approx({"base_validation": 0.5, "traffic": 0.25, "feedback_holdout": 0.25})
 
@@ -229,13 +234,13 @@ def test_empty_users_set_counts_for_nothing() -> None:
     empty = np.array([], dtype=int)
     sets = [base(y, y.copy(), y.copy()), EvalSet("feedback_holdout", empty, empty, empty)]
     assert combined_score(sets, "champion", 0.5) == 1.0
-    holdout = decide(sets, GateConfig()).scores("feedback_holdout")
+    holdout = decide(sets, GateConfig(own_rows=BASE_ONLY)).scores("feedback_holdout")
     assert (holdout.n, holdout.weight, holdout.champion_accuracy, holdout.challenger_macro_f1) == (0, 0.0, None, None)
 
 
 def test_result_survives_json_and_back() -> None:
     sets = [EvalSet(s.name, s.y_true, s.challenger_pred, s.champion_pred) for s in perfect_base_and_useless_users_set(40)]
-    result = decide(sets, GateConfig())
+    result = decide(sets, GateConfig(own_rows=BASE_ONLY))
     assert not result.promote
     restored = GateResult.from_dict(json.loads(json.dumps(result.to_dict(), allow_nan=False)))
     assert restored == result
@@ -261,7 +266,7 @@ def test_result_survives_json_and_back() -> None:
 )
 def test_invalid_input_raises_value_error(sets: list[EvalSet], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        decide(sets, GateConfig())
+        decide(sets, GateConfig(own_rows=BASE_ONLY))
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,16 @@ import math
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
-from scipy.stats import binomtest, multinomial, norm
+from scipy.stats import norm
 
 from core.evaluation.paired import (
     discordant,
     mcnemar_p,
-    mcnemar_power,
     noninferiority,
-    rows_for_power,
+    power_of,
+    rows_for_gain,
     tango_z,
+    visible_gain,
 )
 
 
@@ -78,27 +79,27 @@ def test_noninferiority_of_an_empty_set_passes_and_claims_nothing() -> None:
         noninferiority(10, 1, 1, margin=0.0, alpha=0.05)
 
 
-def brute_force_power(n: int, discordance: float, gain: float, alpha: float) -> float:
-    """Sum over every (b, c) of the trinomial, rejecting where the exact one-sided p is below alpha."""
+def pass_rate(n: int, discordance: float, gain: float, margin: float, alpha: float, draws: int = 2000) -> float:
+    """How often the own mode's rules (a gain seen, a loss of `margin` ruled out) pass a model truly `gain` better,
+    over simulated paired comparisons of n rows."""
     p10, p01 = (discordance + gain) / 2, (discordance - gain) / 2
-    total = 0.0
-    for b in range(n + 1):
-        for c in range(n + 1 - b):
-            if binomtest(b, b + c, 0.5, alternative="greater").pvalue < alpha if b + c else False:
-                total += multinomial.pmf([b, c, n - b - c], n, [p10, p01, 1 - p10 - p01])
-    return total
+    counts = np.random.default_rng(0).multinomial(n, [p10, p01, 1 - p10 - p01], size=draws)
+    return float(np.mean([b > c and noninferiority(n, b, c, margin, alpha).passed for b, c, _ in counts]))
 
 
-@pytest.mark.parametrize(("n", "discordance", "gain", "alpha"), [(40, 0.3, 0.1, 0.05), (60, 0.2, 0.08, 0.0125)])
-def test_power_of_the_exact_test_matches_brute_force(n: int, discordance: float, gain: float, alpha: float) -> None:
-    assert mcnemar_power(n, discordance, gain, alpha) == pytest.approx(brute_force_power(n, discordance, gain, alpha),
-                                                                       abs=1e-9)
+def test_a_gain_said_visible_passes_the_own_rules_about_as_often_as_the_power_says() -> None:
+    n, discordance, margin = 345, 0.06, 0.02
+    gain = visible_gain(n, discordance, 0.05, 0.8, margin)
+    assert gain is not None and 0.005 < gain < 0.03
+    assert 0.7 < pass_rate(n, discordance, gain, margin, 0.05) < 0.9
+    assert pass_rate(n, discordance, gain / 3, margin, 0.05) < 0.7  # a third of it is seen far less often
+    assert visible_gain(0, discordance, 0.05, 0.8, margin) is None
 
 
-def test_rows_for_power_reaches_the_power_and_one_row_fewer_does_not() -> None:
-    n = rows_for_power(discordance=0.10, gain=0.02, alpha=0.05, power=0.8)
-    assert n is not None and 1000 < n < 2500  # the normal approximation (Connor 1987) says about 1,540
-    assert mcnemar_power(n, 0.10, 0.02, 0.05) >= 0.8 > mcnemar_power(n - 1, 0.10, 0.02, 0.05)
-    # A larger gain needs fewer rows; a stricter alpha more.
-    assert rows_for_power(0.10, 0.04, 0.05, 0.8) < n < rows_for_power(0.10, 0.02, 0.0125, 0.8)
-    assert rows_for_power(0.5, 0.001, 0.05, 0.8, max_rows=1000) is None
+def test_rows_for_gain_is_where_the_gain_becomes_visible() -> None:
+    n = rows_for_gain(0.01, 0.06, 0.05, 0.8, 0.02)
+    assert n is not None
+    assert visible_gain(n, 0.06, 0.05, 0.8, 0.02) <= 0.01 + 1e-12 < visible_gain(n - 1, 0.06, 0.05, 0.8, 0.02)  # type: ignore[operator]
+    assert rows_for_gain(0.02, 0.06, 0.05, 0.8, 0.02) < n  # type: ignore[operator]  # a larger gain needs fewer
+    power = power_of(100, 0.06, True, 0.05, 0.8, 0.02, 0.01)
+    assert power.more_for_target == n - 100 and power.visible == visible_gain(100, 0.06, 0.05, 0.8, 0.02)

@@ -70,15 +70,20 @@ def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: 
                  probabilities=SURE_OF_WORLD, verified=True)
     ready = readiness(store, TrustPolicy(), RetrainPolicy(min_feedback=150), GateConfig(), None)
     traffic = sum(row["traffic"] for row in pool)
-    assert ready.traffic.have == traffic > 0 and ready.train + ready.holdout + traffic == ready.trusted == 100
+    assert ready.evidence.traffic == traffic > 0 and ready.train + ready.holdout + traffic == ready.trusted == 100
     assert ready.new_trusted == 100 and not ready.enough and ready.credible_waiting == 1
-    assert ready.traffic.tests == 4 and ready.traffic.more == ready.traffic.needed - traffic
+    # Fewer own held-out articles than decide (GateConfig.own_rows): the preview says how many a golden set adds.
+    evidence = ready.evidence
+    assert evidence.own == traffic + ready.holdout < evidence.own_rows and evidence.mode == "base"
+    assert evidence.power.n == evidence.own and evidence.power.more_for_target == evidence.power.rows_for_target - evidence.own
     text = report.preview_text(ready, Expected(seconds=576.0, runs=3))
     assert ready.parts.trusted == ready.trusted  # the parts add up to every trusted text
     assert (f"**100 trusted texts: {ready.train:,} to train on, {ready.holdout:,} held out for the gate, {traffic:,} in "
             "the traffic set (judged on, never trained on)**") in text
     assert "about **10 min**, measured on this host (the median of its last 3 retrains)" in text
-    assert f"**{ready.traffic.more:,} more**" in text and "**1** suspicious answer(s)" in text
+    assert f"golden set (`newsloop golden import`, or the Golden set panel) of {evidence.own_rows - evidence.own:,} more" in text
+    assert f"about {evidence.power.more_for_target:,} more would show a 1-point gain" in text
+    assert "<details><summary>The statistics behind this</summary>" in text and "**1** suspicious answer(s)" in text
     assert "100 new trusted answer(s) since the last run, below NEWSLOOP_RETRAIN_MIN_FEEDBACK (150)" in text
     assert "Estimated accuracy" not in text  # no served traffic given: nothing quoted
 

@@ -4,8 +4,8 @@ each rule's one phrasing (`core.evaluation.decision.describe`): every number sho
 from __future__ import annotations
 
 from core.evaluation.decision import Rule, describe, pct, points
-from core.evaluation.paired import SampleSize
 from core.registry.stages import Outcome, RunRecord
+from feedback.training.readiness import Evidence
 
 
 def decision_text(run: RunRecord | None) -> str:
@@ -30,15 +30,15 @@ def decision_text(run: RunRecord | None) -> str:
     return f"**The retrain failed**; **{run.champion_before or run.challenger or 'the current model'}** keeps serving. {reasons}{error}"
 
 
-def traffic_sentence(need: SampleSize) -> str:
-    """How many traffic labels the gate has, and how many more it needs to detect the target gain."""
-    assumed = (f"the models disagree on {pct(need.discordance)} of articles "
-               f"({'measured by the last run' if need.measured else 'NEWSLOOP_GATE_DISCORDANCE, until a run measures it'})")
-    test = (f"a {points(need.gain).lstrip('+')} gain with {pct(need.power)} power (one-sided exact McNemar at "
-            f"alpha {need.alpha:.3g}, adjusted for {need.tests} tests; {assumed})")
-    if need.needed is None:
-        return f"**Traffic set:** {need.have:,} labels; no practical number of labels detects {test}."
-    if need.more == 0:
-        return f"**Traffic set:** {need.have:,} labels, enough to detect {test}."
-    return (f"**Traffic set:** {need.have:,} labels on articles drawn at random; **{need.more:,} more** "
-            f"({need.needed:,} in all) are needed to detect {test}.")
+def statistics_fold(evidence: Evidence) -> str:
+    """The statistics behind "a gain under about N points is invisible", folded away for whoever wants them."""
+    power, words = evidence.power, []
+    if power.n:
+        words.append(f"the models are taken to disagree on {pct(power.discordance)} of articles "
+                     f"({'as the last retrain measured' if power.measured else 'NEWSLOOP_GATE_DISCORDANCE, until a retrain measures it'})")
+    words += [f"a gain counts as visible when the gate would pass it {pct(power.power)} of the time",
+              f"the gate needs the new model right on more of your articles and a loss of "
+              f"{points(power.margin).lstrip('+')} or more ruled out at {pct(1 - power.alpha)} confidence",
+              f"your own articles decide from {evidence.own_rows:,} on (NEWSLOOP_GATE_OWN_ROWS)"]
+    return ("<details><summary>The statistics behind this</summary>\n\n"
+            + "".join(f"- {w}\n" for w in words) + "\n</details>")

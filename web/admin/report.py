@@ -16,7 +16,7 @@ from feedback.traffic.monitoring import TrafficReport
 from feedback.training.readiness import Readiness
 from feedback.validate import WITHDRAWN, Status
 from web.admin.decision_words import decision_text as decision_text  # the page's decision, rendered from the record
-from web.admin.decision_words import traffic_sentence
+from web.admin.decision_words import statistics_fold
 from web.admin.jobs import Expected, JobStatus
 
 
@@ -72,7 +72,8 @@ def preview_text(ready: Readiness, expected: Expected, traffic: TrafficReport | 
                  "relabelled rows with their new label, excluded rows left out, in validation too.")
     text = (f"A retrain would read the trusted feedback as **{parts.words()}**. {plan} It should take "
             f"{duration_words(expected)}, and the current model keeps serving meanwhile.\n\n"
-            f"{traffic_sentence(ready.traffic)}\n\n{review_line(ready.credible_waiting)}")
+            f"**Judged by:** {ready.evidence.words()}\n\n{statistics_fold(ready.evidence)}\n\n"
+            f"{review_line(ready.credible_waiting)}")
     if traffic is not None:
         text += f"\n\n{estimate_sentence(traffic.check)}"
     if not ready.enough:

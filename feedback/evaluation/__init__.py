@@ -1,0 +1,1 @@
+"""What judges a model on the newsroom's behalf: its golden set."""
