@@ -133,6 +133,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             trust=settings.trust_policy(),
             retrain=settings.retrain_policy(),
             promotion=settings.gate,
+            queue_traffic_share=settings.queue.traffic_share,
             hub_dataset=settings.storage.hub_dataset,
             hub_token=settings.storage.hub_token,
             export_dir=settings.storage.home / "exports",  # under home: never served by Gradio (blocked_paths)

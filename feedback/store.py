@@ -21,6 +21,7 @@ from feedback.labelling.progress import pool_left, queue_left
 from feedback.topics.store import TopicBook
 from feedback.topics.unlisted import Placement, UnlistedAnswers, UnlistedResult
 from feedback.topics.unlisted_groups import Group
+from feedback.traffic.traffic_set import TrafficShare
 from feedback.trust.crowd import Crowd
 from feedback.trust.label_errors import LabelErrors
 from feedback.trust.review import ReviewReport, Reviews
@@ -58,6 +59,7 @@ class FeedbackStore:
         self.label_errors = LabelErrors(self._db, clock, self.taxonomy)  # possible label errors and the decisions on them
         self.unlisted = UnlistedAnswers(self._db, limits, clock, self.taxonomy, self.topics)  # "None of these"
         self.golden = GoldenSet(self._db, limits, clock, self.taxonomy)  # the newsroom's labelled evaluation file
+        self.traffic_share = TrafficShare(self._db, clock)  # the queue's traffic share, as a maintainer set it
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:

@@ -48,6 +48,8 @@ def train_params(config: TrainConfig, base_model: str, dropout: float, **rows: i
         "lr_encoder": config.lr_encoder,
         "lr_head": config.lr_head,
         "epochs": config.epochs,
+        "min_steps": config.min_steps,
+        "lexical": config.lexical,
         "batch_size": config.batch_size,
         "max_length": config.max_length,
         "tail_tokens": config.tail_tokens,

@@ -112,6 +112,12 @@ def row_losses(logits: torch.Tensor, targets: torch.Tensor, sets: torch.Tensor |
     return torch.where(is_set, in_set, exact)
 
 
+def plan_steps(rows: int, config: TrainConfig) -> int:
+    """How many optimizer steps a run of `rows` takes: `epochs` passes over them, and at least `min_steps` (a few
+    hundred rows need many more epochs than tens of thousands to learn as much)."""
+    return max(1, math.ceil(config.epochs * math.ceil(rows / config.batch_size)), config.min_steps)
+
+
 def _param_groups(model: NewsClassifier, config: TrainConfig) -> list[dict]:
     # Bias and LayerNorm weights are not decayed, as in BERT's original recipe.
     groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
@@ -199,8 +205,7 @@ def train(
         raise ValueError(f"sets have shape {np.shape(sets)}, expected {(len(texts), num_labels)}")
     in_sets = torch.from_numpy(np.asarray(sets, dtype=bool)) if sets is not None and np.any(sets) else None
 
-    steps_per_epoch = math.ceil(len(texts) / config.batch_size)
-    planned_steps = max(1, math.ceil(config.epochs * steps_per_epoch))
+    planned_steps = plan_steps(len(texts), config)
     state = {"total": planned_steps}
 
     def lr_factor(step: int) -> float:

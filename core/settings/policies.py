@@ -27,6 +27,10 @@ class TrainConfig(Section):
     a retrain's overrides some of it, see core.settings.config.RetrainSection)."""
 
     epochs: float = setting(1.0, gt=0.0, le=20.0, description="Training epochs of the bootstrap (may be fractional).")
+    min_steps: int = setting(
+        0, ge=0, le=100_000, description="The fewest optimizer steps a run takes, however few its rows: a small set is "
+        "read for more epochs than `epochs` (0 = epochs alone).",
+    )
     batch_size: int = setting(32, ge=1, le=1024, description="Texts per training step.")
     lr_encoder: float = setting(8e-5, gt=0.0, lt=1.0, description="Encoder learning rate of the bootstrap.")
     lr_head: float = setting(1e-3, gt=0.0, lt=1.0, description="Classifier head learning rate of the bootstrap.")

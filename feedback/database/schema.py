@@ -229,6 +229,9 @@ def _v15(op: Operations) -> None:
         _text("added_at", required=True),
     )
     op.create_index("golden_text_hash", "golden", ["text_hash"], unique=True)
+    # What a maintainer set on the admin page over a setting's default (the queue's traffic share), for every replica.
+    op.create_table("maintained", sa.Column("key", sa.Text, primary_key=True), _text("value", required=True),
+                    _text("set_by"), _text("set_at", required=True))
 
 
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.

@@ -193,6 +193,14 @@ golden = sa.Table(
     sa.Index("golden_text_hash", "text_hash", unique=True),
 )
 
+maintained = sa.Table(
+    "maintained", metadata,
+    sa.Column("key", sa.Text, primary_key=True),  # a setting a maintainer overrides from the admin page
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("set_by", sa.Text),
+    sa.Column("set_at", sa.Text, nullable=False),
+)
+
 # What a PostgreSQL backup copies into a SQLite file, in this order (skips name pool items); the label fixes and the
 # golden set go with it because a retrain reads them from that copy.
 COPIED = (answers, pool, skips, served_tallies, label_searches, label_candidates, label_fixes, taxonomy_versions,

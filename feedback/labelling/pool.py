@@ -25,7 +25,7 @@ from feedback.labelling.focus import Teaching, focus_scores, is_focus_turn, teac
 from feedback.labelling.neighbours import nearest, similarities
 from feedback.labelling.pool_files import cleaned, read_pool_file
 from feedback.topics.meaning import gold_now
-from feedback.traffic.traffic_set import mark_new_items, traffic_turn, turn_position
+from feedback.traffic.traffic_set import maintained_share, mark_new_items, traffic_turn, turn_position
 from feedback.trust.rules import check_due
 from feedback.validate import (
     NOT_COUNTED,
@@ -445,6 +445,9 @@ class Pool:
         `FeedbackStore.next_items`."""
         annotator = check_annotator(annotator)
         excluded = {int(item_id) for item_id in exclude}
+        with self._db.read() as db:
+            share = maintained_share(db)
+        policy = policy if share is None else policy.with_(traffic_share=share)
         mark_new_items(self._db, policy.traffic_share)
         target = self.teaching(policy.teach_until)
         if (target.marker if target else None, policy.teach_until) != self._focused:

@@ -9,19 +9,22 @@ pool on which the gate can show a gain.
 
 An item's membership is drawn once, when the queue first sees it (`pool.traffic` NULL -> 0 or 1), so
 changing the share later never moves an item that may have been trained on into the traffic set. Items
-that already have answers when drawn are never traffic.
+that already have answers when drawn are never traffic. A maintainer may raise the share from the admin page
+(`maintain_share`), to get the gate the held-out articles it needs sooner.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import sqlalchemy as sa
 
 from core.text import text_hash
-from feedback.database.db import Database
+from feedback.database.db import Database, iso_time
 from feedback.database.query import count
-from feedback.database.tables import answers, pool, skips
+from feedback.database.tables import answers, maintained, pool, skips
+from feedback.errors import FeedbackError
 
 SALT = "traffic"
 
@@ -29,6 +32,38 @@ SALT = "traffic"
 def draw(digest: str) -> float:
     """A number in [0, 1) fixed by the text's hash (salted, so it is independent of the other hash splits)."""
     return int(hashlib.sha256(f"{SALT}\0{digest}".encode()).hexdigest()[:12], 16) / 16**12
+
+
+SHARE_KEY = "traffic_share"  # the `maintained` row a maintainer's traffic share is kept in
+
+
+def maintained_share(conn: sa.Connection) -> float | None:
+    """The traffic share a maintainer set on the admin page (over QueuePolicy.traffic_share), or None."""
+    value = conn.execute(sa.select(maintained.c.value).where(maintained.c.key == SHARE_KEY)).scalar()
+    return float(value) if value is not None else None
+
+
+def maintain_share(db: Database, share: float, by: str, at: str) -> None:
+    """Set the traffic share every replica's queue uses from now on (items drawn before keep their membership)."""
+    if not 0.0 <= share < 1.0:
+        raise FeedbackError(f"the traffic share is a fraction from 0 to below 1, not {share}")
+    with db.write() as conn:
+        conn.execute(sa.delete(maintained).where(maintained.c.key == SHARE_KEY))
+        conn.execute(sa.insert(maintained).values(key=SHARE_KEY, value=repr(float(share)), set_by=by, set_at=at))
+
+
+class TrafficShare:
+    """The share a maintainer set on the admin page, over the setting (`FeedbackStore.traffic_share`)."""
+
+    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+        self._db, self._clock = db, clock
+
+    def maintained(self) -> float | None:
+        with self._db.read() as conn:
+            return maintained_share(conn)
+
+    def set(self, share: float, by: str) -> None:
+        maintain_share(self._db, share, by, iso_time(self._clock()))
 
 
 def mark_new_items(db: Database, share: float) -> int:

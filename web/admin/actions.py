@@ -19,7 +19,7 @@ from core.evaluation.decision import FeedbackParts
 from core.registry.versions import ModelRegistry
 from core.serving.limits import FailureThrottle
 from core.settings.hosting import HostingSection
-from core.settings.policies import GateConfig, MonitorPolicy, RetrainPolicy, TrustPolicy
+from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, TrustPolicy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from web.admin import report
@@ -59,6 +59,7 @@ class AdminActions:
         trust: TrustPolicy | None = None,
         retrain: RetrainPolicy | None = None,
         promotion: GateConfig | None = None,
+        queue_traffic_share: float = QueuePolicy.field_default("traffic_share"),
         hub_dataset: str = "",
         hub_token: SecretStr | None = None,
         sessions: SignedInBrowsers | None = None,
@@ -82,7 +83,8 @@ class AdminActions:
         self.exports = ExportDownloads(export_dir)
         self.trust = trust or TrustPolicy()
         self.retrain = retrain or RetrainPolicy()
-        self.promotion = promotion or GateConfig()  # the gate's settings: the preview sizes the traffic set by them
+        self.promotion = promotion or GateConfig()  # the gate's settings: the preview sizes the evidence by them
+        self.queue_traffic_share = queue_traffic_share  # the setting's, until a maintainer sets one here
         self.hub_dataset = hub_dataset
         self.hub_token = hub_token
         self.monitor = monitor or MonitorPolicy()

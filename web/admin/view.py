@@ -14,6 +14,7 @@ import gradio as gr
 
 from web.admin.actions import EXPORTS, AdminActions
 from web.admin.dashboard import POLL_S, WATCH_S, AdminDashboard, DashboardParts
+from web.admin.evidence_view import build_evidence
 from web.admin.guidelines_view import build_guidelines_editor
 from web.admin.label_errors_view import SUGGESTED, build_label_errors
 from web.admin.people_view import build_people
@@ -64,6 +65,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
                 with gr.Row():
                     start_btn = gr.Button("Start the retrain", variant="primary", elem_id="retrain-start")
                     cancel_btn = gr.Button("Cancel", elem_id="retrain-cancel")
+            reload_evidence, promoted = build_evidence(admin)
             gr.Markdown("## Models and answers")
             with gr.Row(elem_id="admin-plots"):
                 # Each figure carries its own title; Gradio's label box would cover it.
@@ -129,6 +131,7 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
     def whole_view(event: Any) -> Any:
         """After sign-in, a reload or Refresh: everything, the review list and the guidelines included."""
         reload_guidelines(event)
+        reload_evidence(event)
         reload_topics(event)
         reload_queue_search(event)
         return review.reload(after_change(event, relist=False))
@@ -156,7 +159,8 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
     cancel_btn.click(lambda: gr.update(visible=False), outputs=confirm, **PRIVATE)
     start_btn.click(admin.launch_retrain, outputs=[job_msg, confirm, timer], **PRIVATE).then(
         dash.poll, outputs=dash.outputs, **PRIVATE)
-    after_change(rollback_btn.click(admin.rollback, outputs=job_msg, **PRIVATE))
+    reload_evidence(after_change(rollback_btn.click(admin.rollback, outputs=job_msg, **PRIVATE)))
+    after_change(promoted)
     for event in [*review.changes, *label_errors.changes]:
         after_change(event, relist=False)  # the review events list again themselves
     after_change(pool_file.upload(admin.import_pool, inputs=[pool_file, pool_checks], outputs=pool_msg, **PRIVATE))
