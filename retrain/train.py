@@ -112,10 +112,14 @@ def row_losses(logits: torch.Tensor, targets: torch.Tensor, sets: torch.Tensor |
     return torch.where(is_set, in_set, exact)
 
 
-def plan_steps(rows: int, config: TrainConfig) -> int:
-    """How many optimizer steps a run of `rows` takes: `epochs` passes over them, and at least `min_steps` (a few
-    hundred rows need many more epochs than tens of thousands to learn as much)."""
-    return max(1, math.ceil(config.epochs * math.ceil(rows / config.batch_size)), config.min_steps)
+def plan_steps(lengths: Sequence[int], config: TrainConfig) -> int:
+    """How many optimizer steps a run over texts of these token `lengths` takes: `epochs` passes over them, at least
+    `min_steps` (a few hundred rows need many more epochs than tens of thousands to learn as much), and at most what
+    `max_tokens` allows, a bound on the run's time that is the same on every machine."""
+    steps = max(1, math.ceil(config.epochs * math.ceil(len(lengths) / config.batch_size)), config.min_steps)
+    if config.max_tokens and lengths:
+        steps = min(steps, max(1, int(config.max_tokens / (config.batch_size * float(np.mean(lengths))))))
+    return steps
 
 
 def _param_groups(model: NewsClassifier, config: TrainConfig) -> list[dict]:
@@ -205,7 +209,7 @@ def train(
         raise ValueError(f"sets have shape {np.shape(sets)}, expected {(len(texts), num_labels)}")
     in_sets = torch.from_numpy(np.asarray(sets, dtype=bool)) if sets is not None and np.any(sets) else None
 
-    planned_steps = plan_steps(len(texts), config)
+    planned_steps = plan_steps(lengths, config)
     state = {"total": planned_steps}
 
     def lr_factor(step: int) -> float:

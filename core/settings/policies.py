@@ -31,6 +31,11 @@ class TrainConfig(Section):
         0, ge=0, le=100_000, description="The fewest optimizer steps a run takes, however few its rows: a small set is "
         "read for more epochs than `epochs` (0 = epochs alone).",
     )
+    max_tokens: int = setting(
+        0, ge=0, description="The most tokens a run trains on (steps times batch times the mean text's tokens read): "
+        "bounds a run's time the same way on every machine, so the same data and seed give the same model "
+        "(0 = no bound).",
+    )
     batch_size: int = setting(32, ge=1, le=1024, description="Texts per training step.")
     lr_encoder: float = setting(8e-5, gt=0.0, lt=1.0, description="Encoder learning rate of the bootstrap.")
     lr_head: float = setting(1e-3, gt=0.0, lt=1.0, description="Classifier head learning rate of the bootstrap.")
