@@ -13,8 +13,10 @@ MANY_PAGES_ENV = {f"NEWSLOOP_{name.upper()}": str(value) for name, value in MANY
 
 
 def tiny_settings(home: Path, **overrides: object) -> Settings:
+    # The encoder alone: a random 2-layer model beside a TF-IDF half would be the TF-IDF model, and the mechanics
+    # tests read the encoder's (near uniform) confidences; the hybrid has its own tests (tests/unit/test_lexical.py).
     values: dict[str, object] = {"home": home, "data": "seed", "max_length": 64, "bootstrap_max_minutes": 0.0,
-                                 **MANY_PAGES}
+                                 "lexical": False, **MANY_PAGES}
     return load_settings(**(values | overrides))
 
 
