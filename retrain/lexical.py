@@ -16,9 +16,10 @@ from retrain.targets import TrainingRows
 
 # Weights tried for the lexical model's log-probabilities beside the encoder's; 0 serves the encoder alone.
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
-# Fewer validation rows than this cannot choose a weight: the hybrid then takes DEFAULT_WEIGHT.
+# Fewer validation rows than this cannot choose a weight: the encoder then serves alone (on 21-24 validation rows of
+# 250-article sets, a fixed half weight cost 0.7-1.2 points of held-out accuracy; docs/results/own-data.md).
 MIN_CHOOSING_ROWS = 30
-DEFAULT_WEIGHT = 0.5
+DEFAULT_WEIGHT = 0.0
 
 
 def fit_lexical(texts: Sequence[str], labels: Sequence[int], num_labels: int, *, c: float, max_features: int,

@@ -13,10 +13,11 @@ MANY_PAGES_ENV = {f"NEWSLOOP_{name.upper()}": str(value) for name, value in MANY
 
 
 def tiny_settings(home: Path, **overrides: object) -> Settings:
-    # The encoder alone: a random 2-layer model beside a TF-IDF half would be the TF-IDF model, and the mechanics
-    # tests read the encoder's (near uniform) confidences; the hybrid has its own tests (tests/unit/test_lexical.py).
+    # The encoder alone, for its epochs: a random 2-layer model beside a TF-IDF half would be the TF-IDF model, and the
+    # mechanics tests read the encoder's (near uniform) confidences; the hybrid and the step plan have their own tests
+    # (tests/unit/test_lexical.py, test_train.py).
     values: dict[str, object] = {"home": home, "data": "seed", "max_length": 64, "bootstrap_max_minutes": 0.0,
-                                 "lexical": False, **MANY_PAGES}
+                                 "lexical": False, "min_steps": 0, "max_tokens": 0, **MANY_PAGES}
     return load_settings(**(values | overrides))
 
 

@@ -23,6 +23,8 @@ TINY_ENV = {
     "NEWSLOOP_RETRAIN_BASE_ROWS": "0", "NEWSLOOP_RETRAIN_MAX_MINUTES": "0",
     # 57 seed validation rows cannot rule out a 1- or 3-point loss (tests/e2e/test_retrain_run.py: LEARNING).
     "NEWSLOOP_GATE_BASE_MARGIN": "0.2", "NEWSLOOP_GATE_RECALL_MARGIN": "0.5",
+    # The encoder alone, trained for its epochs (testkit.models.tiny_settings says why).
+    "NEWSLOOP_LEXICAL": "false", "NEWSLOOP_MIN_STEPS": "0", "NEWSLOOP_MAX_TOKENS": "0",
     "NEWSLOOP_CLASSIFY_PER_MINUTE": "100000", "NEWSLOOP_FEEDBACK_PER_MINUTE": "100000",
     "NEWSLOOP_ADDRESS_FEEDBACK_PER_MINUTE": "100000",
     **MANY_PAGES_ENV,  # every simulated browser comes from loopback

@@ -12,7 +12,7 @@ from core.data import load_seed
 from core.reading import Reading
 from core.settings.policies import TrainConfig
 from retrain.model import NewsClassifier, resolve_base_model, tiny_model
-from retrain.train import make_batches, predict_logits, soft_targets, train
+from retrain.train import make_batches, plan_steps, predict_logits, soft_targets, train
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +201,12 @@ def test_feedback_repeats_is_a_setting_with_a_checked_range() -> None:
     assert load_settings(retrain_feedback_repeats=4).retrain_policy().feedback_repeats == 4
     with pytest.raises(ValueError, match="feedback_repeats"):
         RetrainPolicy(feedback_repeats=0)
+
+
+def test_the_step_plan_follows_the_data() -> None:
+    recipe = TrainConfig().with_(epochs=3.0, batch_size=16, min_steps=200, max_tokens=600_000)
+    assert plan_steps([50] * 250, recipe) == 200  # 250 rows: 48 steps for 3 epochs, read for 200
+    assert plan_steps([50] * 2000, recipe) == 375  # 2,000 short rows: 3 epochs
+    assert plan_steps([256] * 2000, recipe) == 146  # 2,000 long ones: what 600,000 tokens allow
+    assert plan_steps([256] * 100, recipe.with_(max_tokens=0)) == 200
+    assert plan_steps([50] * 250, recipe.with_(min_steps=0)) == 48
