@@ -67,13 +67,14 @@ class Evidence:
 
     def words(self) -> str:
         """Whose articles the next decision would rest on, and what gain they could see, in a maintainer's words."""
-        parts = f"{self.golden:,} golden, {self.traffic:,} from the traffic set and {self.holdout:,} held-out answers"
+        parts = f"{self.golden:,} golden, {self.traffic:,} from the traffic set, {self.holdout:,} held-out answers"
         if self.mode == GateMode.OWN.value:
             head = f"Your own {self.own:,} held-out articles ({parts}) would decide."
         else:
-            head = (f"Your own held-out articles ({parts}: {self.own:,}) are fewer than the {self.own_rows:,} that "
-                    "decide, so the base data's rules would judge; a golden set (`newsloop golden import`, or the "
-                    f"Golden set panel) of {self.own_rows - self.own:,} more would let yours decide.")
+            head = (f"Your own held-out articles number {self.own:,} ({parts}), fewer than the {self.own_rows:,} that "
+                    "decide, so the base data's rules would judge. A golden set of "
+                    f"{self.own_rows - self.own:,} more (`newsloop golden import`, or **Import a golden set** on the "
+                    "admin page) would let yours decide.")
         return f"{head} {describe_power(self.power)}"
 
 

@@ -81,7 +81,7 @@ def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: 
     assert (f"**100 trusted texts: {ready.train:,} to train on, {ready.holdout:,} held out for the gate, {traffic:,} in "
             "the traffic set (judged on, never trained on)**") in text
     assert "about **10 min**, measured on this host (the median of its last 3 retrains)" in text
-    assert f"golden set (`newsloop golden import`, or the Golden set panel) of {evidence.own_rows - evidence.own:,} more" in text
+    assert f"A golden set of {evidence.own_rows - evidence.own:,} more (`newsloop golden import`" in text
     assert f"about {evidence.power.more_for_target:,} more would show a 1-point gain" in text
     assert "<details><summary>The statistics behind this</summary>" in text and "**1** suspicious answer(s)" in text
     assert "100 new trusted answer(s) since the last run, below NEWSLOOP_RETRAIN_MIN_FEEDBACK (150)" in text
