@@ -75,17 +75,21 @@ def _with_store(work: Callable[..., None]) -> Callable[..., None]:
 
 @click.command("import", help="Add texts from a CSV or JSONL file (UTF-8) to the labelling pool. CSV: a header with a "
                "'text' column, or 'title' and 'description'. JSONL: one object per line with 'text', or 'title' and "
-               "'description'. Any 'label' is ignored unless --checks. If any row is bad, nothing is imported and "
-               "the bad lines are listed.")
+               "'description'. Any 'label' is ignored unless --checks. Texts may be as long as Classify takes "
+               "(NEWSLOOP_MAX_INPUT_CHARS). If any row is bad, nothing is imported and the bad lines are listed; with "
+               "--skip-bad the good rows are imported and the bad lines listed.")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--source", default=None, help="name recorded with the items (default: the file name)")
 @click.option("--checks", is_flag=True,
               help="the rows are known-answer checks: each needs a 'label' (a topic's name, or its position from 1 in "
               "`newsloop topics list`, as AG News numbers its four 1-4); the "
               "queue mixes them in and annotators who fail them are not trained on")
+@click.option("--skip-bad", is_flag=True, help="import the good rows and list the bad ones (default: nothing is "
+              "imported when any row is bad)")
 @_with_store
-def import_(settings: Settings, store: FeedbackStore, file: Path, source: str | None, checks: bool) -> None:
-    commands.import_pool(store, file, source=source, checks=checks)
+def import_(settings: Settings, store: FeedbackStore, file: Path, source: str | None, checks: bool,
+            skip_bad: bool) -> None:
+    commands.import_pool(store, file, source=source, checks=checks, skip_bad=skip_bad)
 
 
 @click.command(help="Write every answer as CSV or JSONL, undone and rejected ones included, oldest first.")

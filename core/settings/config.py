@@ -23,6 +23,7 @@ from core.settings.fields import Section, field_spec, internal, setting
 from core.settings.hosting import HostingSection
 from core.settings.policies import (
     DROPOUT,
+    MAX_ARTICLE_CHARS,
     SESSION_CAPACITY,
     DataSource,
     ExportConfig,
@@ -135,7 +136,11 @@ class ServingSection(Section):
     """The served model and the web server."""
 
     onnx_threads: int = setting(0, ge=0, description="ONNX Runtime intra-op threads; 0 = all cores.")
-    max_input_chars: int = setting(20_000, ge=100, description="Longer input is refused with a message.")
+    max_input_chars: int = setting(
+        MAX_ARTICLE_CHARS, ge=100, fallback=("NEWSLOOP_MAX_FEEDBACK_CHARS",),
+        description="The longest article: Classify, the API, answers, the queue and imports take it; longer is "
+        "refused with a message.",
+    )
     reload_interval_s: float = setting(2.0, gt=0.0, description="How often the app checks for a new champion.")
     pool_scoring_s: float = setting(
         5.0, gt=0.0, description="How often the app looks for pool items its champion has not scored, and scores them "
@@ -260,6 +265,10 @@ class Settings(BaseSettings):
     def trust_policy(self) -> TrustPolicy:
         """Whose answers train, with the queue's labels and checks (one setting each, used by both)."""
         return self.trust.with_(labels_required=self.queue.labels_required, min_checks=self.queue.min_checks)
+
+    def store_limits(self) -> StoreLimits:
+        """What the feedback store accepts, with the article length Classify takes (one setting for both)."""
+        return self.answers.with_(max_text_chars=self.serving.max_input_chars)
 
     def export_config(self) -> ExportConfig:
         return ExportConfig(max_length=self.train.max_length, int8_tolerance=self.model.int8_tolerance)

@@ -17,6 +17,9 @@ DROPOUT = 0.3  # the classifier head's dropout (retrain.model.NewsClassifier), s
 SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (NEWSLOOP_SESSION_CAPACITY, web.server.session_memory)
 LABELS_REQUIRED = 1  # agreeing labels a text needs (the queue hands it out until then; trust trains on it after)
 MIN_CHECKS = 3  # known-answer checks each annotator answers first, and before their check score counts
+# The longest article anywhere: Classify, the REST API, answers, the queue and imports take the same (one setting,
+# NEWSLOOP_MAX_INPUT_CHARS: a newsroom's long articles are its normal; the model reads what fits its tokens).
+MAX_ARTICLE_CHARS = 20_000
 
 
 class TrainConfig(Section):
@@ -151,9 +154,9 @@ class QueuePolicy(Section):
 class StoreLimits(Section):
     """Bounds on what the feedback store accepts."""
 
-    max_text_chars: int = setting(
-        5000, ge=100, env="max_feedback_chars", description="Longest text stored with an answer or a pool item."
-    )
+    # Classify's limit (NEWSLOOP_MAX_INPUT_CHARS), passed on by Settings.store_limits(): what Classify takes, an
+    # answer, the queue and an import take too.
+    max_text_chars: int = internal(MAX_ARTICLE_CHARS, ge=100)
     writes_per_minute: int = setting(
         30, ge=1, env="feedback_per_minute", description="Answers per anonymous browser id a minute."
     )

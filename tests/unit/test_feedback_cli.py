@@ -50,6 +50,18 @@ def test_bad_pool_file_exits_non_zero_with_message(
     assert "cannot read" in capsys.readouterr().err
 
 
+def test_import_with_skip_bad_imports_the_good_rows_and_lists_every_bad_one(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pool = tmp_path / "articles.csv"
+    rows = [f"Article {i}: " + "the council met again. " * (900 if i % 3 == 0 else 5) for i in range(30)]
+    pool.write_text("text\n" + "\n".join(rows) + "\n\"\"\n", encoding="utf-8")  # 10 of 20,700 characters; an empty one
+    assert main(["import", "--skip-bad", str(pool)]) == 0
+    out = capsys.readouterr().out
+    assert "imported 20 new items" in out and "11 bad rows left out:" in out
+    assert out.count("  line ") == 11 and "line 2: text is 20,710 characters; at most 20,000" in out
+    assert "line 32: empty text" in out
+
 def test_bad_configuration_exits_non_zero_with_message(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

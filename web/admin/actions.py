@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from feedback.traffic.monitoring import TrafficReport
 
 log = logging.getLogger("newsloop.app")
-EXPORTS = ("csv", "jsonl", "parquet")  # parquet: a Hugging Face `datasets` table with ClassLabel features
+EXPORTS = ("csv", "jsonl", "parquet")
+BAD_LISTED = 20  # bad rows an upload's message names (`newsloop import --skip-bad` lists every one)  # parquet: a Hugging Face `datasets` table with ClassLabel features
 
 
 class AdminActions:
@@ -276,17 +277,24 @@ class AdminActions:
 
     @admin_only()
     def import_pool(
-        self, file: str | None, checks: bool, request: gr.Request, profile: gr.OAuthProfile | None = None
+        self, file: str | None, checks: bool, skip_bad: bool, request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
     ) -> str:
         if self.store is None or not file:
             return "Choose a CSV or JSONL file."
         try:
-            report = self.store.import_pool(Path(file), source=Path(file).name, checks=bool(checks))
+            report = self.store.import_pool(Path(file), source=Path(file).name, checks=bool(checks),
+                                            skip_bad=bool(skip_bad))
         except FeedbackError as exc:
             return f"Nothing imported: {exc}"
         what = "known-answer check(s)" if checks else "article(s)"
         replaced = f" They replace the demo pool ({report.demo_removed} demo articles removed)." if report.demo_removed else ""
-        return f"Imported {report.added} {what} ({report.duplicates} already in the pool).{replaced}"
+        bad = ""
+        if report.bad:
+            listed = "; ".join(f"line {line}: {problem}" for line, problem in report.bad[:BAD_LISTED])
+            more = f"; and {len(report.bad) - BAD_LISTED} more" if len(report.bad) > BAD_LISTED else ""
+            bad = f" **{len(report.bad)} bad row(s) left out**: {listed}{more}."
+        return f"Imported {report.added} {what} ({report.duplicates} already in the pool).{replaced}{bad}"
 
     @admin_only("")
     def export(self, fmt: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
