@@ -237,10 +237,11 @@ class FeedbackStore:
         """
         return self._pool.import_file(path, source=source, checks=checks, skip_bad=skip_bad)
 
-    def offer_demo_pool(self) -> int:
-        """Put the shipped demo articles (`feedback.labelling.demo`) in the pool if it is empty, marked with the
-        source 'demo'; returns how many. The first `import_pool` of articles removes those nobody answered."""
-        return self._pool.offer_demo()
+    def offer_demo_pool(self, texts: Sequence[str] = ()) -> int:
+        """Put demo articles in the pool if it is empty, marked with the source 'demo': `texts` (the data's own:
+        `core.samples`), else the shipped ones written for AG News's topics (`feedback.labelling.demo`); returns how
+        many. The first `import_pool` of articles removes those nobody answered."""
+        return self._pool.offer_demo(texts)
 
     def add_to_pool(
         self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,

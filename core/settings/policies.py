@@ -188,6 +188,10 @@ class DataSource(Section):
     use_extra: bool = setting(
         True, env="use_extra_data", description="Also train on extra CSVs (train_*.csv) in a data folder."
     )
+    examples: str = setting(
+        "", description="A CSV of label,text rows whose first text of each topic is one of Classify's examples; "
+        "empty = one per topic drawn from the data's training rows (AG News's own four when the data is AG News)."
+    )
 
 
 class ExportConfig(Section):

@@ -248,9 +248,14 @@ class Pool:
         # A host's articles to label replace the demo pool (checks are not articles to label: they leave it).
         return replace(self._add_rows(rows, source or path.name, replaces_demo=not checks), bad=tuple(bad))
 
-    def offer_demo(self) -> int:
-        """Put the shipped demo articles in the pool when it is empty (source 'demo'); how many were added."""
-        rows, _ = read_pool_file(DEMO_FILE, max_chars=self._limits.max_text_chars)
+    def offer_demo(self, texts: Sequence[str] = ()) -> int:
+        """Put demo articles in the pool when it is empty (source 'demo'): `texts` (the data's own, drawn by
+        `core.samples`), else the shipped ones written for AG News's topics; how many were added."""
+        if texts:
+            rows = [check_pool_row(n, cleaned(text), None, max_chars=self._limits.max_text_chars, labelled=False)
+                    for n, text in enumerate(texts, start=1)]
+        else:
+            rows, _ = read_pool_file(DEMO_FILE, max_chars=self._limits.max_text_chars)
         added_at = iso_time(self._clock())
         with self._db.write() as db:
             if not pool_is_empty(db):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
@@ -15,16 +15,6 @@ from web.page.answer_rules import NONE, NONE_WORDS, RIGHT
 from web.page.guidelines import guidelines_panel
 from web.server.topics import MAX_KEYS, Offered, answer_buttons
 
-EXAMPLES = [
-    "Ceasefire talks resume as envoys arrive in the capital. Diplomats from three neighbouring countries "
-    "met rebel leaders on Sunday in a new attempt to end months of fighting.",
-    "Late goal sends champions through to the semi-finals. A header in stoppage time gave the holders a "
-    "2-1 win on aggregate and set up a meeting with their oldest rivals.",
-    "Shares slide as the retailer cuts its profit forecast. The company blamed weaker holiday spending "
-    "and higher shipping costs, and said it would close forty stores next year.",
-    "New chip promises longer battery life for laptops. The processor, built on a smaller manufacturing "
-    "process, uses a third less power while running common office software, the maker said.",
-]
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # The answer buttons are drawn from the taxonomy on each page load (web.server.topics.answer_buttons); their state
 # (which one is chosen, whether they can be pressed) is web/page/answers.js's: these call it in the browser.
@@ -55,9 +45,10 @@ def classify_buttons(offered: tuple[Offered, ...]) -> str:
             f'<div class="fb-none">{none}{none_box("fb-")}</div>')
 
 
-def build_classify(actions: NewsLoopActions) -> gr.HTML:
-    """The Classify tab: text, counter, result, one-click answer, undo. Returns the answer buttons' place, which the
-    page fills from the taxonomy on each load (`topic_parts`)."""
+def build_classify(actions: NewsLoopActions, examples: Sequence[str]) -> gr.HTML:
+    """The Classify tab: text, counter, result, one-click answer, undo, and `examples` (the data's, one per topic:
+    `core.samples`). Returns the answer buttons' place, which the page fills from the taxonomy on each load
+    (`topic_parts`)."""
     limit = actions.limits.max_input_chars
     with gr.Tab("Classify", id="classify"), gr.Row(elem_id="classify-row"):
         with gr.Column(scale=3, elem_id="classify-input"):
@@ -70,8 +61,9 @@ def build_classify(actions: NewsLoopActions) -> gr.HTML:
             classify_btn = gr.Button("Classify", variant="primary", elem_id="classify-btn")
             gr.HTML('<p class="kbd-hint"><kbd>Shift</kbd>+<kbd>Enter</kbd> classifies; <kbd>Enter</kbd> starts a '
                     "new line.</p>", elem_id="classify-hint")
-            with gr.Column(elem_id="classify-examples"):
-                gr.Examples(EXAMPLES, inputs=text, label="Examples (one per topic)")
+            if examples:
+                with gr.Column(elem_id="classify-examples"):
+                    gr.Examples(list(examples), inputs=text, label="Examples (one per topic)")
             guidelines_panel(actions.store, "classify-guidelines")
         with gr.Column(scale=2, elem_id="classify-result"):
             label = gr.Label(label="Topic", elem_id="topic-label")  # every topic the model has
@@ -106,7 +98,12 @@ def build_classify(actions: NewsLoopActions) -> gr.HTML:
 def topic_parts(actions: NewsLoopActions) -> tuple[str, str, str]:
     """What the page draws from the taxonomy as it loads: Classify's answer buttons, the queue's key hint and its
     buttons (one read of the taxonomy for all three)."""
-    offered = actions.topics.offered()
+    taxonomy = actions.topics.taxonomy()
+    mismatch = actions.topics.mismatch(taxonomy)
+    if mismatch:  # never buttons for topics the model cannot answer: the sentence, with its fix, instead
+        said = f'<p class="topics-mismatch" role="alert">{html.escape(mismatch)}</p>'
+        return said, said, ""
+    offered = actions.topics.offered(taxonomy)
     return (classify_buttons(offered), queue_hint(len(offered)),
             answer_buttons(offered, prefix="q-", text="{name}", numbered=True))
 
