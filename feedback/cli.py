@@ -16,13 +16,14 @@ import click
 
 from core import command_line
 from core.command_line import ExitCode
+from core.data import DataSourceError
 from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
 from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
 from feedback import commands
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
-from feedback.topics import changes
+from feedback.topics import changes, home
 from feedback.topics import commands as topic_commands
 from feedback.trust.label_errors import MAX_SHOWN as LABEL_MAX_SHOWN
 from feedback.trust.label_errors import Action, Source
@@ -43,6 +44,9 @@ def _exit_statuses() -> Iterator[None]:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         click.get_current_context().exit(ExitCode.CONFIG)
+    except DataSourceError as exc:  # NEWSLOOP_DATA names a file that is not there or that it refuses
+        print(f"error: {exc}", file=sys.stderr)
+        click.get_current_context().exit(ExitCode.BAD_INPUT)
     except TaxonomyConflict as exc:  # before TaxonomyError, its parent: someone else changed the topics first
         print(f"error: {exc}", file=sys.stderr)
         click.get_current_context().exit(ExitCode.BUSY)
@@ -296,6 +300,25 @@ topics.add_command(_topic_change(
     "split", "Split a new topic NAME out of TOPIC: answers and base rows labelled TOPIC before the split become "
     "'TOPIC or NAME' (a set of allowed topics, not a guess); new answers are exact.", ["topic", "name"],
     lambda t, who, topic, name, description: t.split(topic, name, description, **who), description=True))
+@topics.command("adopt", help="Make this home's topic list the serving champion's topics (with --data, the topics "
+                "NEWSLOOP_DATA names), as its next version: the fix `newsloop serve` and `newsloop bootstrap` name "
+                "when a champion or data of other topics meets this home. Earlier answers stay stored; those naming "
+                "a topic no longer listed train nothing. A list nobody answered under is replaced outright.")
+@click.option("--data", "from_data", is_flag=True,
+              help="the data's topics instead of the champion's (before bootstrapping on that data)")
+@click.option("--by", default=None, help="who makes it, recorded with the change (default: the OS user)")
+@_with_store
+def topics_adopt(settings: Settings, store: FeedbackStore, from_data: bool, by: str | None) -> None:
+    from core.data import data_name, source_labels
+
+    if from_data:
+        labels, whose = source_labels(settings.data.source, settings.data.use_extra), f"{data_name(settings.data.source)}'s"
+    else:
+        labels, whose = changes.champion_labels(settings), "the champion's"
+    adopted = home.adopt(store, labels, by=by or _os_user(), why=f"adopted {whose} topics")
+    print(adopted.words())
+
+
 topics.add_command(_topic_change(
     "describe", "Give TOPIC the one-line description TEXT (what labellers read beside it).", ["topic", "text"],
     lambda t, who, topic, text: t.describe(topic, text, **who)))

@@ -13,6 +13,7 @@ from core.data import Corpus, Example, InputForm, in_form, load_corpus_or_seed
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.versions import ModelRegistry
 from core.taxonomy import starting
+from feedback.topics.home import data_fits_home
 from retrain.challenger import topic_list
 from retrain.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
 from retrain.publish import ExportedVersion, log_exported, publish
@@ -54,6 +55,7 @@ def _bootstrap(
     model_and_tokenizer: tuple[NewsClassifier, PreTrainedTokenizerBase] | None,
 ) -> BootstrapResult:
     started = time.perf_counter()
+    data_fits_home(setup.feedback_location, setup.data)  # the home's topic list fits the data's, before any training
     setup.paths.models_dir.mkdir(parents=True, exist_ok=True)
     registry = ModelRegistry(setup.paths.models_dir)
     registry.clean_staging()

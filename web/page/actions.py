@@ -153,9 +153,12 @@ class NewsLoopActions:
         holds the text it was made for; a different label than this person's earlier one replaces it."""
         if self.store is None:
             return AnswerOutcome("Feedback is not being collected on this server.")
+        taxonomy = self.topics.taxonomy()
+        mismatch = self.topics.mismatch(taxonomy)
+        if mismatch:
+            return AnswerOutcome(f"Not saved: {mismatch}")
         if isinstance(label, str) and label.startswith(NONE):
             return self.answer_none(label[len(NONE):], prediction, text, request, profile)
-        taxonomy = self.topics.taxonomy()
         topic = topic_of(label, taxonomy)
         if topic is None:
             return AnswerOutcome(f"Not saved: {one_of(taxonomy)}")
