@@ -52,7 +52,7 @@ class FeedbackStore:
         self._answers = Answers(self._db, limits, clock, self.taxonomy)
         self._pool = Pool(self._db, limits, clock, self.taxonomy)
         self.reviews = Reviews(self._db, clock, self.taxonomy)  # find answers by filter, review many, settle disagreements
-        self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
+        self.guidelines = GuidelineBook(self._db, clock, self.taxonomy)  # the labelling guidelines, every version kept
         self.crowd = Crowd(self._db, self.taxonomy)  # per-person counts and the answers people share, for the people panel
         self.label_errors = LabelErrors(self._db, clock, self.taxonomy)  # possible label errors and the decisions on them
         self.unlisted = UnlistedAnswers(self._db, limits, clock, self.taxonomy, self.topics)  # "None of these"

@@ -20,6 +20,7 @@ from core.registry.versions import ModelRegistry
 from core.serving.limits import FailureThrottle
 from core.settings.hosting import HostingSection
 from core.settings.policies import GateConfig, MonitorPolicy, RetrainPolicy, TrustPolicy
+from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from web.admin import report
@@ -111,9 +112,13 @@ class AdminActions:
         which a request forged by another site cannot (web.server.identity.FORM_HEADER)."""
         return self.is_admin(request, profile) and self.identities.sent_form_token(request)
 
+    def taxonomy(self) -> Taxonomy:
+        """The topic list as the pages read it (over the served model's labels)."""
+        return (self.topics or PageTopics(None, self.store)).taxonomy()
+
     def topic_names(self) -> tuple[str, ...]:
         """The taxonomy's current topic names, in order (what the panels offer to filter, relabel and settle by)."""
-        return (self.topics or PageTopics(None, self.store)).taxonomy().names
+        return self.taxonomy().names
 
     def model_names(self, meta: Mapping[str, Any]) -> list[str]:
         """A model's own topics (its meta's `labels`, else the served model's), by their current names."""

@@ -64,7 +64,7 @@ def build_classify(actions: NewsLoopActions, examples: Sequence[str]) -> gr.HTML
             if examples:
                 with gr.Column(elem_id="classify-examples"):
                     gr.Examples(list(examples), inputs=text, label="Examples (one per topic)")
-            guidelines_panel(actions.store, "classify-guidelines")
+            guidelines_panel(actions.guidelines if actions.store else None, "classify-guidelines")
         with gr.Column(scale=2, elem_id="classify-result"):
             label = gr.Label(label="Topic", elem_id="topic-label")  # every topic the model has
             info = gr.Markdown(elem_id="classify-info")
@@ -161,7 +161,7 @@ def build_queue(actions: NewsLoopActions) -> tuple[gr.HTML, gr.HTML]:
         with gr.Row():
             gr.Button("S · Skip", size="sm", elem_id="q-skip")
             gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")
-        guidelines_panel(actions.store, "queue-guidelines")
+        guidelines_panel(actions.guidelines if actions.store else None, "queue-guidelines")
     tab.select(None, js="() => { window.newsloopQueue && window.newsloopQueue.open(); return []; }", **PRIVATE)
     return hint, buttons
 

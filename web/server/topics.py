@@ -11,7 +11,7 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from core.labels import LABELS
+from core.labels import LABELS, descriptions
 from core.taxonomy import Taxonomy, TaxonomyError, starting
 from feedback.topics.home import ADOPT, foreign
 
@@ -67,7 +67,8 @@ class PageTopics:
         """The current topics in the taxonomy's order, each marked if the served model does not predict it."""
         taxonomy = taxonomy or self.taxonomy()
         learning = set(taxonomy.learning(self.model_labels()))
-        return tuple(Offered(t.key, t.name, t.description, t.key in learning) for t in taxonomy.topics)
+        described = descriptions(taxonomy)
+        return tuple(Offered(t.key, t.name, described[t.key], t.key in learning) for t in taxonomy.topics)
 
     def named(self, probabilities: dict[str, float], taxonomy: Taxonomy | None = None) -> dict[str, float]:
         """A prediction's probabilities (by the model's keys) by the topics' current names."""
