@@ -25,7 +25,6 @@ from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from feedback.topics import changes, home
 from feedback.topics import commands as topic_commands
-from feedback.trust.label_errors import MAX_SHOWN as LABEL_MAX_SHOWN
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.review import HELD, MAX_SHOWN, ReviewFilter
 from feedback.trust.rules import MAINTAINER
@@ -56,6 +55,8 @@ def _exit_statuses() -> Iterator[None]:
     except (FeedbackError, sqlite3.DatabaseError) as exc:  # bad rows, a missing file, a database that is not one
         print(f"error: {exc}", file=sys.stderr)
         click.get_current_context().exit(ExitCode.BAD_INPUT)
+    except BrokenPipeError:  # the reader stopped reading (`| head`): click ends quietly (status 1), as a pipe wants
+        raise
     except OSError as exc:
         detail = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
         print(f"error: {detail}", file=sys.stderr)
@@ -189,7 +190,8 @@ _BY = click.option("--by", default=MAINTAINER, show_default=True, help="who deci
                       "how many there are in all.")
 @click.option("--source", type=click.Choice([*(s.value for s in Source), ANY]), default=ANY, show_default=True,
               help="base rows, trusted answers, or any")
-@click.option("--limit", type=click.IntRange(1, LABEL_MAX_SHOWN), default=50, show_default=True, help="candidates listed")
+@click.option("--limit", type=click.IntRange(0), default=50, show_default=True,
+              help="candidates listed; 0 = all (as `newsloop label-errors --limit 0` stores all)")
 @_with_store
 def label_errors_list(settings: Settings, store: FeedbackStore, source: str, limit: int) -> None:
     commands.label_errors_list(store, _any(source), limit)
@@ -229,8 +231,7 @@ def label_errors_undo(settings: Settings, store: FeedbackStore, ids: Sequence[in
 
 @label_errors.command("decisions", help="The decisions, newest first, with who, when, the label before and after, "
                       "and whether each was undone.")
-@click.option("--limit", type=click.IntRange(1, LABEL_MAX_SHOWN), default=50, show_default=True,
-              help="decisions listed")
+@click.option("--limit", type=click.IntRange(0), default=50, show_default=True, help="decisions listed; 0 = all")
 @click.option("--live", is_flag=True, help="only those not undone")
 @_with_store
 def label_errors_decisions(settings: Settings, store: FeedbackStore, limit: int, live: bool) -> None:
@@ -266,7 +267,7 @@ def _topic_change(name: str, help: str, arguments: Sequence[str], plan: Callable
                 **values: Any) -> None:
         who = {"by": by or _os_user(), "why": why}
         topic_commands.change_topics(store, _current(settings, store), lambda t: plan(t, who=who, **values),
-                                     lambda: changes.base_labels(settings), dry_run=dry_run)
+                                     lambda: changes.base_data(settings), dry_run=dry_run)
 
     command = click.option("--why", default="", help="why, recorded with the change")(command)
     command = click.option("--by", default=None, help="who makes it, recorded with the change (default: the OS user)")(command)

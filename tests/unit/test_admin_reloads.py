@@ -87,7 +87,7 @@ def test_topic_dropdowns_stay_as_chosen_until_the_topics_change(tmp_path: Path) 
     assert topic["value"] is None and label_filter["value"] == ANY and "Version <strong>1</strong>" in table
     table, *dropdowns = editor.load(request=_tab("a"))
     assert dropdowns == [{"__type__": "update"}] * 3 and "Version <strong>1</strong>" in table
-    shown, plan, _ = editor.preview("add", "", "", "Health", "Medicine", "", request=_tab("a"))
+    shown, plan, _, _ = editor.preview("add", "", "", "Health", "Medicine", "", request=_tab("a"))
     message, *_, topic, _, label_filter = editor.confirm(plan, request=_tab("a"))
     assert message.startswith("Changed") and "Health" in topic["choices"]
     assert editor.load(request=_tab("a"))[1:] == ({"__type__": "update"},) * 3  # confirm gave it version 2 already

@@ -7,7 +7,7 @@ import functools
 import hmac
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from core.settings.policies import GateConfig, MonitorPolicy, RetrainPolicy, Tru
 from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
+from feedback.topics.changes import BaseData
 from web.admin import report
 from web.admin.exports import ExportDownloads, Offer
 from web.admin.guard import admin_only
@@ -70,7 +71,7 @@ class AdminActions:
         monitor: MonitorPolicy | None = None,
         flush_served: Callable[[], None] | None = None,
         topics: PageTopics | None = None,
-        base_labels: Callable[[], Sequence[str]] | None = None,
+        base_data: Callable[[], BaseData] | None = None,
     ) -> None:
         self.store = store
         self.password = password
@@ -90,8 +91,9 @@ class AdminActions:
         self.monitor = monitor or MonitorPolicy()
         self.flush_served = flush_served or (lambda: None)  # this server's served tallies, written before a read
         self.topics = topics  # the taxonomy over the served model's labels (the page's), for the Topics panel
-        # The base data's label keys, one per row: what a topic change's preview counts (read once, when first asked).
-        self.base_labels = functools.cache(base_labels) if base_labels else (lambda: ())
+        # The base data's label keys, one per row, and its name: what a topic change's preview counts and names, and
+        # the retrain preview names (read once, when first asked).
+        self.base_data = functools.cache(base_data) if base_data else BaseData
 
     @property
     def enabled(self) -> bool:
@@ -232,11 +234,16 @@ class AdminActions:
         from feedback.training.readiness import readiness  # here: only the retrain preview needs it
 
         job = self.jobs.status()
-        if job.running:
+        if job.retraining:
             return "A retrain is already running: its progress is shown above.", gr.update(visible=False)
+        if job.running:  # a label-error search, a rollback: the retrain waits for it, and says so
+            return (f"{job.what[:1].upper()}{job.what[1:]} is running (`newsloop {job.command}`): a retrain can start "
+                    "when it ends.", gr.update(visible=False))
         ready = readiness(self.store, self.trust, self.retrain, self.promotion, self.jobs.last_run())
         expected = self.jobs.expected(trains=ready.parts.train > 0)
-        return report.preview_text(ready, expected, self.traffic()), gr.update(visible=True)
+        # The data it reads, named: the seed set standing in for an unreachable hub dataset says so.
+        data = f"\n\nBase data: {self.base_data().description or 'none configured'}."
+        return report.preview_text(ready, expected, self.traffic()) + data, gr.update(visible=True)
 
     def traffic(self) -> TrafficReport | None:
         """The champion on its traffic: estimated and measured by day and form, the window's alert and drift."""
