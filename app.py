@@ -52,7 +52,7 @@ from web.admin.sessions import TICKET_TTL_S
 from web.page import tabs as labellers_page
 from web.page.actions import NewsLoopActions
 from web.server.api import build_api
-from web.server.asgi import Page, ServerOptions, build_server, serve
+from web.server.asgi import Page, ServerOptions, address, build_server, serve
 from web.server.identity import IdentityService, ProxyPolicy
 from web.server.metrics import Metrics, MetricsMiddleware, ServedTallies, metrics_router
 from web.server.origin_guard import OriginPolicy
@@ -145,7 +145,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             monitor=settings.monitor,
             flush_served=metrics.estimates.flush,
             topics=actions.topics,
-            base_labels=lambda: topic_changes.base_labels(settings),
+            base_data=lambda: topic_changes.base_data(settings),
             **admin_state,
         )
     pages = web_pages(actions, admin, settings.hosting.hf_sign_in, samples.examples)
@@ -318,10 +318,19 @@ def start_schedule(settings: Settings) -> threading.Thread | None:
     return thread
 
 
-def main(verbose: bool = False) -> None:
+def announcement(settings: Settings) -> str:
+    """The line `newsloop serve` prints once it listens: where to open the page, and the maintainers' page."""
+    url = address(settings.serving.host, settings.serving.port)
+    everywhere = " (listening on every address)" if settings.serving.host in ("0.0.0.0", "::") else ""
+    admin = f"; maintainers: {url}admin/" if settings.hosting.admin_enabled else ""
+    return f"NewsLoop serves at {url}{everywhere}{admin} (Ctrl+C stops it)"
+
+
+def main(verbose: bool = False, **overrides: Any) -> None:
+    """Serve; `overrides` are settings by flat name (`newsloop serve --host/--port`)."""
     configure_logging(logging.INFO, verbose=verbose)
     try:
-        settings = load_settings()
+        settings = load_settings(**overrides)
     except ConfigError as exc:  # e.g. a weak admin password on a public host: refuse to start, saying why
         print(f"NewsLoop will not start: {exc}", file=sys.stderr)
         sys.exit(ExitCode.CONFIG)
@@ -356,7 +365,8 @@ def main(verbose: bool = False) -> None:
     if settings.queue.demo_pool:  # something to label from the first minute; a first import replaces it
         store.offer_demo_pool(samples.demo)
     start_schedule(settings)
-    serve(build_app(service, settings, store, samples), settings.serving.host, settings.serving.port)
+    serve(build_app(service, settings, store, samples), settings.serving.host, settings.serving.port,
+          announcement(settings))
 
 
 if __name__ == "__main__":

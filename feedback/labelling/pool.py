@@ -520,9 +520,13 @@ class Pool:
                 annotator=annotator, item_id=item_id, skipped_at=iso_time(self._clock())).on_conflict_do_nothing())
 
     def progress(self, annotator: str) -> int:
-        """How many queue items this annotator has labelled (live answers)."""
+        """How many queue items this annotator has labelled: live answers, and "None of these" (key 0) ones not
+        undone nor placed (a placed one is an answer now, counted there)."""
         annotator = check_annotator(annotator)
         query = sa.select(sa.func.count()).where(
             answers.c.annotator == annotator, answers.c.kind == "queue", answers.c.status.not_in(WITHDRAWN))
+        none_of_these = sa.select(sa.func.count()).where(
+            # feedback.topics.unlisted's OK and DISMISSED (that module imports this one)
+            unlisted.c.annotator == annotator, unlisted.c.kind == "queue", unlisted.c.status.in_(("ok", "dismissed")))
         with self._db.read() as db:
-            return count(db, query)
+            return count(db, query) + count(db, none_of_these)

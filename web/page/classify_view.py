@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,7 +20,9 @@ PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # The answer buttons are drawn from the taxonomy on each page load (web.server.topics.answer_buttons); their state
 # (which one is chosen, whether they can be pressed) is web/page/answers.js's: these call it in the browser.
 CLEAR = "() => { window.newsloopAnswers.set(null, false); return ['', {}, '']; }"  # {}: an empty gr.Label
-READY = "(shown) => { window.newsloopAnswers.set(null, !!shown); return ['']; }"  # answerable only with an id
+# Answerable only with an id; the correction naming the model's own answer is not offered (it would say "Right").
+READY = ("(shown, label) => { window.newsloopAnswers.set(null, !!shown); "
+         "window.newsloopAnswers.predicted(shown && label ? label.label : null); return ['']; }")
 LOCK = "() => { window.newsloopAnswers.set(null, false); return []; }"
 UNMARK = "() => { window.newsloopAnswers.set(null, null); return []; }"
 
@@ -33,15 +36,28 @@ def none_box(prefix: str) -> str:
             f'placeholder="Which topic is missing? (optional)" aria-label="Which topic is missing? (optional)">')
 
 
+def columns(buttons: int) -> int:
+    """How many columns a grid of topic buttons has: rows as full as they can be, none with a lone button (4: 4 or
+    2x2 on a phone, 5: 3+2, 7: 4+3, 9: 3x3), at most 4 (a phone's stylesheet makes that 2)."""
+    rows = max(1, math.ceil(buttons / 4))
+    return max(1, math.ceil(buttons / rows))
+
+
+def topic_grid(buttons: str, count: int) -> str:
+    """Topic buttons in a grid of equal cells (equal heights, whatever each name's length)."""
+    return f'<div class="topic-grid cols-{columns(count)}">{buttons}</div>'
+
+
 def classify_buttons(offered: tuple[Offered, ...]) -> str:
     """The Classify tab's answer buttons: Right, then one per topic, then "None of these" with the box for the
-    missing topic's name (the buttons disabled until a result is on screen)."""
+    missing topic's name (the buttons disabled until a result is on screen). Once a result is on screen the
+    correction naming the model's own topic is hidden (answers.js), and the grid holds one fewer."""
     right = (f'<button type="button" id="fb-right" class="topic-btn secondary" data-topic="{RIGHT}" disabled>'
              f'<span class="mark"></span><span class="t">Right</span></button>')
     topics = answer_buttons(offered, prefix="fb-", text="It's actually {name}", disabled=True)
     none = (f'<button type="button" id="fb-none" class="topic-btn secondary" data-topic="{NONE}" disabled>'
             f'<span class="mark"></span><span class="t">{NONE_WORDS}</span></button>')
-    return (f'<div class="fb-right">{right}</div><div class="fb-topics">{topics}</div>'
+    return (f'<div class="fb-right">{right}</div><div class="fb-topics">{topic_grid(topics, len(offered))}</div>'
             f'<div class="fb-none">{none}{none_box("fb-")}</div>')
 
 
@@ -87,11 +103,13 @@ def build_classify(actions: NewsLoopActions, examples: Sequence[str]) -> gr.HTML
     for trigger, api in ((classify_btn.click, {"api_name": "classify"}), (text.submit, PRIVATE)):
         trigger(None, js=LOCK, **PRIVATE)
         trigger(actions.classify, inputs=text, outputs=[label, info, shown], **api).then(
-            None, inputs=shown, js=READY, outputs=[ack], **PRIVATE)
+            None, inputs=[shown, label], js=READY, outputs=[ack], **PRIVATE)
+    # An answer's message is its announcement (a live region): no progress, which screen readers would read too.
     send.click(_answer(actions), inputs=[chosen, shown, text], outputs=[ack, label, shown, state],
-               js="(c, s, t) => [window.newsloopAnswers.next(), s, t]", **PRIVATE).then(
+               js="(c, s, t) => [window.newsloopAnswers.next(), s, t]", show_progress="hidden", **PRIVATE).then(
         None, inputs=state, js="(s) => { window.newsloopAnswers.apply(s); return []; }", **PRIVATE)
-    undo_btn.click(actions.undo, outputs=ack, api_name="undo").then(None, js=UNMARK, **PRIVATE)
+    undo_btn.click(actions.undo, outputs=ack, api_name="undo", show_progress="hidden").then(
+        None, js=UNMARK, **PRIVATE)
     return buttons
 
 
@@ -105,7 +123,7 @@ def topic_parts(actions: NewsLoopActions) -> tuple[str, str, str]:
         return said, said, ""
     offered = actions.topics.offered(taxonomy)
     return (classify_buttons(offered), queue_hint(len(offered)),
-            answer_buttons(offered, prefix="q-", text="{name}", numbered=True))
+            topic_grid(answer_buttons(offered, prefix="q-", text="{name}", numbered=True), len(offered)))
 
 
 def _answer(actions: NewsLoopActions) -> Callable[..., list[Any]]:
