@@ -224,8 +224,10 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
             ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate, last_run)
             traffic = traffic_report(store, report["champion"], report.get("champion_meta") or {}, settings.monitor,
                                      settings.trust_policy())
+            suspicious = store.count("suspicious")  # what the admin view's tile counts
         # The feedback a retrain would see, and how many more traffic labels the gate needs for the target gain.
-        report["feedback"] = asdict(ready) | {"enough": ready.enough, "traffic_more": ready.traffic.more}
+        report["feedback"] = asdict(ready) | {"enough": ready.enough, "traffic_more": ready.traffic.more,
+                                              "suspicious": suspicious}
         report["traffic"] = traffic.to_dict()
         alerts = alert_lines(traffic.check)
     if as_json:
@@ -274,7 +276,8 @@ def status_lines(report: dict[str, Any], ready: Readiness | None, traffic: Traff
                   f"  new since the last run: {ready.new_trusted:,} trusted answer(s); a scheduled retrain waits for "
                   f"{ready.min_new:,}",
                   f"  traffic set: {traffic_need.have:,} label(s), {more}",
-                  f"  suspicious answers from signed-in or checked people waiting for review: {ready.credible_waiting:,}"]
+                  f"  suspicious answers waiting for review: {report['feedback']['suspicious']:,}, "
+                  f"{ready.credible_waiting:,} of them from signed-in or checked people (likely true corrections)"]
     if traffic is not None:
         check = traffic.check
         forms = [f"{FORM_NAMES[c.form]} {c.estimated:.1%} of {c.n:,}" + (" (ALERT)" if c.alert else "")
@@ -380,7 +383,8 @@ def label_errors(settings: Settings, *, limit: int = 1000, encoder: str = "base"
             report = search(store, corpus, data.source, settings.trust_policy(), models_dir=settings.paths.models_dir,
                             cache_dir=settings.paths.embeddings_cache, base_model=settings.model.base_model,
                             max_length=settings.train.max_length, limit=limit, seed=settings.train.seed,
-                            use_champion=encoder == "champion")
+                            use_champion=encoder == "champion",
+                            min_topic_rows=settings.label_errors.min_topic_rows)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT

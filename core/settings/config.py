@@ -28,6 +28,7 @@ from core.settings.policies import (
     DataSource,
     ExportConfig,
     GateConfig,
+    LabelErrorPolicy,
     MonitorPolicy,
     QueuePolicy,
     RetrainPolicy,
@@ -218,6 +219,7 @@ class Settings(BaseSettings):
     answers: StoreLimits = _section(StoreLimits, "What the feedback store accepts.")
     serving: ServingSection = _section(ServingSection, "Serving.")
     monitor: MonitorPolicy = _section(MonitorPolicy, "Watching served traffic.", prefix="monitor_")
+    label_errors: LabelErrorPolicy = _section(LabelErrorPolicy, "The label-error search.", prefix="label_errors_")
     limits: LimitsSection = _section(LimitsSection, "Request limits.")
     hosting: HostingSection = _section(HostingSection, "Identity, admins and proxies.")
 

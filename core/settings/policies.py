@@ -267,6 +267,20 @@ class RetrainPolicy(Section):
     )
 
 
+class LabelErrorPolicy(Section):
+    """The label-error search (`retrain.label_errors`)."""
+
+    # A topic with few labelled rows gets a confident-learning threshold near zero (its mean probability over its
+    # rows), so nearly every row would be suggested into it: after adding Health with 2 answers, 75 of 76 candidates
+    # were "-> Health" at 0-3%. On AG News rows with Health carved out (python -m bench.label_errors --new-topic,
+    # docs/results/label-errors.md "A topic with few answers"): up to 10-12 answers it took up to 88% of the list at
+    # 0.08-0.12 right; from 15 on a third of the list or less, 0.37-0.49 right. 20 leaves a margin past 12.
+    min_topic_rows: int = setting(
+        20, ge=1, description="Labelled rows (base rows and trusted answers) a topic needs before the label-error "
+        "search suggests it for other rows or doubts its own.",
+    )
+
+
 class MonitorPolicy(Section):
     """How served traffic is watched (core.evaluation.monitor): when the champion's estimated accuracy on a form
     raises an alert, and whether `watch` retrains on it."""

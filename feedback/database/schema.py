@@ -220,9 +220,16 @@ def _v14(op: Operations) -> None:
     op.create_index("unlisted_text_hash", "unlisted", ["text_hash", "annotator"])
 
 
+def _v15(op: Operations) -> None:
+    """A label-error search names what it read (`retrain.label_errors`): its data in words (the seed set in place of
+    an unreachable hub dataset says so), and the topics it left out (too few labelled rows to judge or suggest)."""
+    op.add_column("label_searches", _text("data"))
+    op.add_column("label_searches", _text("left_out"))
+
+
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10,
-                             11: _v11, 12: _v12, 13: _v13, 14: _v14}
+                             11: _v11, 12: _v12, 13: _v13, 14: _v14, 15: _v15}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).
