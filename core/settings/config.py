@@ -140,7 +140,7 @@ class ServingSection(Section):
     max_input_chars: int = setting(
         MAX_ARTICLE_CHARS, ge=100, fallback=("NEWSLOOP_MAX_FEEDBACK_CHARS",),
         description="The longest article: Classify, the API, answers, the queue and imports take it; longer is "
-        "refused with a message.",
+        "refused with a message (NEWSLOOP_MAX_FEEDBACK_CHARS, the store's former limit, is read when this is unset).",
     )
     reload_interval_s: float = setting(2.0, gt=0.0, description="How often the app checks for a new champion.")
     pool_scoring_s: float = setting(

@@ -191,6 +191,7 @@ def per_day_figure(days: Counter[str] | Mapping[str, int]) -> Any:
     # log a line per figure for strings that read as dates.
     ax.bar(range(len(ordered)), [days[d] for d in ordered], color="#1d4ed8")
     ax.set_xticks(range(len(ordered)), ordered, rotation=45)
+    ax.set_xlim(-0.6, max(len(ordered) - 0.4, 6.4))  # room for a week: one day is one bar, not the whole width
     ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     if not ordered:  # an axis from 0, not one around nothing (-0.04..0.04), and the reason it is empty
         ax.set_ylim(0, 1)
