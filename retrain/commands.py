@@ -93,6 +93,7 @@ def retrain(settings: Settings, *, max_minutes: float | None = None, base_rows: 
 def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str | None = None) -> int:
     """Restore the previous champion (only if `expect`, when given, is still the champion)."""
     from core.data import DataSourceError, source_labels
+    from core.labels import LABELS
     from core.registry.mlflow_champion import is_tracking_server, mirror_versions
     from core.registry.versions import ANY, ModelRegistry, RegistryError
     from retrain.tracking import sync_aliases
@@ -103,6 +104,16 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
             mirror_versions(settings.tracking_uri, registry,
                             labels=source_labels(settings.data.source, settings.data.use_extra))
         expected = ANY if expect is None else expect
+        previous = registry.status()["previous"]
+        if previous:  # a model of other topics than the home's list would leave the pages nothing to answer
+            from feedback.topics.home import rollback_refusal
+
+            meta = registry.get(previous[0]).meta
+            refused = rollback_refusal(settings.storage.database_url or settings.paths.feedback_db, previous[0],
+                                       tuple(meta.get("labels") or LABELS))
+            if refused:
+                print(f"error: {refused}", file=sys.stderr)
+                return ExitCode.ERROR
         restored = registry.rollback(reason=reason, expected_champion=expected)
     except (RegistryError, DataSourceError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -119,6 +119,22 @@ def data_fits_home(location: Path | str, data: DataSource) -> None:
         log.warning("%s", said)
 
 
+def rollback_refusal(location: Path | str, version: str, labels: Sequence[str]) -> str | None:
+    """Why a rollback to `version` (predicting `labels`) would serve a model of topics the home's list never had (the
+    AG News starter in a home of your own topics, say): one sentence, or None when it fits or nothing is stored."""
+    if isinstance(location, Path) and not location.is_file():
+        return None
+    with contextlib.closing(FeedbackStore(location)) as store:
+        if not store.topics.stored_version():
+            return None
+        taxonomy = store.topics.current()
+    odd = foreign(taxonomy, labels)
+    if not odd:
+        return None
+    return (f"{version} predicts {_names(labels)}, and this home's topic list ({_names(taxonomy.names)}) never had "
+            f"{_names(odd)}: serving it would offer no answer the list can take; nothing was done")
+
+
 def _restart(store: FeedbackStore, labels: Sequence[str], *, why: str) -> None:
     """Replace a topic list nobody worked under by `labels` as its version 1, and take the old list's unanswered demo
     articles out of the pool (the app offers the data's own when the pool is empty)."""

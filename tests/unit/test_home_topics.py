@@ -176,3 +176,28 @@ def test_serving_a_champion_of_other_topics_than_the_home_is_refused_in_one_sent
                     "champion v0001's topics this home's list (its 3 answers stay stored; those naming a topic no "
                     "longer listed train nothing)")
     assert "Traceback" not in done.stderr and "Uvicorn running" not in done.stderr + done.stdout
+
+
+def test_a_rollback_to_a_model_of_topics_the_list_never_had_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README walk leaves the AG News starter as the previous champion of a home of your own topics: rolling back
+    to it would serve a model no answer of the list fits."""
+    from newsloop.cli import main
+
+    home = tmp_path / "home"
+    build_tiny_champion(home)  # v0001: AG News's four (the seed set)
+    own = build_tiny_champion(home, data=str(own_topics_csv(tmp_path / "own.csv")))  # v0002: the home's own
+    store = FeedbackStore(own.paths.feedback_db)
+    store.topics.seed(TOPICS)
+    store.close()
+    monkeypatch.setenv("NEWSLOOP_HOME", str(home))
+    monkeypatch.setenv("NEWSLOOP_DATA", own.data.source)
+    capsys.readouterr()  # the bootstraps' progress bars
+    assert main(["rollback"]) == ExitCode.ERROR
+    assert capsys.readouterr().err.strip() == (
+        "error: v0001 predicts World, Sports, Business, Sci/Tech, and this home's topic list (Politics, Sport, Money) "
+        "never had World, Sports, Business, Sci/Tech: serving it would offer no answer the list can take; nothing "
+        "was done")
+    champion = ModelRegistry(own.paths.models_dir).champion()
+    assert champion is not None and champion.version == "v0002"
