@@ -35,6 +35,14 @@ pytestmark = pytest.mark.browser
 
 PASSWORD = "a long admin password for the new user's walk"
 AG_NEWS_TOPIC = re.compile(r"\b(World|Sports|Business)\b|Sci/Tech")
+# Every text screen readers are given (the aria-live regions), as they change: Gradio's status tracker read its
+# untranslated key "common.complete" after every answer.
+ANNOUNCED = """() => { window.said = []; new MutationObserver(() => {
+  document.querySelectorAll('[aria-live]').forEach((e) => { const t = e.innerText.trim(); if (t) window.said.push(t); });
+}).observe(document.body, {childList: true, subtree: true, characterData: true}); }"""
+# The topic buttons a grid shows: their topic, and their box (equal cells, no lone button on a row).
+BOXES = """(sel) => Array.from(document.querySelectorAll(sel)).filter((b) => !b.hidden).map((b) => {
+  const r = b.getBoundingClientRect(); return [b.dataset.name, Math.round(r.width), Math.round(r.height)]; })"""
 
 
 def ag_news_texts() -> list[str]:
@@ -104,16 +112,26 @@ def test_a_newsroom_bringing_its_own_topics_never_sees_ag_news(tmp_path: Path) -
     # 3. `newsloop serve` again: every page and panel, read in Chromium.
     with newsloop_serve(own, tmp_path / "serve-2.log") as url, desktop_page(url) as page:
         page.wait_for_selector("#fb-buttons button[data-topic]")
+        page.evaluate(ANNOUNCED)
         open_accordions(page)
         page.fill("#news-text textarea", "Storm front brings heavy rain and flood warnings to the coast tonight.")
         page.click("#classify-btn")
         wait_for_text(page, "#classify-info", "Model")
+        page.wait_for_function("() => !document.querySelector('#fb-right').disabled")
         labeller = rendered_text(page)
+        answer = page.evaluate("() => document.querySelector('#topic-label h2, #topic-label .output-class').innerText")
+        corrections = page.evaluate(BOXES, "#fb-buttons .topic-grid button")
+        page.locator("#fb-buttons .topic-grid button:visible").first.click()
+        wait_for_text(page, "#feedback-ack", "saved as")
         page.get_by_role("tab", name="Label queue").click()
         page.wait_for_function("() => !!(window.newsloopQueue && window.newsloopQueue.current)")
         open_accordions(page)
         queue = rendered_text(page)
         article = page.evaluate("window.newsloopQueue.current.text")
+        keys = page.evaluate(BOXES, "#queue-buttons button")
+        page.keyboard.press("0")  # none fits: it counts towards "You have labelled N"
+        wait_for_text(page, "#queue-progress", "You have labelled 1")
+        said = page.evaluate("window.said")
         errors = list(page.errors)
 
         page.goto(f"{url}admin/", wait_until="domcontentloaded")
@@ -127,6 +145,11 @@ def test_a_newsroom_bringing_its_own_topics_never_sees_ag_news(tmp_path: Path) -
         errors += page.errors
 
     assert not errors
+    # The correction naming the model's answer is not offered; the others, and the queue's keys, are equal cells.
+    assert answer in NEWSROOM_TOPICS and [b[0] for b in corrections] == [t for t in NEWSROOM_TOPICS if t != answer]
+    assert len({(w, h) for _, w, h in corrections}) == 1 and len({(w, h) for _, w, h in keys}) == 1
+    assert [b[0] for b in keys] == list(NEWSROOM_TOPICS)
+    assert said and not [t for t in said if "common." in t]  # nothing untranslated read out
     for name, text in (("/ (Classify)", labeller), ("/ (Label queue)", queue), ("/admin/", admin)):
         assert all(topic in text for topic in NEWSROOM_TOPICS), name
         assert not AG_NEWS_TOPIC.search(text), f"{name} names an AG News topic: {AG_NEWS_TOPIC.search(text)}"
