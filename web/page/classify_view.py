@@ -19,7 +19,9 @@ from web.server.topics import MAX_KEYS, Offered, answer_buttons
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # The answer buttons are drawn from the taxonomy on each page load (web.server.topics.answer_buttons); their state
 # (which one is chosen, whether they can be pressed) is web/page/answers.js's: these call it in the browser.
-CLEAR = "() => { window.newsloopAnswers.set(null, false); return ['', {}, '']; }"  # {}: an empty gr.Label
+# {}: an empty gr.Label; every correction shown again (disabled) while no result is on screen.
+CLEAR = ("() => { window.newsloopAnswers.set(null, false); window.newsloopAnswers.predicted(null); "
+         "return ['', {}, '']; }")
 # Answerable only with an id; the correction naming the model's own answer is not offered (it would say "Right").
 READY = ("(shown, label) => { window.newsloopAnswers.set(null, !!shown); "
          "window.newsloopAnswers.predicted(shown && label ? label.label : null); return ['']; }")
