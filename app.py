@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
@@ -26,6 +27,7 @@ from core.logs import configure_logging
 from core.registry.mlflow_champion import alias_version, champion_source, is_tracking_server, register_starter
 from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
+from core.samples import Samples, data_samples
 from core.settings.config import ConfigError, Settings, ensure_home, load_settings
 from core.storage.locks import LockBusy, file_lock
 from core.storage.snapshot_schedule import SnapshotSchedule, restore_if_fresh
@@ -40,6 +42,7 @@ from feedback.database.shared_state import (
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
 from feedback.topics import changes as topic_changes
+from feedback.topics import home as home_topics
 from feedback.traffic.served import save_tallies
 from web.admin import page as admin_page
 from web.admin.actions import AdminActions
@@ -49,7 +52,7 @@ from web.admin.sessions import TICKET_TTL_S
 from web.page import tabs as labellers_page
 from web.page.actions import NewsLoopActions
 from web.server.api import build_api
-from web.server.asgi import Page, ServerOptions, build_server, serve
+from web.server.asgi import Page, ServerOptions, address, build_server, serve
 from web.server.identity import IdentityService, ProxyPolicy
 from web.server.metrics import Metrics, MetricsMiddleware, ServedTallies, metrics_router
 from web.server.origin_guard import OriginPolicy
@@ -108,8 +111,11 @@ def shared_web_state(settings: Settings, store: FeedbackStore | None) -> tuple[d
     return page, admin
 
 
-def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore | None = None) -> FastAPI:
-    """The server around `classifier` and `store`: page, REST API, identities and limits cut from `settings`."""
+def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore | None = None,
+              samples: Samples | None = None) -> FastAPI:
+    """The server around `classifier` and `store`: page, REST API, identities and limits cut from `settings`;
+    `samples` (Classify's examples) are the configured data's, read from it when not given (`core.samples`)."""
+    samples = samples or data_samples_of(settings)
     identities = identity_service(settings)
     page_state, admin_state = shared_web_state(settings, store)
     metrics = serving_metrics(settings, classifier, store)
@@ -140,10 +146,10 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
             monitor=settings.monitor,
             flush_served=metrics.estimates.flush,
             topics=actions.topics,
-            base_labels=lambda: topic_changes.base_labels(settings),
+            base_data=lambda: topic_changes.base_data(settings),
             **admin_state,
         )
-    pages = web_pages(actions, admin, settings.hosting.hf_sign_in)
+    pages = web_pages(actions, admin, settings.hosting.hf_sign_in, samples.examples)
     routers = [*api_routers(metrics.metered(classifier, "api"), actions, identities,
                             settings.serving.max_batch_texts),
                *([admin_router(admin)] if admin else []), *metrics_routers(metrics, settings)]
@@ -173,11 +179,12 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
     return server
 
 
-def web_pages(actions: NewsLoopActions, admin: AdminActions | None, hf_sign_in: bool) -> list[Page]:
+def web_pages(actions: NewsLoopActions, admin: AdminActions | None, hf_sign_in: bool,
+              examples: Sequence[str]) -> list[Page]:
     """The labellers' page at / and, when an admin can sign in, the maintainers' at /admin/: two Gradio apps over the
     same services, on one server. Nothing of the admin's is in the labellers' page but a link."""
-    pages = [Page(labellers_page.build_page(actions, hf_sign_in=hf_sign_in, admin_link=admin is not None),
-                  scripts=labellers_page.SCRIPTS)]
+    pages = [Page(labellers_page.build_page(actions, examples=examples, hf_sign_in=hf_sign_in,
+                                            admin_link=admin is not None), scripts=labellers_page.SCRIPTS)]
     if admin is not None:
         pages.append(Page(admin_page.build_admin_page(admin, hf_sign_in=hf_sign_in), path=admin_page.MOUNT_PATH,
                           scripts=admin_page.SCRIPTS))
@@ -222,6 +229,13 @@ def api_routers(classifier: Classifier, actions: NewsLoopActions, identities: Id
                       max_batch_texts=max_batch_texts, topics=PageTopics(classifier, actions.store))]
 
 
+def data_samples_of(settings: Settings) -> Samples:
+    """Classify's examples and the demo articles of the configured data (`core.samples`): its own, or AG News's when
+    it is AG News. Raises DataSourceError for data that cannot be read (the app then will not start)."""
+    data = settings.data
+    return data_samples(data.source, data.val_fraction, data.use_extra, data.examples)
+
+
 def ensure_champion(settings: Settings) -> None:
     """Serve the shipped starter when there is no champion; train one (in a child process, so this serving
     process never imports torch) only when the starter does not predict the configured data's topics (data of
@@ -233,7 +247,10 @@ def ensure_champion(settings: Settings) -> None:
     if install_starter(registry, labels=labels) is not None:
         return
     log.info("no champion model and no starter for the topics %s: training one now (progress below)", ", ".join(labels))
-    subprocess.run([sys.executable, "-m", "retrain", "bootstrap"], check=True)
+    code = subprocess.run([sys.executable, "-m", "retrain", "bootstrap"], check=False).returncode
+    if code:  # the bootstrap said why, in one line, above
+        print("NewsLoop will not start: the bootstrap failed (above).", file=sys.stderr)
+        sys.exit(code)
 
 
 def register_starter_on_server(settings: Settings, wait_s: float = 300.0) -> None:
@@ -256,12 +273,18 @@ def register_starter_on_server(settings: Settings, wait_s: float = 300.0) -> Non
 def seed_topics(store: FeedbackStore, service: Classifier) -> None:
     """The taxonomy starts from the serving champion's topics: stored as version 1 when the feedback database has
     none yet (a no-op otherwise, and when no champion serves yet). Data of your own topics is served with its own
-    topics from the first answer; the AG News four for a fresh clone, as before."""
+    topics from the first answer; the AG News four for a fresh clone, as before. A stored list that does not fit
+    the champion's topics (a champion of other data) is refused, in one sentence naming the fix, before any page
+    (`feedback.topics.home`); one nobody worked under becomes the champion's."""
     if service.version is None:
         return
     labels = PageTopics(service, store).model_labels()
+    said = home_topics.fits(store, labels, whose=f"the champion {service.version}'s",
+                            fresh="serve a fresh home (NEWSLOOP_HOME=<another folder> newsloop serve)")
+    if said:
+        log.warning("%s", said)
     taxonomy = store.topics.seed(labels, why="the champion's topics, when the app first served it")
-    if taxonomy.keys != labels:  # the maintainers' changes since, or data of other topics than the stored ones
+    if taxonomy.keys != labels:  # the maintainers' changes since
         log.info("the champion predicts %s; the topics (taxonomy version %d) are %s", ", ".join(labels),
                  taxonomy.version, ", ".join(taxonomy.names))
 
@@ -296,10 +319,19 @@ def start_schedule(settings: Settings) -> threading.Thread | None:
     return thread
 
 
-def main(verbose: bool = False) -> None:
+def announcement(settings: Settings) -> str:
+    """The line `newsloop serve` prints once it listens: where to open the page, and the maintainers' page."""
+    url = address(settings.serving.host, settings.serving.port)
+    everywhere = " (listening on every address)" if settings.serving.host in ("0.0.0.0", "::") else ""
+    admin = f"; maintainers: {url}admin/" if settings.hosting.admin_enabled else ""
+    return f"NewsLoop serves at {url}{everywhere}{admin} (Ctrl+C stops it)"
+
+
+def main(verbose: bool = False, **overrides: Any) -> None:
+    """Serve; `overrides` are settings by flat name (`newsloop serve --host/--port`)."""
     configure_logging(logging.INFO, verbose=verbose)
     try:
-        settings = load_settings()
+        settings = load_settings(**overrides)
     except ConfigError as exc:  # e.g. a weak admin password on a public host: refuse to start, saying why
         print(f"NewsLoop will not start: {exc}", file=sys.stderr)
         sys.exit(ExitCode.CONFIG)
@@ -308,6 +340,7 @@ def main(verbose: bool = False) -> None:
     try:
         ensure_champion(settings)
         register_starter_on_server(settings)
+        samples = data_samples_of(settings)
     except DataSourceError as exc:  # NEWSLOOP_DATA names a file or folder it refuses: say so, in one line
         print(f"NewsLoop will not start: {exc}", file=sys.stderr)
         sys.exit(ExitCode.BAD_INPUT)
@@ -325,11 +358,16 @@ def main(verbose: bool = False) -> None:
     service.refresh()
     service.start_watching()
     store = FeedbackStore.from_settings(settings)
-    seed_topics(store, service)  # the champion's topics are the taxonomy's version 1 (kept if one is stored)
-    if settings.queue.demo_pool:
-        store.offer_demo_pool()  # something to label from the first minute; a first import replaces it
+    try:
+        seed_topics(store, service)  # the champion's topics are the taxonomy's version 1 (kept if one is stored)
+    except home_topics.HomeMismatch as exc:  # a champion of other topics than the home's: before any page
+        print(f"NewsLoop will not start: {exc}", file=sys.stderr)
+        sys.exit(ExitCode.BAD_INPUT)
+    if settings.queue.demo_pool:  # something to label from the first minute; a first import replaces it
+        store.offer_demo_pool(samples.demo)
     start_schedule(settings)
-    serve(build_app(service, settings, store), settings.serving.host, settings.serving.port)
+    serve(build_app(service, settings, store, samples), settings.serving.host, settings.serving.port,
+          announcement(settings))
 
 
 if __name__ == "__main__":

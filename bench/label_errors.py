@@ -13,6 +13,13 @@ the clean labels, on the flipped ones, and on the flipped ones with the top 2k c
     python -m bench.label_errors --quick     # seconds: 400 rows, a tiny random encoder (mechanics only)
     NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors --finetune --cache ../embeddings
 
+With --new-topic it measures what the search does with a topic added after the base data (Health, carved out of the
+AG News rows by its words: the rows about it keep their old label, as base rows predate the topic): for k of its
+answers, how many candidates the search suggests into it, how many of those are about it, and the candidates in
+all; what NEWSLOOP_LABEL_ERRORS_MIN_TOPIC_ROWS (the fewest labelled rows of a topic before it is suggested) is set by.
+
+    NEWSLOOP_DATA=../shared/data/ag_news python -m bench.label_errors --new-topic --rows 4000
+
 With --fixes HOME it measures a maintainer's real decisions instead: after `newsloop label-errors` and `newsloop
 review label-errors ...` in HOME, the champion's served accuracy on the base validation as labelled and as
 corrected, and the same linear models (over the champion's cached embeddings) trained on the base training rows as
@@ -24,6 +31,7 @@ labelled and as corrected.
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 import time
 from collections.abc import Sequence
@@ -35,6 +43,7 @@ from bench.common import CpuWatch, contention_note
 from bench.options import add_data, add_val_fraction, default_data, parser
 from core.data import Example, load_corpus
 from core.evaluation.label_issues import find_label_issues, recall_precision
+from core.labels import LABELS as LABELS_AG
 from core.logs import configure_logging
 from core.reading import Reading
 from core.settings.policies import MAX_LENGTH
@@ -233,6 +242,43 @@ def measure_fixes(home: Path, data: str, *, val_fraction: float, extra: bool, ma
     return "\n".join(lines)
 
 
+# What makes an AG News row "about Health" in --new-topic: its words (a keyword rule, so the figures are approximate).
+HEALTH = re.compile(r"\b(health|medical|medicine|drugs?|cancer|diseases?|patients?|vaccines?|virus|hospitals?|"
+                    r"doctors?|flu|obesity|diabetes|hiv|aids|surgery|clinical|nurses?)\b", re.IGNORECASE)
+NEW_TOPIC_ANSWERS = (2, 5, 10, 20, 40, 80)
+
+
+def new_topic(data: str, *, rows: int, seed: int, model: str, quick: bool, val_fraction: float, extra: bool,
+              cache: Path, max_length: int, answers: Sequence[int] = NEW_TOPIC_ANSWERS) -> str:
+    """The table of --new-topic: for each count of Health answers, the search's candidates into Health (and how many
+    are about it by HEALTH) against its candidates in all, with no floor on a topic's labelled rows."""
+    corpus = load_corpus(data, val_fraction, extra)
+    order = np.random.default_rng(seed).permutation(len(corpus.train)).tolist()
+    about = [i for i in order if HEALTH.search(corpus.train[i].text)]
+    # The answers people give once Health exists, never base rows: from the end of the order, as the base rows are
+    # from its start (so the base rows keep their share of Health articles).
+    pool = about[::-1][: max(*answers, *NEW_TOPIC_ANSWERS)]  # one pool for any counts: the embeddings' cache holds
+    taken = set(pool)
+    base = [corpus.train[i] for i in order if i not in taken][: rows or None]
+    health = len(LABELS_AG)
+    texts = [e.text for e in base] + [corpus.train[i].text for i in pool]
+    vectors = bench_embeddings(cache, texts, model, quick, max_length)
+    lines = [f"{corpus.description}: {len(base)} base rows ({sum(bool(HEALTH.search(e.text)) for e in base)} about "
+             "Health, labelled with their AG News topic), Health added with k answers", "",
+             "| Health answers (k) | candidates | suggested into Health | of those about Health | precision into Health |",
+             "|---|---|---|---|---|"]
+    for k in answers:
+        given = np.array([e.label for e in base] + [health] * k)
+        used = len(base) + k
+        probs = out_of_fold_probs(texts[:used], given, vectors[:used], seed, classes=health + 1)
+        issues = find_label_issues(probs, given)
+        into = [int(i) for i in issues.candidate_rows.tolist() if issues.suggested[i] == health]
+        right = sum(bool(HEALTH.search(texts[i])) for i in into)
+        share = f"{right / len(into):.2f}" if into else "–"
+        lines.append(f"| {k} | {issues.candidates} | {len(into)} | {right} | {share} |")
+    return "\n".join(lines)
+
+
 def _kept(rows: Sequence[Example], kept: Sequence[Example]) -> np.ndarray:
     """The positions in `rows` of the rows `kept` still holds (the fixes leave excluded rows out, in order)."""
     texts = {e.text for e in kept}
@@ -277,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.add_argument("--finetune-search", action="store_true",
                       help="also rank by out-of-fold fine-tunes (two, from the base encoder), for the search to be "
                       "compared with")
+    args.add_argument("--new-topic", action="store_true",
+                      help="instead, measure suggestions into a topic added with few answers (see above)")
+    args.add_argument("--answers", default=",".join(map(str, NEW_TOPIC_ANSWERS)),
+                      help=f"--new-topic: the counts of answers tried (default {','.join(map(str, NEW_TOPIC_ANSWERS))})")
     args.add_argument("--fixes", type=Path, default=None, metavar="HOME",
                       help="instead, measure the live label fixes of this NEWSLOOP_HOME (see above)")
     options = args.parse_args(argv)
@@ -286,6 +336,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.fixes is not None:
         print(measure_fixes(options.fixes, options.data or default_data(), val_fraction=options.val_fraction,
                             extra=options.extra, max_length=options.max_length))
+        print(f"\n{time.perf_counter() - started:.0f} s in all. {contention_note(watch.share())}")
+        return 0
+    if options.new_topic:
+        with tempfile.TemporaryDirectory() as scratch:
+            print(new_topic(options.data or default_data(), rows=QUICK_ROWS if options.quick and not options.rows
+                            else options.rows, seed=options.seed, model=options.model, quick=options.quick,
+                            val_fraction=options.val_fraction, extra=options.extra,
+                            cache=options.cache or Path(scratch), max_length=options.max_length,
+                            answers=[int(n) for n in options.answers.split(",") if n.strip()]))
         print(f"\n{time.perf_counter() - started:.0f} s in all. {contention_note(watch.share())}")
         return 0
     with tempfile.TemporaryDirectory() as scratch:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import logging
+import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from core.host.net import unreachable
 from core.labels import LABELS, UnknownLabelError, label_index
 from core.settings.config import SEED_CSV
 from core.taxonomy import MAX_TOPICS, MIN_TOPICS, Taxonomy, TaxonomyError, check_name
@@ -208,12 +211,14 @@ def read_csv(path: Path) -> list[Example]:
 
 
 def read_labelled(
-    paths: Sequence[Path], *, counted: bool = True
+    paths: Sequence[Path], *, counted: bool = True, texts: bool = True
 ) -> tuple[list[list[Example]], tuple[str, ...]]:
     """Read the CSVs of one source: each file's examples, and the topics their `label`s index (one list for all
-    the files: a topic named in several is one topic); `counted`: refuse fewer than MIN_TOPICS of them."""
+    the files: a topic named in several is one topic); `counted`: refuse fewer than MIN_TOPICS of them. Without
+    `texts` only the topics are read (every file's examples empty): a tenth of the time, the texts' cleaning
+    skipped."""
     topics = _Topics()
-    files = [_read_rows(Path(path), topics) for path in paths]
+    files = [_read_rows(Path(path), topics, texts) for path in paths]
     where = ", ".join(Path(p).name for p in paths)
     labels = topics.labels(where, counted)
     ag_news = topics.as_ag_news()
@@ -223,7 +228,7 @@ def read_labelled(
     return files, labels
 
 
-def _read_rows(path: Path, topics: _Topics) -> list[Example]:
+def _read_rows(path: Path, topics: _Topics, texts: bool = True) -> list[Example]:
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
@@ -252,13 +257,15 @@ def _read_rows(path: Path, topics: _Topics) -> list[Example]:
         if len(row) != len(columns):
             raise DataSourceError(f"{path}:{line_no}: expected {len(columns)} fields, got {len(row)}")
         label = topics.index(row[0], f"{path}:{line_no}")
+        if not texts:
+            continue
         raw = join_title(row[1], row[2]) if len(row) == 3 else row[1]
         text = clean_text(raw)
         if not text:
             raise DataSourceError(f"{path}:{line_no}: empty text")
         title, body = (clean_text(row[1]), clean_text(row[2])) if len(row) == 3 else ("", "")
         examples.append(Example(text, label, title, body))
-    if not examples:
+    if texts and not examples or len(rows) <= start:
         raise DataSourceError(f"{path} has no data rows")
     return examples
 
@@ -299,7 +306,47 @@ def _finish(train: list[Example], validation: list[Example], test: list[Example]
     return Corpus(train, validation, test, description, labels)
 
 
+# How long the hub gets to accept a connection before its data is said unreachable: a second is ample for a host that
+# answers, while the hub library's own retries take about 25 s to give up (5 retries, each warning printed twice).
+HUB_PROBE_S = 1.0
+_TRUE = ("1", "ON", "YES", "TRUE")
+
+
+def hub_unreachable() -> str | None:
+    """Why the Hugging Face hub cannot be reached now (its offline mode is set, or its endpoint does not accept a
+    connection within HUB_PROBE_S), or None."""
+    for variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(variable, "").strip().upper() in _TRUE:
+            return f"{variable} is set"
+    return unreachable(os.environ.get("HF_ENDPOINT") or "https://huggingface.co", HUB_PROBE_S)
+
+
+def _in_hub_cache(name: str) -> bool:
+    """Whether a copy of hub dataset `name` may be in this machine's cache (the hub's or the datasets library's
+    folders, where their environment variables or defaults put them)."""
+    home = Path(os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                / "huggingface")
+    hub = Path(os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE") or home / "hub")
+    sets = Path(os.environ.get("HF_DATASETS_CACHE") or home / "datasets")
+    return (hub / f"datasets--{name.replace('/', '--')}").is_dir() or any(sets.glob(f"*{name.split('/')[-1]}*"))
+
+
+def _offline_mode() -> None:
+    """Read the hub's datasets from the local cache only, for the rest of this process (no retries on a hub that
+    does not answer): the environment for libraries not imported yet, their settings for those that are."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    for module, attribute in (("huggingface_hub.constants", "HF_HUB_OFFLINE"), ("datasets.config", "HF_HUB_OFFLINE")):
+        if module in sys.modules:
+            setattr(sys.modules[module], attribute, True)
+
+
 def _from_hub(name: str, val_fraction: float) -> Corpus:
+    why = hub_unreachable()
+    if why is not None:
+        if not _in_hub_cache(name):  # said at once, without importing the datasets library
+            raise DataSourceError(f"cannot load dataset {name!r}: the Hugging Face hub cannot be reached ({why}) and "
+                                  "no copy is cached here. Offline? Set NEWSLOOP_DATA to a folder or file of labelled CSVs")
+        _offline_mode()
     try:
         import datasets
 
@@ -307,7 +354,7 @@ def _from_hub(name: str, val_fraction: float) -> Corpus:
     except Exception as exc:
         raise DataSourceError(
             f"cannot load dataset {name!r} from the Hugging Face hub ({type(exc).__name__}: {exc}). "
-            "Offline? Set NEWSLOOP_DATA to a folder of AG-News-format CSVs."
+            "Offline? Set NEWSLOOP_DATA to a folder or file of labelled CSVs"
         ) from None
     if "train" not in ds:
         raise DataSourceError(f"dataset {name!r} has no 'train' split")
@@ -332,51 +379,81 @@ def load_seed(val_fraction: float = 0.2) -> Corpus:
     return _finish(train, validation, [], f"{SEED_SOURCE}: {SEED_CSV.name} ({len(train) + len(validation)} rows)")
 
 
+def _kind(source: str) -> str:
+    """What `source` names: "seed", "folder", "file", "missing" (a path that is not there) or "hub" (a dataset id)."""
+    if source == SEED_SOURCE:
+        return "seed"
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return "folder"
+    if path.is_file():
+        return "file"
+    if path.suffix.lower() == ".csv" or path.exists() or source.startswith((".", "/", "~")):
+        return "missing"
+    return "hub"
+
+
 def load_corpus(source: str, val_fraction: float = 0.1, use_extra: bool = True) -> Corpus:
     """Load `source`: 'seed', a folder with train.csv, one CSV file, or a Hugging Face dataset id (AG News's
     numbered labels). `Corpus.labels` are the source's topics: AG News's four, or the names its CSVs use."""
-    if source == SEED_SOURCE:
+    kind = _kind(source)
+    if kind == "seed":
         return load_seed()
     path = Path(source).expanduser()
-    if path.is_dir():
+    if kind == "folder":
         return _from_folder(path, val_fraction, use_extra)
-    if path.suffix.lower() == ".csv" or path.exists():
-        if not path.is_file():
-            raise DataSourceError(f"{path} does not exist")
+    if kind == "missing":
+        raise DataSourceError(f"{source} does not exist")
+    if kind == "file":
         [rows], labels = read_labelled([path])
         train, validation = split_by_hash(rows, val_fraction)
         return _finish(train, validation, [], f"{path.name} ({len(train) + len(validation)} rows)", labels)
-    if source.startswith((".", "/", "~")):
-        raise DataSourceError(f"{source} does not exist")
     return _from_hub(source, val_fraction)
 
 
 def load_corpus_or_seed(source: str, val_fraction: float = 0.1, use_extra: bool = True) -> Corpus:
-    """Like `load_corpus`, but fall back to the seed set when the source is unavailable (a hub dataset that cannot
-    be loaded, a path that is not there). A file or folder that is there but refused raises: training on the seed
-    set instead of the data someone gave would hide their mistake."""
+    """Like `load_corpus`, but read the built-in seed set (AG News's topics) when a hub dataset cannot be loaded:
+    the hub reads AG News's format only, so the seed set has its topics. A file or folder is never replaced by it,
+    refused or missing: training on AG News instead of the data someone named would hide their mistake. The
+    seed set's description then says whose place it took; one warning line says why."""
     try:
         return load_corpus(source, val_fraction, use_extra)
     except DataSourceError as exc:
-        if _is_present(source):
+        if _kind(source) != "hub":
             raise
-        log.warning("%s; falling back to the built-in seed set", exc)
-        return load_seed()
-
-
-def _is_present(source: str) -> bool:
-    """Whether `source` names a file or folder that exists (the seed set aside)."""
-    return source != SEED_SOURCE and Path(source).expanduser().exists()
+        seed = load_seed()
+        rows = len(seed.train) + len(seed.validation)
+        log.warning("%s; reading the built-in AG News seed set (%d rows) instead", exc, rows)
+        return replace(seed, description=f"{seed.description}, in place of {source} (not reachable)")
 
 
 def source_labels(source: str, use_extra: bool = True) -> tuple[str, ...]:
     """The topics `load_corpus_or_seed(source)` gives its examples, without loading a dataset from the hub (AG
     News's four, as the seed set's): what a starter or a champion must predict to fit the configured data. Raises
-    DataSourceError as it does, for a file or folder that is there but refused."""
+    DataSourceError as it does, for a file or folder that is there but refused, or a path that is not there."""
+    kind = _kind(source)
     path = Path(source).expanduser()
-    if not _is_present(source):
+    if kind in ("seed", "hub"):
         return LABELS
-    if path.is_dir():
+    if kind == "missing":
+        raise DataSourceError(f"{source} does not exist")
+    if kind == "folder":
         train_csv, extras, test_csv = _folder_files(path, use_extra)
-        return read_labelled([train_csv, *extras, *([test_csv] if test_csv else [])])[1]
-    return read_labelled([path])[1]
+        return read_labelled([train_csv, *extras, *([test_csv] if test_csv else [])], texts=False)[1]
+    return read_labelled([path], texts=False)[1]
+
+
+def data_name(source: str) -> str:
+    """The data as people name it: a file's or folder's name (never its path: names reach the page), a hub dataset's
+    id, or "the seed set"."""
+    kind = _kind(source)
+    if kind == "seed":
+        return "the seed set"
+    return source if kind == "hub" else Path(source).expanduser().name
+
+
+def is_ag_news(source: str, use_extra: bool = True) -> bool:
+    """Whether the configured data is AG News (its four topics): the hub's dataset, the seed set, or files that name
+    them. Only then may the project's own AG News texts (the seed set, the demo pool, Classify's examples) stand in
+    for the data's. Raises DataSourceError as `source_labels` does."""
+    return source_labels(source, use_extra) == LABELS

@@ -16,15 +16,15 @@ import click
 
 from core import command_line
 from core.command_line import ExitCode
+from core.data import DataSourceError
 from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
 from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
 from feedback import commands
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
-from feedback.topics import changes
+from feedback.topics import changes, home
 from feedback.topics import commands as topic_commands
-from feedback.trust.label_errors import MAX_SHOWN as LABEL_MAX_SHOWN
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.review import HELD, MAX_SHOWN, ReviewFilter
 from feedback.trust.rules import MAINTAINER
@@ -43,6 +43,9 @@ def _exit_statuses() -> Iterator[None]:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         click.get_current_context().exit(ExitCode.CONFIG)
+    except DataSourceError as exc:  # NEWSLOOP_DATA names a file that is not there or that it refuses
+        print(f"error: {exc}", file=sys.stderr)
+        click.get_current_context().exit(ExitCode.BAD_INPUT)
     except TaxonomyConflict as exc:  # before TaxonomyError, its parent: someone else changed the topics first
         print(f"error: {exc}", file=sys.stderr)
         click.get_current_context().exit(ExitCode.BUSY)
@@ -52,6 +55,8 @@ def _exit_statuses() -> Iterator[None]:
     except (FeedbackError, sqlite3.DatabaseError) as exc:  # bad rows, a missing file, a database that is not one
         print(f"error: {exc}", file=sys.stderr)
         click.get_current_context().exit(ExitCode.BAD_INPUT)
+    except BrokenPipeError:  # the reader stopped reading (`| head`): click ends quietly (status 1), as a pipe wants
+        raise
     except OSError as exc:
         detail = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
         print(f"error: {detail}", file=sys.stderr)
@@ -75,17 +80,21 @@ def _with_store(work: Callable[..., None]) -> Callable[..., None]:
 
 @click.command("import", help="Add texts from a CSV or JSONL file (UTF-8) to the labelling pool. CSV: a header with a "
                "'text' column, or 'title' and 'description'. JSONL: one object per line with 'text', or 'title' and "
-               "'description'. Any 'label' is ignored unless --checks. If any row is bad, nothing is imported and "
-               "the bad lines are listed.")
+               "'description'. Any 'label' is ignored unless --checks. Texts may be as long as Classify takes "
+               "(NEWSLOOP_MAX_INPUT_CHARS). If any row is bad, nothing is imported and the bad lines are listed; with "
+               "--skip-bad the good rows are imported and the bad lines listed.")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--source", default=None, help="name recorded with the items (default: the file name)")
 @click.option("--checks", is_flag=True,
               help="the rows are known-answer checks: each needs a 'label' (a topic's name, or its position from 1 in "
               "`newsloop topics list`, as AG News numbers its four 1-4); the "
               "queue mixes them in and annotators who fail them are not trained on")
+@click.option("--skip-bad", is_flag=True, help="import the good rows and list the bad ones (default: nothing is "
+              "imported when any row is bad)")
 @_with_store
-def import_(settings: Settings, store: FeedbackStore, file: Path, source: str | None, checks: bool) -> None:
-    commands.import_pool(store, file, source=source, checks=checks)
+def import_(settings: Settings, store: FeedbackStore, file: Path, source: str | None, checks: bool,
+            skip_bad: bool) -> None:
+    commands.import_pool(store, file, source=source, checks=checks, skip_bad=skip_bad)
 
 
 @click.command(help="Write every answer as CSV or JSONL, undone and rejected ones included, oldest first.")
@@ -181,7 +190,8 @@ _BY = click.option("--by", default=MAINTAINER, show_default=True, help="who deci
                       "how many there are in all.")
 @click.option("--source", type=click.Choice([*(s.value for s in Source), ANY]), default=ANY, show_default=True,
               help="base rows, trusted answers, or any")
-@click.option("--limit", type=click.IntRange(1, LABEL_MAX_SHOWN), default=50, show_default=True, help="candidates listed")
+@click.option("--limit", type=click.IntRange(0), default=50, show_default=True,
+              help="candidates listed; 0 = all (as `newsloop label-errors --limit 0` stores all)")
 @_with_store
 def label_errors_list(settings: Settings, store: FeedbackStore, source: str, limit: int) -> None:
     commands.label_errors_list(store, _any(source), limit)
@@ -221,8 +231,7 @@ def label_errors_undo(settings: Settings, store: FeedbackStore, ids: Sequence[in
 
 @label_errors.command("decisions", help="The decisions, newest first, with who, when, the label before and after, "
                       "and whether each was undone.")
-@click.option("--limit", type=click.IntRange(1, LABEL_MAX_SHOWN), default=50, show_default=True,
-              help="decisions listed")
+@click.option("--limit", type=click.IntRange(0), default=50, show_default=True, help="decisions listed; 0 = all")
 @click.option("--live", is_flag=True, help="only those not undone")
 @_with_store
 def label_errors_decisions(settings: Settings, store: FeedbackStore, limit: int, live: bool) -> None:
@@ -258,7 +267,7 @@ def _topic_change(name: str, help: str, arguments: Sequence[str], plan: Callable
                 **values: Any) -> None:
         who = {"by": by or _os_user(), "why": why}
         topic_commands.change_topics(store, _current(settings, store), lambda t: plan(t, who=who, **values),
-                                     lambda: changes.base_labels(settings), dry_run=dry_run)
+                                     lambda: changes.base_data(settings), dry_run=dry_run)
 
     command = click.option("--why", default="", help="why, recorded with the change")(command)
     command = click.option("--by", default=None, help="who makes it, recorded with the change (default: the OS user)")(command)
@@ -292,6 +301,25 @@ topics.add_command(_topic_change(
     "split", "Split a new topic NAME out of TOPIC: answers and base rows labelled TOPIC before the split become "
     "'TOPIC or NAME' (a set of allowed topics, not a guess); new answers are exact.", ["topic", "name"],
     lambda t, who, topic, name, description: t.split(topic, name, description, **who), description=True))
+@topics.command("adopt", help="Make this home's topic list the serving champion's topics (with --data, the topics "
+                "NEWSLOOP_DATA names), as its next version: the fix `newsloop serve` and `newsloop bootstrap` name "
+                "when a champion or data of other topics meets this home. Earlier answers stay stored; those naming "
+                "a topic no longer listed train nothing. A list nobody answered under is replaced outright.")
+@click.option("--data", "from_data", is_flag=True,
+              help="the data's topics instead of the champion's (before bootstrapping on that data)")
+@click.option("--by", default=None, help="who makes it, recorded with the change (default: the OS user)")
+@_with_store
+def topics_adopt(settings: Settings, store: FeedbackStore, from_data: bool, by: str | None) -> None:
+    from core.data import data_name, source_labels
+
+    if from_data:
+        labels, whose = source_labels(settings.data.source, settings.data.use_extra), f"{data_name(settings.data.source)}'s"
+    else:
+        labels, whose = changes.champion_labels(settings), "the champion's"
+    adopted = home.adopt(store, labels, by=by or _os_user(), why=f"adopted {whose} topics")
+    print(adopted.words())
+
+
 topics.add_command(_topic_change(
     "describe", "Give TOPIC the one-line description TEXT (what labellers read beside it).", ["topic", "text"],
     lambda t, who, topic, text: t.describe(topic, text, **who)))

@@ -25,14 +25,20 @@ def _print_json(payload: object) -> None:
     print(json.dumps(payload, indent=2, default=str))
 
 
-def import_pool(store: FeedbackStore, file: Path, *, source: str | None = None, checks: bool = False) -> None:
-    """Add the texts of a CSV or JSONL file to the labelling pool (all or nothing), as known-answer checks
-    with `checks`."""
-    report = store.import_pool(file, source=source, checks=checks)
+def import_pool(store: FeedbackStore, file: Path, *, source: str | None = None, checks: bool = False,
+                skip_bad: bool = False) -> None:
+    """Add the texts of a CSV or JSONL file to the labelling pool (all or nothing; with `skip_bad`, the good rows,
+    every bad line listed), as known-answer checks with `checks`."""
+    report = store.import_pool(file, source=source, checks=checks, skip_bad=skip_bad)
     what = "known-answer checks" if checks else "items"
     print(f"imported {report.added} new {what} from {file} ({report.duplicates} duplicates skipped)")
     if report.demo_removed:
         print(f"they replace the demo pool: {report.demo_removed} unanswered demo articles removed")
+    if report.bad:
+        noun = "row" if len(report.bad) == 1 else "rows"
+        print(f"{len(report.bad)} bad {noun} left out:")
+        for line, problem in report.bad:  # every one: these are the rows to fix and import again
+            print(f"  line {line}: {problem}")
 
 
 def golden_import(store: FeedbackStore, file: Path, *, by: str) -> None:

@@ -54,7 +54,7 @@ class FeedbackStore:
         self._answers = Answers(self._db, limits, clock, self.taxonomy)
         self._pool = Pool(self._db, limits, clock, self.taxonomy)
         self.reviews = Reviews(self._db, clock, self.taxonomy)  # find answers by filter, review many, settle disagreements
-        self.guidelines = GuidelineBook(self._db, clock)  # the labelling guidelines, every version kept
+        self.guidelines = GuidelineBook(self._db, clock, self.taxonomy)  # the labelling guidelines, every version kept
         self.crowd = Crowd(self._db, self.taxonomy)  # per-person counts and the answers people share, for the people panel
         self.label_errors = LabelErrors(self._db, clock, self.taxonomy)  # possible label errors and the decisions on them
         self.unlisted = UnlistedAnswers(self._db, limits, clock, self.taxonomy, self.topics)  # "None of these"
@@ -64,7 +64,7 @@ class FeedbackStore:
     @classmethod
     def from_settings(cls, settings: Settings) -> FeedbackStore:
         """The store the settings name, with their limits: the one way edges (app, CLIs) build it."""
-        return cls(settings.storage.database_url or settings.paths.feedback_db, settings.answers)
+        return cls(settings.storage.database_url or settings.paths.feedback_db, settings.store_limits())
 
     @property
     def path(self) -> Path | str:
@@ -229,21 +229,23 @@ class FeedbackStore:
 
     # Labelling pool and queue ----------------------------------------------------------------------
 
-    def import_pool(self, path: Path, *, source: str | None = None, checks: bool = False) -> ImportReport:
+    def import_pool(self, path: Path, *, source: str | None = None, checks: bool = False,
+                    skip_bad: bool = False) -> ImportReport:
         """Add the texts of a CSV/JSONL file to the labelling pool, all or nothing.
 
         Every row is validated first; any bad row raises PoolImportError naming its line and nothing is
-        written. Texts already in the pool (same text_hash) are skipped and counted as duplicates. With
+        written; with `skip_bad` the good rows are added and the bad ones reported (`ImportReport.bad`). Texts already in the pool (same text_hash) are skipped and counted as duplicates. With
         `checks`, every row needs a `label` and the rows become known-answer checks: the queue mixes
         them in (see `next_item`) and the trust rules score annotators on them. An import of articles (not
         checks) that adds any removes the demo articles nobody answered (`offer_demo_pool`).
         """
-        return self._pool.import_file(path, source=source, checks=checks)
+        return self._pool.import_file(path, source=source, checks=checks, skip_bad=skip_bad)
 
-    def offer_demo_pool(self) -> int:
-        """Put the shipped demo articles (`feedback.labelling.demo`) in the pool if it is empty, marked with the
-        source 'demo'; returns how many. The first `import_pool` of articles removes those nobody answered."""
-        return self._pool.offer_demo()
+    def offer_demo_pool(self, texts: Sequence[str] = ()) -> int:
+        """Put demo articles in the pool if it is empty, marked with the source 'demo': `texts` (the data's own:
+        `core.samples`), else the shipped ones written for AG News's topics (`feedback.labelling.demo`); returns how
+        many. The first `import_pool` of articles removes those nobody answered."""
+        return self._pool.offer_demo(texts)
 
     def add_to_pool(
         self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,

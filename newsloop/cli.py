@@ -18,11 +18,15 @@ from retrain import cli as retrain_cli
 
 
 @click.command(help="Serve the page and the REST API (what `python app.py`, a Space's entry point, does): the "
-               "champion, or the shipped starter when there is none, on NEWSLOOP_HOST:NEWSLOOP_PORT.")
-def serve() -> None:
+               "champion, or the shipped starter when there is none, on NEWSLOOP_HOST:NEWSLOOP_PORT; prints the "
+               "address once it listens.")
+@click.option("--host", default=None, help="address to listen on (default NEWSLOOP_HOST, 127.0.0.1; 0.0.0.0: every one)")
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="port to listen on (default NEWSLOOP_PORT, 7860)")
+def serve(host: str | None, port: int | None) -> None:
     import app  # the server's wiring; imported here so that the other commands never load the web stack
 
-    app.main(verbose=command_line.verbose())
+    chosen = {name: value for name, value in (("host", host), ("port", port)) if value is not None}
+    app.main(verbose=command_line.verbose(), **chosen)
 
 
 @click.command(help="Print every setting with its effective value and where it came from: the default, the "

@@ -15,6 +15,7 @@ from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.versions import ModelRegistry
 from core.storage.paths import INT8_FILE
 from core.taxonomy import starting
+from feedback.topics.home import data_fits_home
 from retrain.baseline import baseline_scores
 from retrain.challenger import topic_list
 from retrain.lexical import fit_lexical
@@ -100,6 +101,7 @@ def _bootstrap(
     model_and_tokenizer: tuple[NewsClassifier, PreTrainedTokenizerBase] | None,
 ) -> BootstrapResult:
     started = time.perf_counter()
+    data_fits_home(setup.feedback_location, setup.data)  # the home's topic list fits the data's, before any training
     setup.paths.models_dir.mkdir(parents=True, exist_ok=True)
     registry = ModelRegistry(setup.paths.models_dir)
     registry.clean_staging()

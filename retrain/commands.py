@@ -44,6 +44,7 @@ def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
 def bootstrap(settings: Settings, **choices: Any) -> int:
     """Train the first champion from the configured data (or the seed set); `choices` are those of
     BootstrapSetup.from_settings (max_rows, max_minutes, forms, init_from), which checks them."""
+    from feedback.topics.home import HomeMismatch
     from retrain.bootstrap import BootstrapError
     from retrain.bootstrap import bootstrap as train_first
     from retrain.setup import BootstrapSetup
@@ -51,7 +52,7 @@ def bootstrap(settings: Settings, **choices: Any) -> int:
     setup = BootstrapSetup.from_settings(settings, **choices)
     try:
         result = train_first(setup)
-    except BootstrapError as exc:  # e.g. --init-from a checkpoint of other topics than the data's
+    except (BootstrapError, HomeMismatch) as exc:  # --init-from other topics; a home of other topics than the data's
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     report = result.report()
@@ -83,6 +84,7 @@ def retrain(settings: Settings, *, max_minutes: float | None = None, base_rows: 
 def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str | None = None) -> int:
     """Restore the previous champion (only if `expect`, when given, is still the champion)."""
     from core.data import DataSourceError, source_labels
+    from core.labels import LABELS
     from core.registry.mlflow_champion import is_tracking_server, mirror_versions
     from core.registry.versions import ANY, ModelRegistry, RegistryError
     from retrain.tracking import sync_aliases
@@ -93,6 +95,16 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
             mirror_versions(settings.tracking_uri, registry,
                             labels=source_labels(settings.data.source, settings.data.use_extra))
         expected = ANY if expect is None else expect
+        previous = registry.status()["previous"]
+        if previous:  # a model of other topics than the home's list would leave the pages nothing to answer
+            from feedback.topics.home import rollback_refusal
+
+            meta = registry.get(previous[0]).meta
+            refused = rollback_refusal(settings.storage.database_url or settings.paths.feedback_db, previous[0],
+                                       tuple(meta.get("labels") or LABELS))
+            if refused:
+                print(f"error: {refused}", file=sys.stderr)
+                return ExitCode.ERROR
         restored = registry.rollback(reason=reason, expected_champion=expected)
     except (RegistryError, DataSourceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -244,9 +256,10 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
             ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate, last_run)
             traffic = traffic_report(store, report["champion"], report.get("champion_meta") or {}, settings.monitor,
                                      settings.trust_policy())
-        # The feedback a retrain would see, and how many more traffic labels the gate needs for the target gain.
+            suspicious = store.count("suspicious")  # what the admin view's tile counts
+        # The feedback a retrain would see, and whose held-out articles would judge it (and what they could see).
         report["feedback"] = asdict(ready) | {"enough": ready.enough, "judged_by": ready.evidence.mode,
-                                              "evidence_words": ready.evidence.words()}
+                                              "evidence_words": ready.evidence.words(), "suspicious": suspicious}
         report["traffic"] = traffic.to_dict()
         alerts = alert_lines(traffic.check)
     if as_json:
@@ -291,7 +304,8 @@ def status_lines(report: dict[str, Any], ready: Readiness | None, traffic: Traff
                   f"  new since the last run: {ready.new_trusted:,} trusted answer(s); a scheduled retrain waits for "
                   f"{ready.min_new:,}",
                   f"  judged by: {ready.evidence.words()}",
-                  f"  suspicious answers from signed-in or checked people waiting for review: {ready.credible_waiting:,}"]
+                  f"  suspicious answers waiting for review: {report['feedback']['suspicious']:,}, "
+                  f"{ready.credible_waiting:,} of them from signed-in or checked people (likely true corrections)"]
     if traffic is not None:
         check = traffic.check
         forms = [f"{FORM_NAMES[c.form]} {c.estimated:.1%} of {c.n:,}" + (" (ALERT)" if c.alert else "")
@@ -397,7 +411,8 @@ def label_errors(settings: Settings, *, limit: int = 1000, encoder: str = "base"
             report = search(store, corpus, data.source, settings.trust_policy(), models_dir=settings.paths.models_dir,
                             cache_dir=settings.paths.embeddings_cache, base_model=settings.model.base_model,
                             max_length=settings.train.max_length, limit=limit, seed=settings.train.seed,
-                            use_champion=encoder == "champion")
+                            use_champion=encoder == "champion",
+                            min_topic_rows=settings.label_errors.min_topic_rows)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT

@@ -31,7 +31,7 @@ from core.labels import NUM_LABELS
 from core.reading import Reading
 from core.registry.versions import ModelRegistry
 from core.settings.config import SEED_CSV
-from core.settings.policies import TrustPolicy
+from core.settings.policies import LabelErrorPolicy, TrustPolicy
 from core.storage.paths import CHECKPOINT_DIR
 from core.taxonomy import Taxonomy
 from core.text import text_hash
@@ -227,6 +227,24 @@ def rank_candidates(rows: Sequence[Row], probs: np.ndarray, keys: Sequence[str],
     return found[:limit] if limit else found
 
 
+def small_topics(rows: Sequence[Row], topics: int, min_rows: int) -> dict[int, int]:
+    """The topics (index -> its labelled rows) with fewer than `min_rows` rows labelled exactly it: a confident-
+    learning threshold over so few rows is near zero, so nearly every row would be suggested into the topic."""
+    counts = np.bincount([r.label for r in rows if not r.allowed], minlength=topics)
+    return {i: int(n) for i, n in enumerate(counts.tolist()) if n < min_rows}
+
+
+def left_out_words(small: dict[int, int], taxonomy: Taxonomy, min_rows: int) -> str:
+    """The topics a search left aside, in words ("" for none): those with rows (a topic nobody labelled yet is
+    never suggested anyway)."""
+    named = [f"{taxonomy.name_of(taxonomy.keys[i])} ({n} row{'' if n == 1 else 's'})" for i, n in small.items() if n]
+    if not named:
+        return ""
+    return (f"{', '.join(named)}: fewer than {min_rows} labelled rows, so no row is suggested into "
+            f"{'it' if len(named) == 1 else 'them'} and {'its' if len(named) == 1 else 'their'} own are not doubted "
+            "(NEWSLOOP_LABEL_ERRORS_MIN_TOPIC_ROWS)")
+
+
 @dataclass(frozen=True)
 class SearchReport:
     """What one search did."""
@@ -239,6 +257,8 @@ class SearchReport:
     stored: int
     model: str
     seconds: float
+    data: str = ""  # the base data it read, in words
+    left_out: str = ""  # the topics it left aside, in words
 
 
 def search(
@@ -256,8 +276,13 @@ def search(
     use_champion: bool = False,
     embedder: Embedder | None = None,
     clock: Callable[[], float] = time.time,
+    min_topic_rows: int = LabelErrorPolicy.field_default("min_topic_rows"),
 ) -> SearchReport:
     """Search the base rows and trusted answers for label errors and store the candidates (at most `limit`).
+
+    A topic with fewer than `min_topic_rows` rows labelled exactly it (a topic just added, a split's new part) is
+    left aside: no row is suggested into it, its own rows are not doubted, and a split's "B or C" rows that may be
+    it are not offered; the report and the stored search name it.
 
     Embeddings come from `base_model`, or with `use_champion` from the champion's checkpoint when it has one;
     `embedder` replaces both (tests). The base encoder is the default: it never saw these labels, while the champion
@@ -267,8 +292,11 @@ def search(
     started = time.perf_counter()
     fixes = read_fixes(store)
     taxonomy = store.taxonomy()
-    rows = (base_rows(under_taxonomy(corpus, taxonomy), data_source, fixes)
+    read = (base_rows(under_taxonomy(corpus, taxonomy), data_source, fixes)
             + answer_rows(store, policy, fixes, taxonomy))
+    small = small_topics(read, len(taxonomy.keys), min_topic_rows)
+    rows = [r for r in read if not {r.label, *r.allowed} & small.keys()]
+    left_out = left_out_words(small, taxonomy, min_topic_rows)
     if embedder is None:
         champion = ModelRegistry(models_dir).champion() if use_champion else None
         checkpoint = champion.path / CHECKPOINT_DIR if champion is not None else None
@@ -280,18 +308,21 @@ def search(
     else:
         model_key = "given"
     texts = [r.text for r in rows]
-    log.info("label-error search: %d rows, embeddings from %s", len(rows), model_key)
+    log.info("label-error search on %s: %d rows, embeddings from %s", corpus.description, len(rows), model_key)
+    if left_out:
+        log.info("left aside: %s", left_out)
     vectors = cached_embeddings(cache_dir, f"{model_key}\0{max_length}", texts, embedder)
     probs = out_of_fold_probs(texts, [r.label for r in rows], vectors, seed, classes=len(taxonomy.keys),
                               unlabelled=[i for i, r in enumerate(rows) if r.allowed])
     found = rank_candidates(rows, probs, taxonomy.keys)
     # When, to the second, and a few random characters: two searches in one second stay apart.
     search_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(clock()))}-{secrets.token_hex(2)}"
-    stored = store.label_errors.save_search(search_id, found[:limit] if limit else found, rows=len(rows),
-                                            candidates=len(found), model=model_key)
-    return SearchReport(search_id, len(rows), sum(r.source is Source.BASE for r in rows),
-                        sum(r.source is Source.ANSWER for r in rows), len(found), stored, model_key,
-                        round(time.perf_counter() - started, 1))
+    stored = store.label_errors.save_search(search_id, found[:limit] if limit else found, rows=len(read),
+                                            candidates=len(found), model=model_key, data=corpus.description,
+                                            left_out=left_out)
+    return SearchReport(search_id, len(read), sum(r.source is Source.BASE for r in read),
+                        sum(r.source is Source.ANSWER for r in read), len(found), stored, model_key,
+                        round(time.perf_counter() - started, 1), corpus.description, left_out)
 
 
 def flip_labels(examples: Sequence[Example], share: float, seed: int) -> tuple[list[Example], np.ndarray]:

@@ -44,6 +44,13 @@ class BootstrapSetup:
     # body-only copies of the base rows teach the model the inputs people paste besides whole articles.
     forms: tuple[tuple[InputForm, int], ...] = ((InputForm.FULL, 0),)
     init_from: str = ""  # a checkpoint folder to continue training from; empty = the base encoder
+    database_url: str = ""  # a shared PostgreSQL feedback database; empty = the SQLite file in home
+
+    @property
+    def feedback_location(self) -> Path | str:
+        """The home's feedback database (whose topic list the data must fit): the shared server's URL, else the file
+        in home."""
+        return self.database_url or self.paths.feedback_db
 
     @classmethod
     def from_settings(
@@ -67,6 +74,7 @@ class BootstrapSetup:
             base_model=settings.model.base_model,
             dropout=settings.model.dropout,
             max_rows=settings.train.max_rows if max_rows is None else max_rows,
+            database_url=settings.storage.database_url,
         )
 
 

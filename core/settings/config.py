@@ -23,10 +23,12 @@ from core.settings.fields import Section, field_spec, internal, setting
 from core.settings.hosting import HostingSection
 from core.settings.policies import (
     DROPOUT,
+    MAX_ARTICLE_CHARS,
     SESSION_CAPACITY,
     DataSource,
     ExportConfig,
     GateConfig,
+    LabelErrorPolicy,
     MonitorPolicy,
     QueuePolicy,
     RetrainPolicy,
@@ -135,7 +137,11 @@ class ServingSection(Section):
     """The served model and the web server."""
 
     onnx_threads: int = setting(0, ge=0, description="ONNX Runtime intra-op threads; 0 = all cores.")
-    max_input_chars: int = setting(20_000, ge=100, description="Longer input is refused with a message.")
+    max_input_chars: int = setting(
+        MAX_ARTICLE_CHARS, ge=100, fallback=("NEWSLOOP_MAX_FEEDBACK_CHARS",),
+        description="The longest article: Classify, the API, answers, the queue and imports take it; longer is "
+        "refused with a message (NEWSLOOP_MAX_FEEDBACK_CHARS, the store's former limit, is read when this is unset).",
+    )
     reload_interval_s: float = setting(2.0, gt=0.0, description="How often the app checks for a new champion.")
     pool_scoring_s: float = setting(
         5.0, gt=0.0, description="How often the app looks for pool items its champion has not scored, and scores them "
@@ -213,6 +219,7 @@ class Settings(BaseSettings):
     answers: StoreLimits = _section(StoreLimits, "What the feedback store accepts.")
     serving: ServingSection = _section(ServingSection, "Serving.")
     monitor: MonitorPolicy = _section(MonitorPolicy, "Watching served traffic.", prefix="monitor_")
+    label_errors: LabelErrorPolicy = _section(LabelErrorPolicy, "The label-error search.", prefix="label_errors_")
     limits: LimitsSection = _section(LimitsSection, "Request limits.")
     hosting: HostingSection = _section(HostingSection, "Identity, admins and proxies.")
 
@@ -260,6 +267,10 @@ class Settings(BaseSettings):
     def trust_policy(self) -> TrustPolicy:
         """Whose answers train, with the queue's labels and checks (one setting each, used by both)."""
         return self.trust.with_(labels_required=self.queue.labels_required, min_checks=self.queue.min_checks)
+
+    def store_limits(self) -> StoreLimits:
+        """What the feedback store accepts, with the article length Classify takes (one setting for both)."""
+        return self.answers.with_(max_text_chars=self.serving.max_input_chars)
 
     def export_config(self) -> ExportConfig:
         return ExportConfig(max_length=self.train.max_length, tail_tokens=self.train.tail_tokens,

@@ -221,6 +221,13 @@ def _v14(op: Operations) -> None:
 
 
 def _v15(op: Operations) -> None:
+    """A label-error search names what it read (`retrain.label_errors`): its data in words (the seed set in place of
+    an unreachable hub dataset says so), and the topics it left out (too few labelled rows to judge or suggest)."""
+    op.add_column("label_searches", _text("data"))
+    op.add_column("label_searches", _text("left_out"))
+
+
+def _v16(op: Operations) -> None:
     """The golden set (`feedback.evaluation.golden`): a newsroom's own labelled articles that judge models and are
     never trained on; one label per text, the topic key under the taxonomy version it was given in."""
     op.create_table(
@@ -236,7 +243,7 @@ def _v15(op: Operations) -> None:
 
 # MIGRATIONS[n] turns a version n-1 database into version n. Append only; never edit a released step.
 MIGRATIONS: dict[int, Step] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 7: _v7, 8: _v8, 9: _v9, 10: _v10,
-                             11: _v11, 12: _v12, 13: _v13, 14: _v14, 15: _v15}
+                             11: _v11, 12: _v12, 13: _v13, 14: _v14, 15: _v15, 16: _v16}
 CURRENT_VERSION = max(MIGRATIONS)
 
 # Where PostgreSQL keeps the version (SQLite keeps it in its header: `PRAGMA user_version`).

@@ -123,6 +123,8 @@ label_searches = sa.Table(
     sa.Column("rows", sa.Integer, nullable=False),  # rows the search read
     sa.Column("candidates", sa.Integer, nullable=False),  # candidates it found (it may store fewer)
     sa.Column("model", sa.Text),  # whose embeddings: "champion v0003", "base all-MiniLM-L6-v2"
+    sa.Column("data", sa.Text),  # the base data it read, in words (Corpus.description)
+    sa.Column("left_out", sa.Text),  # the topics it neither judged nor suggested, in words: "Health (2 rows)"
 )
 
 label_candidates = sa.Table(

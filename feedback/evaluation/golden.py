@@ -62,7 +62,7 @@ class GoldenSet:
         (`feedback.labelling.pool_files`). Raises PoolImportError naming every bad line."""
         path = Path(path)
         taxonomy = self._taxonomy()
-        read = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=True, taxonomy=taxonomy)
+        read, _ = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=True, taxonomy=taxonomy)
         return self._put(read, taxonomy.version, path.name, by)
 
     def _put(self, read: Sequence[PoolRow], version: int, source: str, by: str) -> GoldenImport:

@@ -1,6 +1,8 @@
-"""The demo pool: forty short news-like articles the project ships (written for it, not AG News rows), so a fresh
-install has something to label from its first minute. They enter an empty pool at start, marked with the source
-'demo'; a host's first real import removes those nobody has answered (answered ones stay, with their answers)."""
+"""The demo pool: articles an empty pool starts with, so a fresh install has something to label from its first
+minute. With data of your own topics they are the data's own training rows (`core.samples`); with AG News they are
+the forty short news-like articles the project ships (written for its four topics, not AG News rows). They enter an
+empty pool at start, marked with the source 'demo'; a host's first real import removes those nobody has answered
+(answered ones stay, with their answers)."""
 
 from __future__ import annotations
 

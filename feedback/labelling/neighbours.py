@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 
 def similarities(texts: Sequence[str], query: str) -> np.ndarray:
@@ -19,6 +18,8 @@ def similarities(texts: Sequence[str], query: str) -> np.ndarray:
         return np.zeros(len(texts))
     # English stop words: the served model reads English news; sublinear counts, so a word said ten times in a
     # pasted article does not outweigh the rest of it.
+    from sklearn.feature_extraction.text import TfidfVectorizer  # here: scikit-learn takes ~1 s to import
+
     vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
     try:
         matrix = vectorizer.fit_transform(texts)

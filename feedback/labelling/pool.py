@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,7 @@ class ImportReport:
     added: int
     duplicates: int
     demo_removed: int = 0  # unanswered demo articles the import replaced (feedback.labelling.demo)
+    bad: tuple[tuple[int, str], ...] = ()  # lines left out (an import with skip_bad), with why
 
 
 def margin_uncertainty(probabilities: np.ndarray) -> np.ndarray:
@@ -237,17 +238,24 @@ class Pool:
         self._focused: tuple[tuple[int, str] | None, int] | None = None
         self._teach_until = QueuePolicy().teach_until  # the last one a draw used: what a rescore refocuses with
 
-    def import_file(self, path: Path, *, source: str | None = None, checks: bool = False) -> ImportReport:
-        """Add the texts of a CSV/JSONL file, all or nothing; see `FeedbackStore.import_pool`."""
+    def import_file(self, path: Path, *, source: str | None = None, checks: bool = False,
+                    skip_bad: bool = False) -> ImportReport:
+        """Add the texts of a CSV/JSONL file, all or nothing (or, with `skip_bad`, its good rows); see
+        `FeedbackStore.import_pool`."""
         path = Path(path)
-        rows = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=checks,
-                              taxonomy=self._taxonomy() if checks else None)
+        rows, bad = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=checks,
+                                   taxonomy=self._taxonomy() if checks else None, skip_bad=skip_bad)
         # A host's articles to label replace the demo pool (checks are not articles to label: they leave it).
-        return self._add_rows(rows, source or path.name, replaces_demo=not checks)
+        return replace(self._add_rows(rows, source or path.name, replaces_demo=not checks), bad=tuple(bad))
 
-    def offer_demo(self) -> int:
-        """Put the shipped demo articles in the pool when it is empty (source 'demo'); how many were added."""
-        rows = read_pool_file(DEMO_FILE, max_chars=self._limits.max_text_chars)
+    def offer_demo(self, texts: Sequence[str] = ()) -> int:
+        """Put demo articles in the pool when it is empty (source 'demo'): `texts` (the data's own, drawn by
+        `core.samples`), else the shipped ones written for AG News's topics; how many were added."""
+        if texts:
+            rows = [check_pool_row(n, cleaned(text), None, max_chars=self._limits.max_text_chars, labelled=False)
+                    for n, text in enumerate(texts, start=1)]
+        else:
+            rows, _ = read_pool_file(DEMO_FILE, max_chars=self._limits.max_text_chars)
         added_at = iso_time(self._clock())
         with self._db.write() as db:
             if not pool_is_empty(db):
@@ -515,9 +523,13 @@ class Pool:
                 annotator=annotator, item_id=item_id, skipped_at=iso_time(self._clock())).on_conflict_do_nothing())
 
     def progress(self, annotator: str) -> int:
-        """How many queue items this annotator has labelled (live answers)."""
+        """How many queue items this annotator has labelled: live answers, and "None of these" (key 0) ones not
+        undone nor placed (a placed one is an answer now, counted there)."""
         annotator = check_annotator(annotator)
         query = sa.select(sa.func.count()).where(
             answers.c.annotator == annotator, answers.c.kind == "queue", answers.c.status.not_in(WITHDRAWN))
+        none_of_these = sa.select(sa.func.count()).where(
+            # feedback.topics.unlisted's OK and DISMISSED (that module imports this one)
+            unlisted.c.annotator == annotator, unlisted.c.kind == "queue", unlisted.c.status.in_(("ok", "dismissed")))
         with self._db.read() as db:
-            return count(db, query)
+            return count(db, query) + count(db, none_of_these)

@@ -19,16 +19,16 @@ _FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
 def read_pool_file(
-    path: Path, *, max_chars: int, labelled: bool = False, taxonomy: Taxonomy | None = None
-) -> list[PoolRow]:
-    """Read and validate every row of a CSV or JSONL pool file.
+    path: Path, *, max_chars: int, labelled: bool = False, taxonomy: Taxonomy | None = None, skip_bad: bool = False
+) -> tuple[list[PoolRow], list[tuple[int, str]]]:
+    """Read and validate every row of a CSV or JSONL pool file: (the good rows, the bad lines with why).
 
     CSV needs a header with a `text` column, or `title` and `description` columns; JSONL needs one
     object per line with `text`, or `title` and `description`. With `labelled` (known-answer checks)
     every row also needs a `label`: a topic of `taxonomy` by name, or its 1-based position (AG News's class
     numbers 1-4 for its four topics); otherwise labels are
-    ignored. Raises PoolImportError naming every bad line, or FeedbackError when the file cannot be
-    read at all.
+    ignored. Raises PoolImportError naming every bad line (unless `skip_bad`: then they are returned beside the
+    good rows), or FeedbackError when the file cannot be read at all or has no good row.
     """
     path = Path(path)
     fmt = _FORMATS.get(path.suffix.lower())
@@ -41,11 +41,11 @@ def read_pool_file(
     text = _decode(data, path)
     parse = _parse_csv if fmt == "csv" else _parse_jsonl
     rows, problems = parse(text, max_chars, labelled, taxonomy)
-    if problems:
+    if problems and not skip_bad:
         _raise_problems(path, problems)
     if not rows:
-        raise FeedbackError(f"{path.name} has no rows to import")
-    return rows
+        raise FeedbackError(f"{path.name} has no rows to import" + (f" ({len(problems)} bad)" if problems else ""))
+    return rows, problems
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -69,7 +69,8 @@ def _raise_problems(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
     shown = "\n".join(f"  line {line}: {problem}" for line, problem in problems[:_PROBLEMS_SHOWN])
     more = f"\n  ... and {len(problems) - _PROBLEMS_SHOWN} more" if len(problems) > _PROBLEMS_SHOWN else ""
     noun = "row" if len(problems) == 1 else "rows"
-    raise PoolImportError(f"{path.name}: {len(problems)} bad {noun}; nothing was imported\n{shown}{more}", problems)
+    raise PoolImportError(f"{path.name}: {len(problems)} bad {noun}; nothing was imported (--skip-bad imports the "
+                          f"good rows and lists the others)\n{shown}{more}", problems)
 
 
 def cleaned(text: str) -> str:

@@ -38,26 +38,30 @@ class Impact:
     queued: int  # pool items nobody has answered yet whose known label is an affected topic
     change: str = ""  # the change in words: "merging Business into World"
     outcome: str = ""  # what the rows become: "as World", 'as "Sci/Tech or Science"'; empty: nothing changes
+    data: str = ""  # the base data the rows were counted in, in words (Corpus.description)
 
     def words(self) -> str:
         """One plain sentence: "merging Business into World relabels 3,998 base rows, 120 answers, 4 checks and 12
-        queued items as World"."""
+        queued items as World (base rows of ag_news: train.csv (15,869 rows))"."""
         if not self.outcome:
             return self.change
         counts = [_count(self.base_rows, "base row"), _count(self.answers, "answer"), _count(self.checks, "check"),
                   _count(self.queued, "queued item")]
         listed = ", ".join(counts[:-1]) + " and " + counts[-1]
-        return f"{self.change} relabels {listed} {self.outcome}"
+        read = f" (base rows of {self.data})" if self.data else ""
+        return f"{self.change} relabels {listed} {self.outcome}{read}"
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def impact(store: FeedbackStore, before: Taxonomy, after: Taxonomy, base_labels: Sequence[str]) -> Impact:
+def impact(store: FeedbackStore, before: Taxonomy, after: Taxonomy, base_labels: Sequence[str],
+           data: str = "") -> Impact:
     """What `after`'s last change, made on `before`, touches: the base rows (`base_labels`: one key per row, as the
-    data gives them), the live answers, the known-answer checks and the queued checks whose label means the changed
-    topic now. An add, a rename or a description touches nothing and says so."""
+    data gives them; `data`: that data in words, named in the sentence), the live answers, the known-answer checks
+    and the queued checks whose label means the changed topic now. An add, a rename or a description touches
+    nothing and says so."""
     change = after.current.change
     name = before.name_of
     if change.kind == "add":
@@ -85,7 +89,7 @@ def impact(store: FeedbackStore, before: Taxonomy, after: Taxonomy, base_labels:
     base = sum(touched(label, None) for label in base_labels)
     n_answers = sum(int(n) for key, version, n in given if touched(key, version))
     affected = [was_answered for key, at, was_answered in checks if touched(key, version_at(before, at))]
-    return Impact(base, n_answers, len(affected), sum(not a for a in affected), words, outcome)
+    return Impact(base, n_answers, len(affected), sum(not a for a in affected), words, outcome, data)
 
 
 def _touched(before: Taxonomy, topic: str) -> Callable[[str, int | None], bool]:
@@ -96,18 +100,27 @@ def _touched(before: Taxonomy, topic: str) -> Callable[[str, int | None], bool]:
     return touched
 
 
-def base_labels(settings: Settings) -> list[str]:
-    """The base data's label keys, one per row (training, validation and test rows), from the configured data
-    (`NEWSLOOP_DATA`, else the seed set); [] when there is none to read."""
-    from core.data import load_corpus_or_seed  # reading data is the slow part: only a change's preview needs it
+@dataclass(frozen=True)
+class BaseData:
+    """The base data's label keys, one per row (training, validation and test rows), and the data in words."""
+
+    labels: tuple[str, ...] = ()
+    description: str = ""
+
+
+def base_data(settings: Settings) -> BaseData:
+    """The configured data's labels (`NEWSLOOP_DATA`; the seed set when a hub dataset cannot be reached, as a retrain
+    reads it, its description then saying so); none, said so, when there is none to read."""
+    from core.data import DataSourceError, load_corpus_or_seed  # reading data is the slow part: only a preview needs it
 
     data = settings.data
     try:
         corpus = load_corpus_or_seed(data.source, data.val_fraction, data.use_extra)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, DataSourceError) as exc:
         log.warning("no base data to count: %s", exc)
-        return []
-    return [corpus.labels[e.label] for e in (*corpus.train, *corpus.validation, *corpus.test)]
+        return BaseData((), f"no base data: {exc}")
+    return BaseData(tuple(corpus.labels[e.label] for e in (*corpus.train, *corpus.validation, *corpus.test)),
+                    corpus.description)
 
 
 def champion_labels(settings: Settings) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from core.taxonomy import Taxonomy
 from feedback.store import FeedbackStore
-from feedback.topics.changes import Impact, impact
+from feedback.topics.changes import BaseData, Impact, impact
 
 LEARNING = "new: the model is still learning it"
 
@@ -45,13 +45,14 @@ def list_topics(taxonomy: Taxonomy, model_labels: Sequence[str], *, as_json: boo
 
 
 def change_topics(store: FeedbackStore, before: Taxonomy, step: Callable[[Taxonomy], Taxonomy],
-                  base_labels: Callable[[], Sequence[str]], *, dry_run: bool) -> Impact:
+                  base_data: Callable[[], BaseData], *, dry_run: bool) -> Impact:
     """Plan a change on `before` (raises TaxonomyError when refused), print what it touches, and unless `dry_run`
     store it as the next version (raises TaxonomyConflict when someone changed the topics meanwhile)."""
     after = step(before)
     # Only a merge or a split changes what rows mean; only they need the base data's labels, which can be slow to read.
     kind = after.current.change.kind
-    found = impact(store, before, after, base_labels() if kind in ("merge", "split") else ())
+    base = base_data() if kind in ("merge", "split") else BaseData()
+    found = impact(store, before, after, base.labels, base.description)
     if dry_run:
         print(f"dry run, nothing written: {found.words()}")
         return found

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 # Two texts at least this cosine-similar (TF-IDF of words) are linked; linked texts form one group.
 SIMILARITY = 0.25
@@ -86,6 +85,8 @@ def group_unlisted(rows: Sequence[dict[str, Any]], similarity: float = SIMILARIT
 def _tfidf(texts: list[str]) -> tuple[Any, list[str]]:
     """Row-normalised TF-IDF of the texts' words (English stop words left out) and its terms; (None, []) when no
     word is left."""
+    from sklearn.feature_extraction.text import TfidfVectorizer  # here: scikit-learn takes ~1 s to import
+
     vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
     try:
         matrix = vectorizer.fit_transform(texts)

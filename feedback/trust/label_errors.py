@@ -112,10 +112,11 @@ class LabelErrors:
         self._taxonomy = taxonomy  # what a label may name
 
     def save_search(self, search_id: str, found: Sequence[Candidate], *, rows: int = 0, candidates: int | None = None,
-                    model: str = "") -> int:
-        """Record one search (it read `rows` rows with `model`'s embeddings and found `candidates`, by default as
-        many as `found`) and store `found`, most likely error first (their order is their rank); returns how many
-        were stored. A search that found nothing is recorded too: the panel then lists nothing, not an older search."""
+                    model: str = "", data: str = "", left_out: str = "") -> int:
+        """Record one search (it read `rows` rows of `data` and trusted answers with `model`'s embeddings, left the
+        topics `left_out` aside (in words), and found `candidates`, by default as many as `found`) and store `found`,
+        most likely error first (their order is their rank); returns how many were stored. A search that found
+        nothing is recorded too: the panel then lists nothing, not an older search."""
         if not search_id:
             raise FeedbackError("a search needs an id")
         now = iso_time(self._clock())
@@ -130,33 +131,36 @@ class LabelErrors:
             if first(conn, sa.select(label_searches.c.search_id).where(label_searches.c.search_id == search_id)):
                 raise FeedbackError(f"a search {search_id} is stored already")
             conn.execute(sa.insert(label_searches).values(
-                search_id=search_id, created_at=now, rows=int(rows), model=model or None,
-                candidates=len(values) if candidates is None else int(candidates)))
+                search_id=search_id, created_at=now, rows=int(rows), model=model or None, data=data or None,
+                left_out=left_out or None, candidates=len(values) if candidates is None else int(candidates)))
             if values:
                 conn.execute(sa.insert(label_candidates), values)
         log.info("label-error search %s: %d candidate(s) stored", search_id, len(values))
         return len(values)
 
     def latest_search(self) -> dict[str, Any] | None:
-        """The newest search recorded (search_id, created_at, rows, candidates, model), or None."""
+        """The newest search recorded (search_id, created_at, rows, candidates, model, data, left_out), or None."""
         with self._db.read() as conn:
             return first(conn, sa.select(label_searches)
                          .order_by(label_searches.c.created_at.desc(), label_searches.c.search_id.desc()).limit(1))
 
     def open_candidates(self, limit: int = 200, source: str | None = None) -> tuple[list[dict[str, Any]], int]:
         """The newest search's candidates nobody has decided on for their label (a live decision), in rank order (at
-        most `limit`, capped at MAX_SHOWN), and how many there are in all."""
+        most `limit`, capped at MAX_SHOWN; 0: every one, as the command line's --limit 0 asks), and how many there
+        are in all."""
         search = self.latest_search()
         if search is None:
             return [], 0
         where = [label_candidates.c.search_id == search["search_id"], ~_live_on(label_candidates)]
         if source:
             where.append(label_candidates.c.source == Source(source).value)
-        limit = max(1, min(int(limit), MAX_SHOWN))
+        listed = sa.select(label_candidates).where(*where).order_by(label_candidates.c.rank)
+        if int(limit) != 0:
+            listed = listed.limit(max(1, min(int(limit), MAX_SHOWN)))
         with self._db.read() as conn:
             total = int(conn.execute(sa.select(sa.func.count()).select_from(label_candidates).where(*where))
                         .scalar_one())
-            found = rows(conn, sa.select(label_candidates).where(*where).order_by(label_candidates.c.rank).limit(limit))
+            found = rows(conn, listed)
         return found, total
 
     def decide(self, ids: Iterable[object], action: str, by: str, label: str | None = None) -> DecisionReport:
@@ -212,8 +216,11 @@ class LabelErrors:
         return sorted(live)
 
     def decisions(self, limit: int = 200, *, live_only: bool = False) -> list[dict[str, Any]]:
-        """Decisions, newest first (at most `limit`, capped at MAX_SHOWN); undone ones too unless `live_only`."""
-        query = sa.select(label_fixes).order_by(label_fixes.c.id.desc()).limit(max(1, min(int(limit), MAX_SHOWN)))
+        """Decisions, newest first (at most `limit`, capped at MAX_SHOWN; 0: every one); undone ones too unless
+        `live_only`."""
+        query = sa.select(label_fixes).order_by(label_fixes.c.id.desc())
+        if int(limit) != 0:
+            query = query.limit(max(1, min(int(limit), MAX_SHOWN)))
         if live_only:
             query = query.where(label_fixes.c.undone_at.is_(None))
         with self._db.read() as conn:

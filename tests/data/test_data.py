@@ -21,6 +21,7 @@ from core.data import (
     source_labels,
     split_by_hash,
 )
+from core.host.net import free_port
 from core.labels import LABELS
 from core.text import text_hash
 from testkit.data import SHARED_AG_NEWS
@@ -107,7 +108,54 @@ def test_unreachable_hub_dataset_names_the_problem_and_falls_back_to_seed() -> N
     with pytest.raises(DataSourceError, match="NEWSLOOP_DATA"):
         load_corpus("no-such-user/no-such-dataset")
     corpus = load_corpus_or_seed("no-such-user/no-such-dataset")
-    assert corpus.description.startswith("seed")
+    # What it read says whose place it took: previews and searches show the description.
+    assert corpus.description.startswith("seed") and "in place of no-such-user/no-such-dataset" in corpus.description
+
+
+def test_an_unreachable_hub_is_said_at_once_in_one_line_without_the_hub_library(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """The hub library retries five times (about 25 s) before it gives up; a closed port is said at once instead,
+    and the datasets library is never asked when no copy is cached."""
+    import builtins
+
+    from core import data
+
+    for variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    real_import = builtins.__import__
+
+    def no_datasets(name: str, *args: object, **kwargs: object) -> object:
+        assert name != "datasets", "the hub library was asked although the hub cannot be reached"
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_datasets)
+    with caplog.at_level("WARNING", logger="core.data"):
+        corpus = data.load_corpus_or_seed("ag_news")
+    assert corpus.labels == LABELS and "in place of ag_news" in corpus.description
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "hub cannot be reached (127.0.0.1:" in line and "seed set (260 rows)" in line and "\n" not in line
+
+
+def test_the_hub_probe_gives_up_after_its_timeout_even_on_a_silent_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import threading
+
+    from core.host.net import unreachable
+
+    released = threading.Event()
+
+    def silent(*args: object, **kwargs: object) -> None:  # a name lookup or a SYN nobody answers
+        released.wait(10)
+        raise OSError("too late")
+
+    monkeypatch.setattr(socket, "create_connection", silent)
+    try:
+        assert unreachable("https://huggingface.co", 0.05) == "huggingface.co:443 did not answer within 0.05 s"
+    finally:
+        released.set()
 
 
 def test_folder_source_adds_extras_to_train_only(tmp_path: Path) -> None:
@@ -247,7 +295,9 @@ def test_source_labels_without_files_are_the_ag_news_four(tmp_path: Path) -> Non
     assert source_labels("seed") == LABELS
     assert source_labels("ag_news") == LABELS  # a hub id: nothing is downloaded to say so
     assert load_seed().labels == LABELS
-    assert source_labels(str(tmp_path / "missing.csv")) == LABELS  # as load_corpus_or_seed falls back to the seed
+    # A path that is not there may name any topics: it is refused, never read as AG News.
+    with pytest.raises(DataSourceError, match="missing.csv does not exist"):
+        source_labels(str(tmp_path / "missing.csv"))
 
 
 def test_a_file_that_is_there_but_refused_is_not_replaced_by_the_seed_set(tmp_path: Path) -> None:
@@ -256,4 +306,5 @@ def test_a_file_that_is_there_but_refused_is_not_replaced_by_the_seed_set(tmp_pa
         load_corpus_or_seed(str(broken))
     with pytest.raises(DataSourceError, match="names 1 topic"):
         source_labels(str(broken))
-    assert load_corpus_or_seed(str(tmp_path / "missing.csv")).description.startswith("seed")
+    with pytest.raises(DataSourceError, match="does not exist"):  # nor is a file that is not there
+        load_corpus_or_seed(str(tmp_path / "missing.csv"))

@@ -17,13 +17,13 @@ from pydantic import SecretStr
 from core.evaluation.decision import GateResult, PairedTest, Rule, RuleResult, SetScores
 from core.registry.stages import RowCounts, RunRecord, state_payload
 from core.registry.versions import ModelRegistry
+from core.samples import AG_NEWS_EXAMPLES as EXAMPLES
 from core.settings.policies import TrustPolicy
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import STEP_TIMEOUT_MS, _wait_for_text
 from tests.e2e.test_browser_flows import AXE, SIZES, open_page, settled, shot, tab, to_admin
-from web.page.classify_view import EXAMPLES
 
 pytestmark = pytest.mark.browser
 

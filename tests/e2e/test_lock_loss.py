@@ -102,14 +102,14 @@ def test_another_process_checkpointing_while_the_app_serves_everything_loses_not
                     assert stranger.get(f"/gradio_api/file={path}").status_code in (403, 404)
                 for visitor in (stranger, admin):
                     try:
-                        message = visitor.call("import_pool", file_data(own_files[i % 3]), False)[0]
+                        message = visitor.call("import_pool", file_data(own_files[i % 3]), False, False)[0]
                     except EventError:
                         continue  # Gradio refused the path itself
                     assert message in ("Sign in first.", "Choose a CSV or JSONL file."), message
 
                 uploaded = admin.post(f"{ADMIN}/gradio_api/upload", files={"files": (f"pool{i}.csv", f"text\nUploaded {i}\n")})
                 assert uploaded.status_code == 200
-                assert admin.call("import_pool", file_data(uploaded.json()[0]), False)[0].startswith("Imported 1")
+                assert admin.call("import_pool", file_data(uploaded.json()[0]), False, False)[0].startswith("Imported 1")
                 link = admin.call("export", "csv")[0]
                 download = admin.get(f"{ADMIN}/" + link.split('href="', 1)[1].split('"', 1)[0])
                 assert download.status_code == 200 and download.text.startswith("id,")

@@ -14,9 +14,9 @@ import pytest
 from core.data import load_corpus
 from core.labels import LABELS
 from core.registry.versions import ModelRegistry
+from core.samples import AG_NEWS_EXAMPLES as EXAMPLES
 from core.serving.classifier import OnnxClassifier
 from testkit.data import SHARED_AG_NEWS
-from web.page.tabs import EXAMPLES
 
 pytestmark = pytest.mark.quality
 HOME = os.environ.get("NEWSLOOP_QUALITY_HOME", "")

@@ -176,3 +176,31 @@ with retrain_lock(HomePaths(Path(sys.argv[1]))):
     print("held", flush=True)
     sys.stdin.readline()
 """
+
+
+def test_a_label_error_search_is_named_as_such_by_the_retrain_preview_and_the_buttons(tmp_path: Path) -> None:
+    """Issue 59: during a label-error search the retrain preview said "A retrain is already running"."""
+    from core.registry.versions import ModelRegistry
+    from feedback.store import FeedbackStore
+    from web.admin.actions import AdminActions
+    from web.server.identity import IdentityService
+
+    jobs = RetrainJobs(HomePaths(tmp_path / "home"))
+    jobs._job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # the search, still running
+    jobs._args = ("label-errors",)
+    try:
+        status = jobs.status()
+        assert status.running and not status.retraining and status.what == "a label-error search"
+        admin = AdminActions(FeedbackStore(tmp_path / "feedback.db"), password=None,
+                             registry=ModelRegistry(tmp_path / "models"), jobs=jobs,
+                             identities=IdentityService(b"a-jobs-test-key-of-32-bytes....."))
+        preview = AdminActions.retrain_preview.__wrapped__(admin, request=None)  # type: ignore[attr-defined]
+        assert preview[0] == ("A label-error search is running (`newsloop label-errors`): a retrain can start when it "
+                              "ends.")
+        assert jobs.start("run") == "A label-error search is running: a retrain can start when it ends."
+        parts = DashboardParts(*(f.name for f in fields(DashboardParts)))
+        button = AdminDashboard(admin, parts).job_state(status)[parts.retrain_btn]
+        assert button["value"] == "Retrain… (a label-error search is running)" and button["interactive"] is False
+    finally:
+        jobs._job.kill()
+        jobs._job.wait()

@@ -28,10 +28,17 @@ SEARCH = "the search of 2026-01-01 00:00 UTC (1,200 rows read, 5 found)"
 class _Jobs:
     def __init__(self) -> None:
         self.started: list[tuple[str, ...]] = []
+        self.running = False
 
     def start(self, *args: str) -> str:
         self.started.append(args)
+        self.running = True
         return f"Started `retrain {' '.join(args)}`."
+
+    def status(self) -> SimpleNamespace:
+        command = " ".join(self.started[-1]) if self.started else ""
+        return SimpleNamespace(running=self.running, command=command, exit_code=None if self.running else 0,
+                               log_tail="")
 
 
 class _Admin:
@@ -98,7 +105,7 @@ def test_nothing_ticked_or_a_stranger_changes_nothing(tmp_path: Path) -> None:
     assert panel.act("keep")([], SUGGESTED, ANY, request=object())[0].startswith("Tick one or more rows first")
     stranger = LabelErrorsPanel(_Admin(store, admin=False))  # type: ignore[arg-type]
     assert stranger.act("exclude")(ids, SUGGESTED, ANY, request=object())[0] == "Sign in first."
-    assert stranger.find(request=object()) == "Sign in first."  # type: ignore[arg-type]
+    assert stranger.find(request=object())[0] == "Sign in first."  # type: ignore[arg-type]
     assert store.label_errors.decisions() == []
 
 
@@ -110,7 +117,19 @@ def test_a_search_that_found_nothing_says_so_instead_of_listing_an_older_one(tmp
     assert listing["choices"] == []
 
 
-def test_search_button_starts_the_command_as_a_job(tmp_path: Path) -> None:
-    panel, _, _ = _panel(tmp_path)
-    assert panel.find(request=object()).startswith("Searching for label errors")  # type: ignore[arg-type]
-    assert panel.admin.jobs.started == [("label-errors",)]  # type: ignore[attr-defined]
+def test_search_button_starts_the_command_as_a_job_and_the_panel_refreshes_itself_when_it_ends(tmp_path: Path) -> None:
+    panel, store, _ = _panel(tmp_path)
+    message, summary, timer = panel.find(request=object())  # type: ignore[arg-type]
+    assert summary.startswith("**Searching for label errors…**") and "No search yet" not in summary
+    assert timer.active and panel.admin.jobs.started == [("label-errors",)]  # type: ignore[attr-defined]
+    # Opening the panel meanwhile says it is searching, first, above what the last search found.
+    assert panel.search(ANY, request=object())[0].startswith("**Searching for label errors…**")  # type: ignore[arg-type]
+    assert all(part == {"__type__": "update"} for part in panel.poll(ANY, request=object())[:4])  # type: ignore[arg-type]
+    store.label_errors.save_search("20260102-000000", [], rows=1300, data="data: train.csv (1,300 rows)",
+                                   left_out="Health (2 rows): fewer than 20 labelled rows")
+    panel.admin.jobs.running = False  # type: ignore[attr-defined]
+    summary, listing, _, ended, timer = panel.poll(ANY, request=object())  # type: ignore[arg-type]
+    assert summary == ("No label looks wrong to the search of 2026-01-01 00:00 UTC of data: train.csv (1,300 rows) "
+                       "and the trusted answers (1,300 rows read, 0 found). Left aside: Health (2 rows): fewer than 20 "
+                       "labelled rows.")
+    assert listing["choices"] == [] and ended == "" and not timer.active

@@ -99,3 +99,16 @@ def test_the_traffic_plot_has_a_panel_per_served_form_with_estimate_measured_val
     assert {"estimated from confidences, 95%", "measured on traffic labels, 95%", "validation", "alert below"} <= names
     low, high = headline.get_ylim()
     assert low <= 0.5 and high >= 0.87 and high - low >= MIN_SPAN  # every point and the validation line in view
+
+
+def test_answers_per_day_starts_at_zero_when_empty_and_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 59: the empty chart had a -0.04..0.04 axis, and each admin load logged matplotlib's "Using categorical
+    units" twice (days as strings that read as dates)."""
+    from web.admin.plots import per_day_figure
+
+    with caplog.at_level("INFO"):
+        empty = per_day_figure({})
+        full = per_day_figure({"2026-12-01": 3, "2026-12-02": 5})
+    assert empty.axes[0].get_ylim() == (0.0, 1.0) and "No answers yet" in [t.get_text() for t in empty.axes[0].texts]
+    assert [t.get_text() for t in full.axes[0].get_xticklabels()] == ["2026-12-01", "2026-12-02"]
+    assert not [r for r in caplog.records if r.name.startswith("matplotlib")]

@@ -68,8 +68,9 @@ def test_accept_unticks_what_it_acted_on(tmp_path: Path) -> None:
 def test_the_guidelines_draft_stays_until_another_version_is_in_force(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
     editor = GuidelinesEditor(FakeAdmin(store))  # type: ignore[arg-type]
-    text, line = editor.load(request=_tab("a"))
+    text, line, topics = editor.load(request=_tab("a"))
     assert text == store.guidelines.current().text and "built-in default" in line
+    assert topics.startswith("**The topics**\n\n- **World**: international affairs")
     # The maintainer types; Refresh (or sign-in's second reload) must not put the text in force back over it.
     assert editor.load(request=_tab("a"))[0] == {"__type__": "update"}  # gr.skip(): the editor is left alone
     assert editor.save("Chip earnings are Business.", request=_tab("a"))[0].startswith("Saved as version 1")
@@ -86,7 +87,7 @@ def test_topic_dropdowns_stay_as_chosen_until_the_topics_change(tmp_path: Path) 
     assert topic["value"] is None and label_filter["value"] == ANY and "Version <strong>1</strong>" in table
     table, *dropdowns = editor.load(request=_tab("a"))
     assert dropdowns == [{"__type__": "update"}] * 3 and "Version <strong>1</strong>" in table
-    shown, plan, _ = editor.preview("add", "", "", "Health", "Medicine", "", request=_tab("a"))
+    shown, plan, _, _ = editor.preview("add", "", "", "Health", "Medicine", "", request=_tab("a"))
     message, *_, topic, _, label_filter = editor.confirm(plan, request=_tab("a"))
     assert message.startswith("Changed") and "Health" in topic["choices"]
     assert editor.load(request=_tab("a"))[1:] == ({"__type__": "update"},) * 3  # confirm gave it version 2 already

@@ -9,6 +9,7 @@ from typing import Any
 
 from core.labels import LABELS
 from feedback.store import FeedbackStore
+from feedback.topics.changes import BaseData
 from testkit.fakes import FakeAdmin
 from testkit.pg_cluster import StoreFactory
 from web.admin.topics_view import TopicsEditor
@@ -21,12 +22,15 @@ BASE = ["Business", "Business", "World", "Sci/Tech"]  # the base data's labels, 
 
 
 def _editor(store: FeedbackStore, **kwargs: Any) -> TopicsEditor:
-    return TopicsEditor(FakeAdmin(store, **kwargs), lambda: BASE, choosers=[("any label", "any")])  # type: ignore[arg-type]
+    return TopicsEditor(FakeAdmin(store, **kwargs), lambda: BaseData(tuple(BASE), "data.csv (8 rows)"), choosers=[("any label", "any")])  # type: ignore[arg-type]
 
 
 def _preview(editor: TopicsEditor, kind: str, topic: str = "", into: str = "", name: str = "",
              description: str = "", why: str = "") -> tuple[str, Any, Any]:
-    return editor.preview(kind, topic, into, name, description, why, request=REQUEST)  # type: ignore[arg-type]
+    shown, plan, confirm, last = editor.preview(kind, topic, into, name, description, why,
+                                                request=REQUEST)  # type: ignore[arg-type]
+    assert last == "" or shown == "Sign in first."  # a preview clears the last change's "Changed: ..." message
+    return shown, plan, confirm
 
 
 def test_add_is_previewed_then_made_with_who_and_why(make_store: StoreFactory, tmp_path: Path) -> None:
@@ -59,7 +63,7 @@ def test_rename_merge_and_split_say_what_they_touch(make_store: StoreFactory, tm
     editor.confirm(plan, request=REQUEST)  # type: ignore[arg-type]
     shown, plan, _ = _preview(editor, "merge", topic="Business", into="International")
     assert shown.startswith("Merging Business into International relabels 2 base rows, 2 answers, 0 checks and 0 "
-                            "queued items as International. It is no longer offered")
+                            "queued items as International (base rows of data.csv (8 rows)). It is no longer offered")
     editor.confirm(plan, request=REQUEST)  # type: ignore[arg-type]
     shown, plan, _ = _preview(editor, "split", topic="Sci/Tech", name="Science")
     assert shown.startswith('Splitting Sci/Tech into Sci/Tech and Science relabels 1 base row, 1 answer, 0 checks and '

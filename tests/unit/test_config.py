@@ -52,3 +52,15 @@ def test_mlflow_uri_defaults_to_sqlite_in_home(monkeypatch: pytest.MonkeyPatch, 
     assert settings.tracking_uri == f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://example.invalid")
     assert load_settings(home=tmp_path).tracking_uri == "http://example.invalid"
+
+
+def test_one_article_length_for_classify_answers_the_queue_and_imports() -> None:
+    from core.settings.config import read_settings
+
+    default = read_settings({})
+    assert default.store_limits().max_text_chars == default.serving.max_input_chars == 20_000
+    raised = read_settings({"NEWSLOOP_MAX_INPUT_CHARS": "50000"})
+    assert raised.store_limits().max_text_chars == 50_000
+    # The store's old variable, where a host set it to take long articles, now raises Classify's limit with it.
+    old = read_settings({"NEWSLOOP_MAX_FEEDBACK_CHARS": "30000"})
+    assert old.serving.max_input_chars == old.store_limits().max_text_chars == 30_000

@@ -50,6 +50,18 @@ def test_bad_pool_file_exits_non_zero_with_message(
     assert "cannot read" in capsys.readouterr().err
 
 
+def test_import_with_skip_bad_imports_the_good_rows_and_lists_every_bad_one(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pool = tmp_path / "articles.csv"
+    rows = [f"Article {i}: " + "the council met again. " * (900 if i % 3 == 0 else 5) for i in range(30)]
+    pool.write_text("text\n" + "\n".join(rows) + "\n\"\"\n", encoding="utf-8")  # 10 of 20,700 characters; an empty one
+    assert main(["import", "--skip-bad", str(pool)]) == 0
+    out = capsys.readouterr().out
+    assert "imported 20 new items" in out and "11 bad rows left out:" in out
+    assert out.count("  line ") == 11 and "line 2: text is 20,710 characters; at most 20,000" in out
+    assert "line 32: empty text" in out
+
 def test_bad_configuration_exits_non_zero_with_message(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -84,3 +96,30 @@ def test_queue_push_puts_a_search_first_and_clear_takes_it_out(
     assert main(["queue", "push", "   "]) == ExitCode.BAD_INPUT
     assert main(["queue", "clear"]) == 0
     assert "cleared 2 pushed articles" in capsys.readouterr().out
+
+
+def test_a_reader_that_stops_reading_ends_the_output_quietly(home: Path) -> None:
+    """`newsloop stats | head` printed "error: [Errno 32] Broken pipe"; a command whose reader goes away ends as click
+    ends it: no message, status 1 (a pipeline reads the last command's)."""
+    import os
+    import subprocess
+    import sys
+
+    from core.settings.config import PROJECT_ROOT
+    from core.settings.policies import StoreLimits
+
+    home.mkdir()
+    store = FeedbackStore(home / "feedback.db", StoreLimits(writes_per_minute=100_000,
+                                                             address_writes_per_minute=100_000))
+    for i in range(1500):  # an export far larger than a pipe's buffer
+        store.record(text=f"Story number {i} about the summit and its long aftermath", user_label="World",
+                     annotator=f"a{i % 7}", kind="correct")
+    store.close()
+    env = os.environ | {"NEWSLOOP_HOME": str(home), "PYTHONPATH": str(PROJECT_ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "newsloop", "export", "--format", "csv"], cwd=PROJECT_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"id,")
+    proc.stdout.close()  # as `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == ExitCode.ERROR and err == ""

@@ -87,14 +87,27 @@ def test_duplicate_texts_are_skipped_and_counted(store: FeedbackStore, tmp_path:
 
 def test_import_with_a_bad_row_writes_nothing_and_names_the_line(store: FeedbackStore, tmp_path: Path) -> None:
     store.add_to_pool(["Already there"], source="seed")
-    rows = ["Good one", "Good two", '""', "Good three", "x" * 6000, "Good four"]
+    rows = ["Good one", "Good two", '""', "Good three", "x" * 20_001, "Good four"]
     with pytest.raises(PoolImportError) as refused:
         store.import_pool(write_csv(tmp_path / "pool.csv", "text", rows))
     message = str(refused.value)
-    assert "2 bad rows; nothing was imported" in message
-    assert "line 4: empty text" in message and "line 6: text is 6,000 characters; at most 5,000" in message
-    assert refused.value.problems == [(4, "empty text"), (6, "text is 6,000 characters; at most 5,000 are allowed")]
+    assert "2 bad rows; nothing was imported (--skip-bad imports the good rows" in message
+    assert "line 4: empty text" in message and "line 6: text is 20,001 characters; at most 20,000" in message
+    assert refused.value.problems == [(4, "empty text"), (6, "text is 20,001 characters; at most 20,000 are allowed")]
     assert pool_texts(store) == ["Already there"]
+
+
+def test_an_import_asked_to_skip_bad_rows_adds_the_good_ones_and_names_the_others(
+    store: FeedbackStore, tmp_path: Path
+) -> None:
+    long = "A long article. " * 1000  # 16,000 characters: a newsroom's feature, taken as Classify takes it
+    rows = ["Good one", '""', long.strip(), "x" * 20_001, "Good four"]
+    report = store.import_pool(write_csv(tmp_path / "pool.csv", "text", rows), skip_bad=True)
+    assert report.added == 3 and report.bad == ((3, "empty text"), (5, "text is 20,001 characters; at most 20,000 "
+                                                                           "are allowed"))
+    assert pool_texts(store) == ["Good one", "A long article. " * 999 + "A long article.", "Good four"]
+    with pytest.raises(FeedbackError, match="has no rows to import \\(2 bad\\)"):  # nothing good: nothing to say it did
+        store.import_pool(write_csv(tmp_path / "bad.csv", "text", ['""', "x" * 20_001]), skip_bad=True)
 
 
 def test_malformed_json_and_csv_rows_are_reported_by_line(store: FeedbackStore, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from core.settings.policies import StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.errors import FeedbackError
-from feedback.labelling.guidelines import DEFAULT
+from feedback.labelling.guidelines import DEFAULT, built_in
 from feedback.labelling.pool_files import cleaned
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
@@ -127,8 +127,9 @@ def test_a_resolved_disagreement_trains_with_the_reviewed_label(store: FeedbackS
 
 def test_guidelines_keep_every_version_with_its_time(store: FeedbackStore) -> None:
     book = store.guidelines
-    assert book.current().version == 0 and book.current().text == DEFAULT
-    assert "Business" in DEFAULT and "Sci/Tech" in DEFAULT and "earnings" in DEFAULT
+    assert book.current().version == 0 and book.current().text == built_in(store.taxonomy())
+    assert "Business" in book.current().text and "earnings" in book.current().text  # AG News's hard cases
+    assert "Business" not in DEFAULT  # the general rules name no topic
     first, new = book.save("# Rules\nEarnings are **Business**.", "admin")
     assert new and first.version > 0 and book.current() == first
     assert book.save("# Rules\nEarnings are **Business**.\n", "admin") == (first, False)  # same text: no new one

@@ -188,8 +188,9 @@ def test_after_a_split_the_earlier_rows_come_first_with_the_likelier_topic(tmp_p
         store.record(text=f"b{i} " + " ".join(rng.choice(tech, size=4)), user_label="Sci/Tech", annotator="user:ann",
                      kind="correct", verified=True)
     corpus = load_corpus(str(folder), 0.1, True)
+    # 8 exact answers a topic, below the default floor of labelled rows: taken as enough for these word-made texts.
     search(store, corpus, str(folder), TrustPolicy(labels_required=1), models_dir=tmp_path / "models",
-           cache_dir=tmp_path / "cache", base_model="", max_length=32, embedder=_word_counts)
+           cache_dir=tmp_path / "cache", base_model="", max_length=32, embedder=_word_counts, min_topic_rows=5)
 
     found, _ = store.label_errors.open_candidates(limit=500)
     split_rows = [e for e in corpus.train + corpus.validation if e.label == 3]
@@ -207,3 +208,40 @@ def test_after_a_split_the_earlier_rows_come_first_with_the_likelier_topic(tmp_p
     suggested = {row["text"]: row["suggested_label"] for row in first}
     fixed = [e for e in read if e.text in suggested]
     assert fixed and all(not e.allowed and taxonomy.keys[e.label] == suggested[e.text] for e in fixed)
+
+
+def test_a_topic_with_two_answers_is_never_suggested_and_the_search_says_so(tmp_path: Path) -> None:
+    """Issue 59: after adding Health with 2 answers, 75 of 76 candidates were "-> Health" at 0-3% (a confident-learning
+    threshold over two rows is near zero). Below NEWSLOOP_LABEL_ERRORS_MIN_TOPIC_ROWS labelled rows a topic is left
+    aside: nothing is suggested into it, its own rows are not doubted, and the search names it."""
+    rng = np.random.default_rng(4)
+    # A fifth of the rows read as two topics, as real articles do: the model is unsure of them, so they fall below
+    # their own topic's threshold; a threshold over two rows (near zero) then takes them.
+    mixed = [Example(f"m{i} " + " ".join([*rng.choice(WORDS[i % 4], size=2), *rng.choice(WORDS[(i + 1) % 4], size=2)]),
+                     i % 4) for i in range(40)]
+    clean = _rows(160) + mixed
+    noisy, flipped = flip_labels(clean, 0.03, seed=2)
+    folder = _write_folder(tmp_path / "data", noisy)
+    store = FeedbackStore(tmp_path / "feedback.db")
+    store.topics.commit(store.taxonomy().add("Health", by="maintainer"), 1)
+    # Health stories touch every other topic (a minister, a club, a drug maker's shares): their words say little.
+    health = ["97 clinic minister match shares chip", "98 clinic treaty coach bank internet"]
+    for text in health:
+        store.record(text=text, user_label="Health", annotator="user:ann", kind="correct", verified=True)
+    corpus = load_corpus(str(folder), 0.1, True)
+
+    def run(**floor: int) -> list[dict]:  # type: ignore[type-arg]
+        search(store, corpus, str(folder), TrustPolicy(labels_required=1), models_dir=tmp_path / "models",
+               cache_dir=tmp_path / "cache", base_model="", max_length=32, embedder=_noise, **floor)
+        return store.label_errors.open_candidates(limit=500)[0]
+
+    unguarded = run(min_topic_rows=1)  # the old behaviour, for contrast: unsure rows go to Health
+    assert any(row["suggested_label"] == "Health" for row in unguarded)
+    found = run()  # the default floor
+    assert found and not any(row["suggested_label"] == "Health" for row in found)
+    assert not {row["text"] for row in found} & set(health)  # its own two are not doubted either
+    clear = {noisy[i].text for i in flipped.tolist() if i < 160}  # flips among the rows that read as one topic
+    assert len({row["text"] for row in found} & clear) >= len(clear) - 1  # the real flips are still found
+    latest = store.label_errors.latest_search()
+    assert latest is not None and latest["data"].startswith("data: train.csv (200 rows)")
+    assert latest["left_out"].startswith("Health (2 rows): fewer than 20 labelled rows, so no row is suggested into it")

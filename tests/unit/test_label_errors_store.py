@@ -160,3 +160,26 @@ def test_bad_decisions_are_refused_and_change_nothing(make_store: StoreFactory, 
 
 def test_no_fixes_leave_rows_as_they_are() -> None:
     assert LabelFixes().examples(BASE) == BASE and len(LabelFixes()) == 0
+
+
+def test_limit_0_lists_every_candidate_and_decision_as_the_search_stores_every_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`newsloop label-errors --limit 0` stores all; `review label-errors list --limit 0` lists all (it was an error)."""
+    import json
+
+    from feedback.trust.label_errors import MAX_SHOWN
+    from newsloop.cli import main
+
+    monkeypatch.setenv("NEWSLOOP_HOME", str(tmp_path))
+    store = FeedbackStore(tmp_path / "feedback.db")
+    many = [_candidate(Example(f"Story {i} on the summit", label_index("Sports")), "World", 0.9, i)
+            for i in range(MAX_SHOWN + 20)]
+    store.label_errors.save_search("20260101-000000", many, rows=2000)
+    assert len(store.label_errors.open_candidates(0)[0]) == MAX_SHOWN + 20
+    assert main(["review", "label-errors", "list", "--limit", "0"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["listed"] == listed["total"] == MAX_SHOWN + 20
+    assert main(["review", "label-errors", "decisions", "--limit", "0"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"decisions": []}
+    store.close()

@@ -92,3 +92,25 @@ def test_python_dash_m_aliases_still_answer(module: str) -> None:
     done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert ("bootstrap" if module == "retrain" else "export") in done.stdout
+
+
+def test_status_counts_the_suspicious_answers_the_admin_tile_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 59: `status` said 0 suspicious answers (those of signed-in or checked people) while the tile said 2."""
+    from feedback.store import FeedbackStore
+    from web.admin.report import tiles
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("NEWSLOOP_HOME", str(home))
+    monkeypatch.setenv("NEWSLOOP_DATA", "seed")
+    store = FeedbackStore(home / "feedback.db")
+    for i in range(2):  # anonymous answers the model was very sure were another topic
+        store.record(text=f"Striker scores twice, story {i}", user_label="Business", annotator=f"anon{i}",
+                     kind="correct", probabilities={"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0.01})
+    assert '<div class="n">2</div><div class="what">suspicious waiting</div>' in tiles(store.stats(), None, 0)
+    store.close()
+    assert main(["status"]) == 0
+    assert ("suspicious answers waiting for review: 2, 0 of them from signed-in or checked people"
+            in capsys.readouterr().out)

@@ -22,7 +22,7 @@ def _actions(home: Path) -> NewsLoopActions:
 
 
 def _footer(actions: NewsLoopActions) -> str:
-    demo = build_page(actions)
+    demo = build_page(actions, examples=())
     [note] = [block for block in demo.blocks.values() if getattr(block, "elem_id", None) == "model-note"]
     return str(note.value)
 

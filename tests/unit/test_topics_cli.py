@@ -60,7 +60,7 @@ def test_a_dry_run_prints_what_a_change_touches_and_writes_nothing(home: Path, c
     assert main(["topics", "merge", "Business", "World", "--dry-run"]) == 0
     assert capsys.readouterr().out.strip() == (
         "dry run, nothing written: merging Business into World relabels 6 base rows, 0 answers, 0 checks and 0 "
-        "queued items as World")
+        "queued items as World (base rows of data.csv (12 rows))")  # the preview names the data it read
     assert FeedbackStore(home / "feedback.db").topics.stored_version() == 0
 
 

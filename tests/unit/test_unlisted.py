@@ -76,12 +76,14 @@ def test_a_queue_none_leaves_the_queue_and_undo_brings_it_back(store: FeedbackSt
     nxt = store.next_item("anna", QUEUE)
     assert nxt is not None and nxt["id"] != item["id"]
     assert store.next_item("ben", QUEUE) is not None  # only the labeller's own queue loses it
+    assert store.progress("anna") == 1  # key 0 counts towards "You have labelled N" as a topic's key does
     store.record(text=nxt["text"], user_label="Sports", annotator="anna", kind="queue", item_id=nxt["id"])
-    assert store.next_item("anna", QUEUE) is None
+    assert store.next_item("anna", QUEUE) is None and store.progress("anna") == 2
     undone = store.undo_last("anna", ("queue",))  # the newest of the two tables: the Sports answer
     assert undone is not None and undone["user_label"] == "Sports"
     undone = store.undo_last("anna", ("queue",))  # then the "None of these"
     assert undone is not None and undone["unlisted"] and undone["item_id"] == item["id"]
+    assert store.progress("anna") == 0
     assert store.unlisted.rows() == [] and store.undo_last("anna", ("queue",)) is None
     assert store.next_item("anna", QUEUE) is not None
     with pytest.raises(FeedbackError, match="item_id"):

@@ -45,3 +45,15 @@ def test_classify_offers_none_of_these_with_a_box_for_the_missing_topic(tmp_path
     html = classify_buttons(PageTopics(UnsureClassifier(), store).offered())
     assert f'id="fb-none" class="topic-btn secondary" data-topic="{NONE}"' in html
     assert 'id="fb-missing"' in html and 'maxlength="40"' in html
+
+
+def test_the_admin_panel_says_once_that_no_answer_is_waiting(tmp_path: Path) -> None:
+    """Issue 59: "No "None of these" answers are waiting." showed twice (the summary and the table)."""
+    from feedback.store import FeedbackStore
+    from testkit.fakes import FakeAdmin
+    from web.admin.unlisted_view import UnlistedPanel
+
+    store = FeedbackStore(tmp_path / "feedback.db")
+    summary, table, *_ = UnlistedPanel(FakeAdmin(store)).show(request=object())  # type: ignore[arg-type]
+    assert summary == 'No "None of these" answers are waiting.' and table == ""
+    store.close()

@@ -7,7 +7,7 @@ import functools
 import hmac
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +20,10 @@ from core.registry.versions import ModelRegistry
 from core.serving.limits import FailureThrottle
 from core.settings.hosting import HostingSection
 from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, TrustPolicy
+from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
+from feedback.topics.changes import BaseData
 from web.admin import report
 from web.admin.exports import ExportDownloads, Offer
 from web.admin.guard import admin_only
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
     from feedback.traffic.monitoring import TrafficReport
 
 log = logging.getLogger("newsloop.app")
-EXPORTS = ("csv", "jsonl", "parquet")  # parquet: a Hugging Face `datasets` table with ClassLabel features
+EXPORTS = ("csv", "jsonl", "parquet")
+BAD_LISTED = 20  # bad rows an upload's message names (`newsloop import --skip-bad` lists every one)  # parquet: a Hugging Face `datasets` table with ClassLabel features
 
 
 class AdminActions:
@@ -69,7 +72,7 @@ class AdminActions:
         monitor: MonitorPolicy | None = None,
         flush_served: Callable[[], None] | None = None,
         topics: PageTopics | None = None,
-        base_labels: Callable[[], Sequence[str]] | None = None,
+        base_data: Callable[[], BaseData] | None = None,
     ) -> None:
         self.store = store
         self.password = password
@@ -90,8 +93,9 @@ class AdminActions:
         self.monitor = monitor or MonitorPolicy()
         self.flush_served = flush_served or (lambda: None)  # this server's served tallies, written before a read
         self.topics = topics  # the taxonomy over the served model's labels (the page's), for the Topics panel
-        # The base data's label keys, one per row: what a topic change's preview counts (read once, when first asked).
-        self.base_labels = functools.cache(base_labels) if base_labels else (lambda: ())
+        # The base data's label keys, one per row, and its name: what a topic change's preview counts and names, and
+        # the retrain preview names (read once, when first asked).
+        self.base_data = functools.cache(base_data) if base_data else BaseData
 
     @property
     def enabled(self) -> bool:
@@ -112,9 +116,13 @@ class AdminActions:
         which a request forged by another site cannot (web.server.identity.FORM_HEADER)."""
         return self.is_admin(request, profile) and self.identities.sent_form_token(request)
 
+    def taxonomy(self) -> Taxonomy:
+        """The topic list as the pages read it (over the served model's labels)."""
+        return (self.topics or PageTopics(None, self.store)).taxonomy()
+
     def topic_names(self) -> tuple[str, ...]:
         """The taxonomy's current topic names, in order (what the panels offer to filter, relabel and settle by)."""
-        return (self.topics or PageTopics(None, self.store)).taxonomy().names
+        return self.taxonomy().names
 
     def model_names(self, meta: Mapping[str, Any]) -> list[str]:
         """A model's own topics (its meta's `labels`, else the served model's), by their current names."""
@@ -228,11 +236,16 @@ class AdminActions:
         from feedback.training.readiness import readiness  # here: only the retrain preview needs it
 
         job = self.jobs.status()
-        if job.running:
+        if job.retraining:
             return "A retrain is already running: its progress is shown above.", gr.update(visible=False)
+        if job.running:  # a label-error search, a rollback: the retrain waits for it, and says so
+            return (f"{job.what[:1].upper()}{job.what[1:]} is running (`newsloop {job.command}`): a retrain can start "
+                    "when it ends.", gr.update(visible=False))
         ready = readiness(self.store, self.trust, self.retrain, self.promotion, self.jobs.last_run())
         expected = self.jobs.expected(trains=ready.parts.train > 0)
-        return report.preview_text(ready, expected, self.traffic()), gr.update(visible=True)
+        # The data it reads, named: the seed set standing in for an unreachable hub dataset says so.
+        data = f"\n\nBase data: {self.base_data().description or 'none configured'}."
+        return report.preview_text(ready, expected, self.traffic()) + data, gr.update(visible=True)
 
     def traffic(self) -> TrafficReport | None:
         """The champion on its traffic: estimated and measured by day and form, the window's alert and drift."""
@@ -278,17 +291,24 @@ class AdminActions:
 
     @admin_only()
     def import_pool(
-        self, file: str | None, checks: bool, request: gr.Request, profile: gr.OAuthProfile | None = None
+        self, file: str | None, checks: bool, skip_bad: bool, request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
     ) -> str:
         if self.store is None or not file:
             return "Choose a CSV or JSONL file."
         try:
-            report = self.store.import_pool(Path(file), source=Path(file).name, checks=bool(checks))
+            report = self.store.import_pool(Path(file), source=Path(file).name, checks=bool(checks),
+                                            skip_bad=bool(skip_bad))
         except FeedbackError as exc:
             return f"Nothing imported: {exc}"
         what = "known-answer check(s)" if checks else "article(s)"
         replaced = f" They replace the demo pool ({report.demo_removed} demo articles removed)." if report.demo_removed else ""
-        return f"Imported {report.added} {what} ({report.duplicates} already in the pool).{replaced}"
+        bad = ""
+        if report.bad:
+            listed = "; ".join(f"line {line}: {problem}" for line, problem in report.bad[:BAD_LISTED])
+            more = f"; and {len(report.bad) - BAD_LISTED} more" if len(report.bad) > BAD_LISTED else ""
+            bad = f" **{len(report.bad)} bad row(s) left out**: {listed}{more}."
+        return f"Imported {report.added} {what} ({report.duplicates} already in the pool).{replaced}{bad}"
 
     @admin_only("")
     def export(self, fmt: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:

@@ -97,7 +97,8 @@ class AdminDashboard:
         """Progress, and the buttons a running job disables (one retrain at a time: Retrain is off meanwhile)."""
         p = self.parts
         running = bool(job.running)
-        label = "Retrain… (one is running)" if running else "Retrain…"
+        label = ("Retrain… (one is running)" if job.retraining else f"Retrain… ({job.what} is running)") if running \
+            else "Retrain…"
         return {
             p.progress: report.progress_html(job),
             p.retrain_btn: gr.update(interactive=not running, value=label),

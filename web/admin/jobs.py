@@ -50,6 +50,15 @@ def run_percent(step: Stage | None, elapsed: float, expected: float) -> float:
     return 100 * min(following - 0.01, max(start, elapsed / expected))
 
 
+# Each job the view starts, in words (by its first argument): what a message about it names.
+JOB_NAMES = {"run": "a retrain", "label-errors": "a label-error search", "rollback": "a rollback"}
+
+
+def job_name(command: str) -> str:
+    """A job in words: "a retrain", "a label-error search"; `retrain ARGS` for one without a name."""
+    return JOB_NAMES.get(command.split(" ")[0], f"`retrain {command}`")
+
+
 @dataclass(frozen=True)
 class JobStatus:
     """The job started here, as the admin view shows it."""
@@ -64,6 +73,16 @@ class JobStatus:
     step: Stage | None = None  # the retrain's stage itself
     decision: str = ""  # how the retrain ended, once its stage is DONE
     elsewhere: int = 0  # the process id of a retrain this view did not start (the CLI, `watch`, another replica)
+
+    @property
+    def what(self) -> str:
+        """The job in words: "a retrain", "a label-error search", "a rollback"."""
+        return job_name(self.command)
+
+    @property
+    def retraining(self) -> bool:
+        """Whether the job running is a retrain (not a search or a rollback)."""
+        return self.running and self.command.split(" ")[0] == "run"
 
 
 class RetrainJobs:
@@ -82,7 +101,8 @@ class RetrainJobs:
         home; returns the message to show."""
         with self._lock:
             if self._job is not None and self._job.poll() is None:
-                return "A job is already running."
+                running = job_name(" ".join(self._args))
+                return f"{running[:1].upper()}{running[1:]} is running: {job_name(args[0])} can start when it ends."
             other = running_run(self.paths)
             if other is not None:
                 return (f"A retrain started elsewhere is running (process {other.pid}, {other.stage.caption.lower()}): "

@@ -29,6 +29,8 @@ SUGGESTED = "suggested"  # relabel each ticked row to its own suggested topic
 SHOWN = 100  # candidates listed at once
 DECISIONS_SHOWN = 20  # recent decisions offered for undo
 NOTHING = "No feedback database on this server."
+SEARCH = "label-errors"  # the job a search runs: `python -m retrain label-errors`
+POLL_S = 3.0  # how often the panel looks whether its search ended
 
 
 def candidate_label(row: dict[str, Any], taxonomy: Taxonomy) -> str:
@@ -77,7 +79,8 @@ class LabelErrorsPanel:
         else:
             when = str(search["created_at"])[:16].replace("T", " ")
             read = f"{search['rows']:,} rows read, " if search["rows"] else ""
-            which = f"the search of {when} UTC ({read}{search['candidates']:,} found)"
+            data = f" of {search['data']} and the trusted answers" if search.get("data") else ""
+            which = f"the search of {when} UTC{data} ({read}{search['candidates']:,} found)"
             if total:
                 more = f"; the first {len(rows)} are listed" if total > len(rows) else ""
                 summary = (f"**{total:,}** possible label error(s) to decide, from {which}{more}, the likeliest first. "
@@ -87,6 +90,10 @@ class LabelErrorsPanel:
                 summary = f"Every candidate of {which} has been decided."
             else:
                 summary = f"No label looks wrong to {which}."
+            if search.get("left_out"):
+                summary += f" Left aside: {search['left_out']}."
+        if self.searching():
+            summary = f"**Searching for label errors…** the list refreshes itself when it ends. {summary}"
         decisions = store.label_errors.decisions(DECISIONS_SHOWN, live_only=True)
         taxonomy = store.taxonomy()
         return (summary, gr.update(choices=[(candidate_label(r, taxonomy), int(r["id"])) for r in rows], value=[]),
@@ -138,13 +145,31 @@ class LabelErrorsPanel:
                    else "Those decisions were undone already.")
         return (message, *self.search(source, request, profile))
 
-    @admin_only()
-    def find(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
-        """Start a search as a child process (`newsloop label-errors`), one job at a time."""
-        started = self.admin.jobs.start("label-errors")
+    def searching(self) -> bool:
+        """Whether a search started from this view is running."""
+        job = self.admin.jobs.status()
+        return job.running and job.command.split(" ")[0] == SEARCH
+
+    @admin_only(lambda _: ("Sign in first.", gr.skip(), gr.Timer(active=False)))
+    def find(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Any, gr.Timer]:
+        """Start a search as a child process (`newsloop label-errors`), one job at a time; the summary says it is
+        searching, and the panel polls until it ends (`poll`)."""
+        started = self.admin.jobs.start(SEARCH)
         if not started.startswith("Started"):
-            return started
-        return "Searching for label errors (minutes on a first search, seconds later); press **List again** then."
+            return started, gr.skip(), gr.Timer(active=False)
+        return ("", "**Searching for label errors…** minutes on a first search, seconds later: the list refreshes "
+                "itself when it ends.", gr.Timer(active=True))
+
+    @admin_only(lambda _: (gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=False)))
+    def poll(self, source: str, request: gr.Request,
+             profile: gr.OAuthProfile | None = None) -> tuple[Any, Any, Any, str, gr.Timer]:
+        """While the search runs: nothing changes. Once it ended: the new list, how it ended, and no more polling."""
+        if self.searching():
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=True)
+        job = self.admin.jobs.status()
+        ended = "" if job.exit_code in (None, 0) else (
+            f"The search stopped (exit code {job.exit_code}): {(job.log_tail.strip().splitlines() or ['no output'])[-1]}")
+        return (*self.search(source, request, profile), ended, gr.Timer(active=False))
 
 
 @dataclass
@@ -182,6 +207,7 @@ def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
             keep_btn = gr.Button("Keep ticked", elem_id="label-errors-keep")
             exclude_btn = gr.Button("Exclude ticked", variant="stop", elem_id="label-errors-exclude")
         message = gr.Markdown(elem_id="label-errors-msg", elem_classes=["live"])
+        timer = gr.Timer(POLL_S, active=False)  # on while a search started here runs
         with gr.Accordion("Recent decisions (undo)", open=False, elem_id="label-fixes-panel"):
             decisions = gr.CheckboxGroup(label="Decisions, newest first", elem_id="label-fixes-list", choices=[],
                                          value=[])
@@ -192,7 +218,8 @@ def build_label_errors(admin: AdminActions) -> LabelErrorsWidgets:
     list_btn.click(panel.search, inputs=source, outputs=shown, **PRIVATE)
     all_btn.click(panel.select_all, inputs=source, outputs=shown, **PRIVATE)
     none_btn.click(lambda: gr.update(value=[]), outputs=listing, **PRIVATE)
-    find_btn.click(panel.find, outputs=message, **PRIVATE)
+    find_btn.click(panel.find, outputs=[message, summary, timer], **PRIVATE)
+    timer.tick(panel.poll, inputs=source, outputs=[*shown, message, timer], show_progress="hidden", **PRIVATE)
     changes = [btn.click(panel.act(action), inputs=[listing, new_label, source], outputs=[message, *shown],
                          api_name=f"label_errors_{action.value}", **PRIVATE)
                for btn, action in ((relabel_btn, Action.RELABEL), (keep_btn, Action.KEEP),

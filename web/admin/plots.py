@@ -187,9 +187,18 @@ def per_day_figure(days: Counter[str] | Mapping[str, int]) -> Any:
 
     fig, ax = plt.subplots(figsize=(4.6, 3.2), dpi=80)
     ordered = sorted(days)[-30:]
-    ax.bar(ordered, [days[d] for d in ordered], color="#1d4ed8")
+    # Days at positions, named by tick labels: strings as x values would be matplotlib's categorical units, which
+    # log a line per figure for strings that read as dates.
+    ax.bar(range(len(ordered)), [days[d] for d in ordered], color="#1d4ed8")
+    ax.set_xticks(range(len(ordered)), ordered, rotation=45)
+    ax.set_xlim(-0.6, max(len(ordered) - 0.4, 6.4))  # room for a week: one day is one bar, not the whole width
+    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    if not ordered:  # an axis from 0, not one around nothing (-0.04..0.04), and the reason it is empty
+        ax.set_ylim(0, 1)
+        ax.set_yticks([0])
+        ax.text(0.5, 0.5, "No answers yet", ha="center", va="center", transform=ax.transAxes, color="#374151")
+    ax.set_ylabel("answers")
     ax.set_title("Answers per day (last 30)")
-    ax.tick_params(axis="x", rotation=45)
     fig.tight_layout()
     plt.close(fig)
     return fig

@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
-from feedback.topics.changes import impact
+from feedback.topics.changes import BaseData, impact
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
 from web.admin.tab_memory import TabMemory
@@ -85,14 +85,14 @@ def topics_table(taxonomy: Taxonomy, topics: PageTopics) -> str:
 
 
 class TopicsEditor:
-    """The panel's handlers; each is wrapped in `admin_only`. `base_labels()` gives the base data's label keys, one
-    per row, which a change's preview counts (none: no base rows counted)."""
+    """The panel's handlers; each is wrapped in `admin_only`. `base_data()` gives the base data's label keys, one
+    per row, which a change's preview counts, and its name, which the preview says (none: no base rows counted)."""
 
-    def __init__(self, admin: AdminActions, base_labels: Callable[[], Sequence[str]] | None = None,
+    def __init__(self, admin: AdminActions, base_data: Callable[[], BaseData] | None = None,
                  choosers: Sequence[tuple[str, str]] = ()) -> None:
         self.admin = admin
         self.topics = admin.topics or PageTopics(None, admin.store)
-        self.base_labels = base_labels or (lambda: ())
+        self.base_data = base_data or BaseData
         self.choosers = tuple(choosers)  # other panels' topic dropdowns: each one's first (label, value) option
         self.sent = TabMemory()  # the taxonomy version each tab's dropdowns were last given
 
@@ -115,21 +115,24 @@ class TopicsEditor:
     def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         return self._listed(self.topics.taxonomy(), request, keep=True)
 
-    @admin_only(lambda _: ("Sign in first.", None, gr.update(visible=False)))
+    @admin_only(lambda _: ("Sign in first.", None, gr.update(visible=False), gr.skip()))
     def preview(self, kind: str, topic: str | None, into: str | None, name: str, description: str, why: str,
-                request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Plan | None, Any]:
-        """What the change would do and touch, and the plan Confirm makes; nothing is changed yet."""
+                request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, Plan | None, Any, str]:
+        """What the change would do and touch, and the plan Confirm makes; nothing is changed yet. The last change's
+        message ("Changed: ...") is cleared: it is about another change."""
         if self.admin.store is None:
-            return NO_STORE, None, gr.update(visible=False)
+            return NO_STORE, None, gr.update(visible=False), ""
         before = self.topics.taxonomy()
         plan = Plan(before.version, kind or "", topic or "", into or "", name or "", description or "", why or "")
         try:
             after = apply(before, plan)
         except TaxonomyError as exc:
-            return f"Refused: {exc}.", None, gr.update(visible=False)
-        words = impact(self.admin.store, before, after, self.base_labels()).words()
+            return f"Refused: {exc}.", None, gr.update(visible=False), ""
+        base = self.base_data()
+        words = impact(self.admin.store, before, after, base.labels, base.description).words()
         text = f"{words[:1].upper()}{words[1:]}. {TRAINING.get(after.current.change.kind, '')}".strip()
-        return f"{text}\n\nConfirm to make it (version {before.version} → {after.version}).", plan, gr.update(visible=True)
+        return (f"{text}\n\nConfirm to make it (version {before.version} → {after.version}).", plan,
+                gr.update(visible=True), "")
 
     @admin_only(lambda self: ("Sign in first.", None, gr.update(visible=False), *self._skipped()))
     def confirm(self, plan: Plan | None, request: gr.Request,
@@ -158,7 +161,7 @@ class TopicsEditor:
 def build_topics(admin: AdminActions, choosers: Sequence[tuple[Any, tuple[str, str]]] = ()) -> Callable[[Any], Any]:
     """The Topics panel. Returns `reload(event)`, which lists the taxonomy after `event`. `choosers`: other panels'
     topic dropdowns, each with its first option, offered the current topics on each reload and change."""
-    editor = TopicsEditor(admin, admin.base_labels, [first for _, first in choosers])
+    editor = TopicsEditor(admin, admin.base_data, [first for _, first in choosers])
     others = [dropdown for dropdown, _ in choosers]
     with gr.Column(elem_id="topics-panel"):
         gr.Markdown("## Topics")
@@ -182,7 +185,7 @@ def build_topics(admin: AdminActions, choosers: Sequence[tuple[Any, tuple[str, s
                 cancel_btn = gr.Button("Cancel", elem_id="topics-cancel")
             message = gr.Markdown(elem_id="topics-msg", elem_classes=["live"])
     preview_btn.click(editor.preview, inputs=[kind, topic, into, name, description, why],
-                      outputs=[shown, plan, confirm_row], **PRIVATE)
+                      outputs=[shown, plan, confirm_row, message], **PRIVATE)
     confirm_btn.click(editor.confirm, inputs=plan,
                       outputs=[message, plan, confirm_row, listed, topic, into, *others], **PRIVATE)
     cancel_btn.click(lambda: ("", None, gr.update(visible=False)), outputs=[shown, plan, confirm_row], **PRIVATE)

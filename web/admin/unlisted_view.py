@@ -26,7 +26,7 @@ NOTHING = "No feedback database on this server."
 def groups_table(groups: list[Group]) -> str:
     """The groups as an HTML table (escaped: names are data): suggested name, answers, people."""
     if not groups:
-        return '<p class="unlisted-none">No "None of these" answers are waiting.</p>'
+        return ""  # the summary above says there are none: once is enough
     rows = "".join(f"<tr><td>{html.escape(g.name)}{'' if g.named else ' <small>(from the texts)</small>'}</td>"
                    f"<td>{len(g.ids)}</td><td>{g.people}</td></tr>" for g in groups)
     return ('<table class="unlisted-groups"><thead><tr><th>Suggested topic</th><th>Answers</th><th>People</th></tr>'

@@ -99,6 +99,8 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
                     label="Known-answer checks: every row has a 'label'; annotators are tested on them",
                     elem_id="pool-checks",
                 )
+                pool_skip = gr.Checkbox(label="Skip bad rows: import the good ones and list the others",
+                                        elem_id="pool-skip-bad")
                 # A button named by its own text (a drop zone's label and visible text differ, which axe flags).
                 pool_file = gr.UploadButton("Add articles to the labelling queue (CSV or JSONL)",
                                             file_types=[".csv", ".jsonl"], elem_id="pool-upload")
@@ -163,5 +165,5 @@ def build_admin(admin: AdminActions, demo: gr.Blocks) -> None:
     after_change(promoted)
     for event in [*review.changes, *label_errors.changes]:
         after_change(event, relist=False)  # the review events list again themselves
-    after_change(pool_file.upload(admin.import_pool, inputs=[pool_file, pool_checks], outputs=pool_msg, **PRIVATE))
+    after_change(pool_file.upload(admin.import_pool, inputs=[pool_file, pool_checks, pool_skip], outputs=pool_msg, **PRIVATE))
     export_btn.click(admin.export, inputs=export_fmt, outputs=export_file, **PRIVATE)

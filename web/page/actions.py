@@ -14,6 +14,7 @@ from core.serving.limits import Limiter, RateLimiter
 from core.settings.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
+from feedback.labelling.guidelines import render as render_guidelines
 from feedback.store import FeedbackStore
 from web.page.answer_rules import NONE, NONE_WORDS, RIGHT, names_shown, new_shown_id, snippet, topic_of, undone_words
 from web.page.labelling import BufferedQueue, LabellingQueue
@@ -153,9 +154,12 @@ class NewsLoopActions:
         holds the text it was made for; a different label than this person's earlier one replaces it."""
         if self.store is None:
             return AnswerOutcome("Feedback is not being collected on this server.")
+        taxonomy = self.topics.taxonomy()
+        mismatch = self.topics.mismatch(taxonomy)
+        if mismatch:
+            return AnswerOutcome(f"Not saved: {mismatch}")
         if isinstance(label, str) and label.startswith(NONE):
             return self.answer_none(label[len(NONE):], prediction, text, request, profile)
-        taxonomy = self.topics.taxonomy()
         topic = topic_of(label, taxonomy)
         if topic is None:
             return AnswerOutcome(f"Not saved: {one_of(taxonomy)}")
@@ -247,6 +251,12 @@ class NewsLoopActions:
             return "Nothing to undo."
         name = undone_words(undone, self.topics.taxonomy())
         return f"Undone: your answer **{name}** for {snippet(undone['text'])}."
+
+    def guidelines(self) -> str:
+        """The labelling guidelines as labellers read them: the topics' section, then the text in force."""
+        assert self.store is not None
+        taxonomy = self.topics.taxonomy()
+        return render_guidelines(self.store.guidelines.current(taxonomy).text, taxonomy)
 
     # The footer.
     def model_note(self) -> str:

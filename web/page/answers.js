@@ -28,6 +28,19 @@
     }
   };
   a.next = () => a.pressed.shift() || "";
+  // Hide the correction that names the model's own answer (`name`: a topic's name, as the result shows it; null:
+  // show them all), and lay the rest out in balanced rows (web.page.classify_view.columns, in the browser).
+  a.predicted = (name) => {
+    const grid = document.querySelector("#fb-buttons .topic-grid");
+    if (!grid) return;
+    let shown = 0;
+    grid.querySelectorAll("button[data-topic]").forEach((button) => {
+      button.hidden = name !== null && name !== undefined && button.dataset.name === name;
+      if (!button.hidden) shown += 1;
+    });
+    const rows = Math.max(1, Math.ceil(shown / 4));
+    grid.className = grid.className.replace(/cols-\d+/, `cols-${Math.max(1, Math.ceil(shown / rows))}`);
+  };
 
   document.addEventListener("click", (e) => {
     const button = e.target.closest && e.target.closest("#fb-buttons button[data-topic]");

@@ -5,7 +5,8 @@ from __future__ import annotations
 import html
 import json
 import logging
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
@@ -15,21 +16,15 @@ from web.page.answer_rules import NONE, NONE_WORDS, RIGHT
 from web.page.guidelines import guidelines_panel
 from web.server.topics import MAX_KEYS, Offered, answer_buttons
 
-EXAMPLES = [
-    "Ceasefire talks resume as envoys arrive in the capital. Diplomats from three neighbouring countries "
-    "met rebel leaders on Sunday in a new attempt to end months of fighting.",
-    "Late goal sends champions through to the semi-finals. A header in stoppage time gave the holders a "
-    "2-1 win on aggregate and set up a meeting with their oldest rivals.",
-    "Shares slide as the retailer cuts its profit forecast. The company blamed weaker holiday spending "
-    "and higher shipping costs, and said it would close forty stores next year.",
-    "New chip promises longer battery life for laptops. The processor, built on a smaller manufacturing "
-    "process, uses a third less power while running common office software, the maker said.",
-]
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # The answer buttons are drawn from the taxonomy on each page load (web.server.topics.answer_buttons); their state
 # (which one is chosen, whether they can be pressed) is web/page/answers.js's: these call it in the browser.
-CLEAR = "() => { window.newsloopAnswers.set(null, false); return ['', {}, '']; }"  # {}: an empty gr.Label
-READY = "(shown) => { window.newsloopAnswers.set(null, !!shown); return ['']; }"  # answerable only with an id
+# {}: an empty gr.Label; every correction shown again (disabled) while no result is on screen.
+CLEAR = ("() => { window.newsloopAnswers.set(null, false); window.newsloopAnswers.predicted(null); "
+         "return ['', {}, '']; }")
+# Answerable only with an id; the correction naming the model's own answer is not offered (it would say "Right").
+READY = ("(shown, label) => { window.newsloopAnswers.set(null, !!shown); "
+         "window.newsloopAnswers.predicted(shown && label ? label.label : null); return ['']; }")
 LOCK = "() => { window.newsloopAnswers.set(null, false); return []; }"
 UNMARK = "() => { window.newsloopAnswers.set(null, null); return []; }"
 
@@ -43,21 +38,35 @@ def none_box(prefix: str) -> str:
             f'placeholder="Which topic is missing? (optional)" aria-label="Which topic is missing? (optional)">')
 
 
+def columns(buttons: int) -> int:
+    """How many columns a grid of topic buttons has: rows as full as they can be, none with a lone button (4: 4 or
+    2x2 on a phone, 5: 3+2, 7: 4+3, 9: 3x3), at most 4 (a phone's stylesheet makes that 2)."""
+    rows = max(1, math.ceil(buttons / 4))
+    return max(1, math.ceil(buttons / rows))
+
+
+def topic_grid(buttons: str, count: int) -> str:
+    """Topic buttons in a grid of equal cells (equal heights, whatever each name's length)."""
+    return f'<div class="topic-grid cols-{columns(count)}">{buttons}</div>'
+
+
 def classify_buttons(offered: tuple[Offered, ...]) -> str:
     """The Classify tab's answer buttons: Right, then one per topic, then "None of these" with the box for the
-    missing topic's name (the buttons disabled until a result is on screen)."""
+    missing topic's name (the buttons disabled until a result is on screen). Once a result is on screen the
+    correction naming the model's own topic is hidden (answers.js), and the grid holds one fewer."""
     right = (f'<button type="button" id="fb-right" class="topic-btn secondary" data-topic="{RIGHT}" disabled>'
              f'<span class="mark"></span><span class="t">Right</span></button>')
     topics = answer_buttons(offered, prefix="fb-", text="It's actually {name}", disabled=True)
     none = (f'<button type="button" id="fb-none" class="topic-btn secondary" data-topic="{NONE}" disabled>'
             f'<span class="mark"></span><span class="t">{NONE_WORDS}</span></button>')
-    return (f'<div class="fb-right">{right}</div><div class="fb-topics">{topics}</div>'
+    return (f'<div class="fb-right">{right}</div><div class="fb-topics">{topic_grid(topics, len(offered))}</div>'
             f'<div class="fb-none">{none}{none_box("fb-")}</div>')
 
 
-def build_classify(actions: NewsLoopActions) -> gr.HTML:
-    """The Classify tab: text, counter, result, one-click answer, undo. Returns the answer buttons' place, which the
-    page fills from the taxonomy on each load (`topic_parts`)."""
+def build_classify(actions: NewsLoopActions, examples: Sequence[str]) -> gr.HTML:
+    """The Classify tab: text, counter, result, one-click answer, undo, and `examples` (the data's, one per topic:
+    `core.samples`). Returns the answer buttons' place, which the page fills from the taxonomy on each load
+    (`topic_parts`)."""
     limit = actions.limits.max_input_chars
     with gr.Tab("Classify", id="classify"), gr.Row(elem_id="classify-row"):
         with gr.Column(scale=3, elem_id="classify-input"):
@@ -70,9 +79,10 @@ def build_classify(actions: NewsLoopActions) -> gr.HTML:
             classify_btn = gr.Button("Classify", variant="primary", elem_id="classify-btn")
             gr.HTML('<p class="kbd-hint"><kbd>Shift</kbd>+<kbd>Enter</kbd> classifies; <kbd>Enter</kbd> starts a '
                     "new line.</p>", elem_id="classify-hint")
-            with gr.Column(elem_id="classify-examples"):
-                gr.Examples(EXAMPLES, inputs=text, label="Examples (one per topic)")
-            guidelines_panel(actions.store, "classify-guidelines")
+            if examples:
+                with gr.Column(elem_id="classify-examples"):
+                    gr.Examples(list(examples), inputs=text, label="Examples (one per topic)")
+            guidelines_panel(actions.guidelines if actions.store else None, "classify-guidelines")
         with gr.Column(scale=2, elem_id="classify-result"):
             label = gr.Label(label="Topic", elem_id="topic-label")  # every topic the model has
             info = gr.Markdown(elem_id="classify-info")
@@ -95,20 +105,27 @@ def build_classify(actions: NewsLoopActions) -> gr.HTML:
     for trigger, api in ((classify_btn.click, {"api_name": "classify"}), (text.submit, PRIVATE)):
         trigger(None, js=LOCK, **PRIVATE)
         trigger(actions.classify, inputs=text, outputs=[label, info, shown], **api).then(
-            None, inputs=shown, js=READY, outputs=[ack], **PRIVATE)
+            None, inputs=[shown, label], js=READY, outputs=[ack], **PRIVATE)
+    # An answer's message is its announcement (a live region): no progress, which screen readers would read too.
     send.click(_answer(actions), inputs=[chosen, shown, text], outputs=[ack, label, shown, state],
-               js="(c, s, t) => [window.newsloopAnswers.next(), s, t]", **PRIVATE).then(
+               js="(c, s, t) => [window.newsloopAnswers.next(), s, t]", show_progress="hidden", **PRIVATE).then(
         None, inputs=state, js="(s) => { window.newsloopAnswers.apply(s); return []; }", **PRIVATE)
-    undo_btn.click(actions.undo, outputs=ack, api_name="undo").then(None, js=UNMARK, **PRIVATE)
+    undo_btn.click(actions.undo, outputs=ack, api_name="undo", show_progress="hidden").then(
+        None, js=UNMARK, **PRIVATE)
     return buttons
 
 
 def topic_parts(actions: NewsLoopActions) -> tuple[str, str, str]:
     """What the page draws from the taxonomy as it loads: Classify's answer buttons, the queue's key hint and its
     buttons (one read of the taxonomy for all three)."""
-    offered = actions.topics.offered()
+    taxonomy = actions.topics.taxonomy()
+    mismatch = actions.topics.mismatch(taxonomy)
+    if mismatch:  # never buttons for topics the model cannot answer: the sentence, with its fix, instead
+        said = f'<p class="topics-mismatch" role="alert">{html.escape(mismatch)}</p>'
+        return said, said, ""
+    offered = actions.topics.offered(taxonomy)
     return (classify_buttons(offered), queue_hint(len(offered)),
-            answer_buttons(offered, prefix="q-", text="{name}", numbered=True))
+            topic_grid(answer_buttons(offered, prefix="q-", text="{name}", numbered=True), len(offered)))
 
 
 def _answer(actions: NewsLoopActions) -> Callable[..., list[Any]]:
@@ -164,7 +181,7 @@ def build_queue(actions: NewsLoopActions) -> tuple[gr.HTML, gr.HTML]:
         with gr.Row():
             gr.Button("S · Skip", size="sm", elem_id="q-skip")
             gr.Button("U · Undo last queue answer", size="sm", elem_id="q-undo")
-        guidelines_panel(actions.store, "queue-guidelines")
+        guidelines_panel(actions.guidelines if actions.store else None, "queue-guidelines")
     tab.select(None, js="() => { window.newsloopQueue && window.newsloopQueue.open(); return []; }", **PRIVATE)
     return hint, buttons
 

@@ -111,6 +111,9 @@ class LabellingQueue:
         if not names_shown(shown, item.get("shown")):
             return QueueView(item["text"], None, f"Not saved: {QUEUE_STALE}", item.get("shown"))
         taxonomy = self.topics.taxonomy()
+        mismatch = self.topics.mismatch(taxonomy)
+        if mismatch:
+            return QueueView(item["text"], None, f"Not saved: {mismatch}", item["shown"])
         topic = topic_of(label, taxonomy)
         if topic is None or topic == RIGHT:
             return QueueView(item["text"], None, f"Not saved: {one_of(taxonomy)}", item["shown"])
@@ -273,9 +276,12 @@ class BufferedQueue:
             q.store.release(key, [found["id"]])
             done.append([found["shown"], ""])
             return {"shown": shown, "status": "skipped", "message": f"Skipped {snippet(found['text'])}."}
+        taxonomy = q.topics.taxonomy()
+        mismatch = q.topics.mismatch(taxonomy)
+        if mismatch:
+            return {"shown": shown, "status": "refused", "message": f"Not saved: {mismatch}"}
         if op["op"] == "none":
             return self._none(who, key, op, found, held, done)
-        taxonomy = q.topics.taxonomy()
         topic = topic_of(op.get("label"), taxonomy)
         if topic is None or topic == RIGHT:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {one_of(taxonomy)}"}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import gradio as gr
 
 from web.page.actions import NewsLoopActions
 from web.page.classify_view import (
-    EXAMPLES,
     build_api_events,
     build_classify,
     build_queue,
@@ -16,7 +16,7 @@ from web.page.classify_view import (
     topic_parts,
 )
 
-__all__ = ["EXAMPLES", "SCRIPTS", "build_page"]
+__all__ = ["SCRIPTS", "build_page"]
 
 # The page's own <head> scripts (web.server.theme adds the shared ones): counter, answer buttons, label queue, phone
 # layout.
@@ -25,16 +25,18 @@ SCRIPTS = tuple(Path(__file__).with_name(name) for name in ("keys.js", "answers.
 ADMIN_LINK = "admin/"
 
 
-def build_page(actions: NewsLoopActions, *, hf_sign_in: bool = False, admin_link: bool = False) -> gr.Blocks:
-    """The page. Every handler goes through `actions`; `hf_sign_in` adds Hugging Face's sign-in button (on a Space
-    with OAuth), so a labeller's work counts; `admin_link` a small link to the maintainers' page (when there is one).
-    Nothing of the admin's is in it: that page is its own app (web.admin.page)."""
+def build_page(actions: NewsLoopActions, *, examples: Sequence[str], hf_sign_in: bool = False,
+               admin_link: bool = False) -> gr.Blocks:
+    """The page. Every handler goes through `actions`; `examples` are Classify's (the data's: `core.samples`);
+    `hf_sign_in` adds Hugging Face's sign-in button (on a Space with OAuth), so a labeller's work counts; `admin_link`
+    a small link to the maintainers' page (when there is one). Nothing of the admin's is in it: that page is its own
+    app (web.admin.page)."""
     with gr.Blocks(title="NewsLoop") as demo:
         gr.Markdown("# NewsLoop\nPaste a news article to see its topic. Tell us when it is wrong: the model learns.")
         if hf_sign_in:
             gr.LoginButton()
         with gr.Tabs():
-            answer_buttons = build_classify(actions)
+            answer_buttons = build_classify(actions, examples)
             queue_parts = build_queue(actions)
         build_api_events(actions)
         build_queue_sync(actions)

@@ -9,6 +9,7 @@ uvicorn runs with `proxy_headers=False`: it never rewrites the client address fr
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, MutableMapping, Sequence
@@ -265,7 +266,7 @@ def build_server(
         app = gr.mount_gradio_app(
             api, demo, path=page.path, auth=options.auth, blocked_paths=list(options.blocked_paths),
             max_file_size=options.max_upload_bytes, ssr_mode=False, footer_links=["api"],
-            theme=THEME, css=CSS, head=head_html(page.scripts), app_kwargs={"openapi_url": None},
+            theme=THEME, css=CSS, head=head_html(page.scripts), app_kwargs={"openapi_url": None}, i18n=TRANSLATIONS,
         )
         # Mounted, Gradio would hash and copy any file an event's inputs name (the live database, the identity key,
         # /dev/zero): it checks them only in an app it launched itself (see gradio_internals.mark_launched).
@@ -301,6 +302,12 @@ def _to_folder(path: str) -> Callable[[], RedirectResponse]:
     return lambda: RedirectResponse(location, status_code=307)
 
 
+# Gradio's status tracker announces `common.complete` to screen readers after each event, a key its English strings
+# lack, so they read the key out (after every answer): said as a word. Answers' own events hide their progress, their
+# message being the announcement (web.page.classify_view).
+TRANSLATIONS = gr.I18n(en={"common.complete": "Done"})
+
+
 def uvicorn_config(app: FastAPI, host: str, port: int) -> uvicorn.Config:
     return uvicorn.Config(
         app, host=host, port=port, proxy_headers=False, forwarded_allow_ips="", log_level="warning",
@@ -308,9 +315,28 @@ def uvicorn_config(app: FastAPI, host: str, port: int) -> uvicorn.Config:
     )
 
 
-def serve(app: FastAPI, host: str, port: int) -> None:
-    """Serve until interrupted (the app's main loop)."""
-    uvicorn.Server(uvicorn_config(app, host, port)).run()
+class _Announced(uvicorn.Server):
+    """A server that prints one line once it listens (uvicorn's own is a log line the app's logging leaves out)."""
+
+    def __init__(self, config: uvicorn.Config, announce: str) -> None:
+        super().__init__(config)
+        self.announce = announce
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and self.announce:
+            print(self.announce, flush=True)
+
+
+def address(host: str, port: int) -> str:
+    """Where a browser on this machine opens a server listening on `host`:`port` (every address: this machine's)."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def serve(app: FastAPI, host: str, port: int, announce: str = "") -> None:
+    """Serve until interrupted (the app's main loop), printing `announce` once the server listens."""
+    _Announced(uvicorn_config(app, host, port), announce).run()
 
 
 class ServerThread:

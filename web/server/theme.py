@@ -47,8 +47,17 @@ CSS = """
 .topic-btn:disabled { cursor: not-allowed; opacity: 0.6; }
 .topic-btn:focus-visible { outline: 3px solid var(--primary-700); }
 .topic-btn .learning { display: block; font-weight: normal; font-size: 0.8em; }
-#fb-buttons .fb-right, #fb-buttons .fb-topics, #queue-buttons .html-container, #queue-buttons .prose {
-    display: flex; flex-wrap: wrap; gap: 8px; }
+#fb-buttons .fb-right { display: flex; flex-wrap: wrap; gap: 8px; }
+#fb-buttons .prose, #queue-buttons .prose { max-width: none; width: 100%; }
+/* Topic buttons in balanced rows of equal cells (web.page.classify_view.columns): no lone button on a row of its own,
+   every button as tall as the tallest. */
+.topic-grid { display: grid; gap: 8px; grid-auto-rows: 1fr; width: 100%; }
+.topic-grid.cols-1 { grid-template-columns: minmax(0, 1fr); }
+.topic-grid.cols-2 { grid-template-columns: repeat(2, minmax(0, 1fr)); }
+.topic-grid.cols-3 { grid-template-columns: repeat(3, minmax(0, 1fr)); }
+.topic-grid.cols-4 { grid-template-columns: repeat(4, minmax(0, 1fr)); }
+.topic-grid .topic-btn { margin: 0; }  /* not the prose's spacing below every button but the last: uneven cells */
+.topic-grid .topic-btn[hidden] { display: none; }
 #fb-buttons .fb-right { margin-bottom: 8px; }
 #fb-buttons .fb-none, #queue-none .html-container, #queue-none .prose { display: flex; flex-wrap: wrap; gap: 8px;
     margin-top: 8px; align-items: center; }
@@ -87,6 +96,7 @@ footer, footer a, footer button { color: var(--neutral-700) !important; }
 @media (hover: none) and (pointer: coarse) { .kbd-hint { display: none; } }
 /* On a phone the result and the answer buttons come right under Classify; the examples go last. */
 @media (max-width: 700px) {
+  .topic-grid.cols-3, .topic-grid.cols-4 { grid-template-columns: repeat(2, minmax(0, 1fr)); }
   #classify-row { flex-direction: column; }
   #classify-input { display: contents; }
   #news-text { order: 1; } #char-count { order: 2; } #classify-btn { order: 3; } #classify-hint { order: 4; }

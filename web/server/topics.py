@@ -11,8 +11,9 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from core.labels import LABELS
+from core.labels import LABELS, descriptions
 from core.taxonomy import Taxonomy, TaxonomyError, starting
+from feedback.topics.home import ADOPT, foreign
 
 LEARNING = "new: the model is still learning it"
 MAX_KEYS = 9  # the queue's number keys, 1-9, in the taxonomy's order; later topics are clicked
@@ -50,11 +51,24 @@ class PageTopics:
         labels = self.model_labels()
         return self.store.topics.current(labels) if self.store is not None else starting(labels)
 
+    def mismatch(self, taxonomy: Taxonomy | None = None) -> str | None:
+        """Why no answer can be taken: the served model predicts topics this site's topic list never had (a champion
+        of other data, swapped in while the app serves; `newsloop serve` refuses to start so), in one sentence with
+        the fix; None when they fit (`feedback.topics.home`)."""
+        taxonomy = taxonomy or self.taxonomy()
+        labels = self.model_labels()
+        if not foreign(taxonomy, labels):
+            return None
+        return (f"The model served now answers {', '.join(labels)}, but this site's topics are "
+                f"{', '.join(taxonomy.names)}: answers are not taken until a maintainer runs `{ADOPT}` (or serves "
+                "a model of these topics).")
+
     def offered(self, taxonomy: Taxonomy | None = None) -> tuple[Offered, ...]:
         """The current topics in the taxonomy's order, each marked if the served model does not predict it."""
         taxonomy = taxonomy or self.taxonomy()
         learning = set(taxonomy.learning(self.model_labels()))
-        return tuple(Offered(t.key, t.name, t.description, t.key in learning) for t in taxonomy.topics)
+        described = descriptions(taxonomy)
+        return tuple(Offered(t.key, t.name, described[t.key], t.key in learning) for t in taxonomy.topics)
 
     def named(self, probabilities: dict[str, float], taxonomy: Taxonomy | None = None) -> dict[str, float]:
         """A prediction's probabilities (by the model's keys) by the topics' current names."""
