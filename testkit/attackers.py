@@ -161,6 +161,38 @@ def crowd_joins(url: str, event: str, clients: list[str], each: int, data: list[
         return list(pool.map(join, clients * each))
 
 
+def unlisted_flood(store: Any, rows: int, *, people: int = 40, seed: int = 0) -> None:
+    """`rows` "None of these" answers written straight into `store`'s database, past its caps (what years of use,
+    or a flood from before the caps, leaves waiting): from `people` anonymous addresses, a third named "Spam", the
+    texts ~400 characters, news words among made-up ones, so most are unlike the others (many groups to list)."""
+    import random
+
+    import sqlalchemy as sa
+
+    from core.text import text_hash
+    from feedback.database.db import iso_time
+    from feedback.database.tables import unlisted
+
+    rng = random.Random(seed)
+    words = [w for line in _WORDS.split("\n") for w in line.split()]
+    batch = []
+    for i in range(rows):
+        text = " ".join(rng.choice(words) if k % 3 else f"x{rng.randrange(20_000)}" for k in range(60))
+        batch.append({"text": text, "text_hash": text_hash(text), "annotator": f"anon:flood{i}",
+                      "address": f"addr:{i % people}", "verified": 0, "kind": "correct",
+                      "name": "Spam" if i % 3 == 0 else None, "taxonomy_version": 1,
+                      "created_at": iso_time(time.time()), "status": "ok"})
+    with store.database.write() as db:
+        for start in range(0, rows, 1000):
+            db.execute(sa.insert(unlisted), batch[start:start + 1000])
+
+
+_WORDS = """markets shares profit bank rates inflation minister election parliament vote summit treaty border
+league match striker goal coach season final cup injury transfer chip software launch phone network satellite
+study vaccine clinic hospital patients flu outbreak weather storm flood harvest drought festival album film
+court judge police strike union workers fuel prices oil gas energy climate emissions school students teachers"""
+
+
 PAGE_LOAD = ("", "theme.css")  # what a fresh visitor's browser fetches that the app makes (bench.page_weight's PATHS)
 CROWD = "page"  # the EVENT that makes `main` run `crowd_loads`
 
