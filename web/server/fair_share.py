@@ -95,9 +95,10 @@ class NewSessions:
     session seen once joins freely after that.
 
     When everyone's second is full, a new session waits in line for a place instead of being refused: one per
-    address (its others are refused), `line` at most (beyond it: refused), let in first come, first served as the
-    seconds allow. So a few addresses opening sessions as fast as they may cannot refuse a newcomer (the admin
-    signing in during a storm of guesses): it waits about `line / per_second` seconds at most.
+    address (its others are refused), `line` at most (by default four seconds' worth; beyond it: refused), let in
+    first come, first served as the seconds allow. So addresses opening sessions as fast as they may cannot refuse
+    a newcomer (the admin opening the page during a storm of guesses): it waits behind at most one session of each
+    address in line, `line / per_second` seconds at most.
     Used from the server's event loop only."""
 
     def __init__(self, per_address: int, per_second: int, *, capacity: int = 4096, line: int | None = None,
@@ -108,7 +109,7 @@ class NewSessions:
         self._address_second = RateLimiter(max(1, per_second // 4), 1.0, clock)
         self._everyone = RateLimiter(per_second, 1.0, clock)
         self._seen: BoundedMap[bool] = BoundedMap(capacity)  # the least recently seen forgotten first
-        self._line = per_second if line is None else line
+        self._line = 4 * per_second if line is None else line
         self._waiting: set[str] = set()  # addresses with a session in line
         self._turn: asyncio.Lock | None = None  # made in the event loop that uses it
         self._sleep = sleep
