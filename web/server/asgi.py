@@ -200,15 +200,14 @@ class RequestGuard:
             return Refusal(404, f"This page has no event {named}.")
         if len(body) > event.max_bytes:
             return Refusal(413, event.too_large(len(body)))
+        # A call that names no session gets one of its own from Gradio: a new session each time.
+        session = session or f"call:{uuid.uuid4().hex}"
+        if self.new_sessions is not None and (crowded := self.new_sessions.refuses(session, address)):
+            return _crowded(crowded)  # before the early check: its thread costs more than this look
         if event.early is not None and (why := await run_in_threadpool(event.early, request)) is not None:
             return Refusal(429, why, 1)  # a shared limiter reads the database: off the event loop
-        if self.new_sessions is not None:
-            # A call that names no session gets one of its own from Gradio: a new session each time.
-            crowded = await self.new_sessions.admit(session or f"call:{uuid.uuid4().hex}", address)
-            if crowded == "address":
-                return Refusal(429, "Too many new pages opened from your address: try again in a moment.", 2)
-            if crowded == "everyone":
-                return Refusal(503, "Many people are opening the page right now: try again in a few seconds.", 2)
+        if self.new_sessions is not None and (crowded := await self.new_sessions.admit(session, address)):
+            return _crowded(crowded)
         return body
 
 
@@ -219,6 +218,12 @@ class Refusal:
     status: int
     detail: str
     retry_after: int | None = None
+
+
+def _crowded(why: str) -> Refusal:
+    if why == "address":
+        return Refusal(429, "Too many new pages opened from your address: try again in a moment.", 2)
+    return Refusal(503, "Many people are opening the page right now: try again in a few seconds.", 2)
 
 
 _GRADIO_SESSIONS = 250

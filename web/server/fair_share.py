@@ -114,16 +114,23 @@ class NewSessions:
         self._turn: asyncio.Lock | None = None  # made in the event loop that uses it
         self._sleep = sleep
 
+    def refuses(self, session: str, address: str) -> str | None:
+        """What `admit` would refuse at once ("address", "everyone"), or None; records nothing (a cheap look before
+        costlier checks)."""
+        if self._seen.get(session):
+            return None
+        if self._per_address.peek(address) or self._address_second.peek(address) or address in self._waiting:
+            return "address"
+        return "everyone" if len(self._waiting) >= self._line else None
+
     async def admit(self, session: str, address: str) -> str | None:
         """None when `session` may join (it is remembered as seen), after waiting its turn if everyone's second is
         full; else why not: "address" (its minute or second is full, or it has a session in line already) or
         "everyone" (the line is full)."""
         if self._seen.get(session):
             return None
-        if self._per_address.peek(address) or self._address_second.peek(address) or address in self._waiting:
-            return "address"
-        if len(self._waiting) >= self._line:
-            return "everyone"
+        if why := self.refuses(session, address):
+            return why
         self._waiting.add(address)
         try:
             self._turn = self._turn or asyncio.Lock()
