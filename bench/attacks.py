@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from bench import options
 from core.settings.config import PROJECT_ROOT
 from testkit.attackers import (
     Hit,
@@ -263,7 +264,6 @@ def none_of_these(url: str, address: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
     import shutil
     import tempfile
     from pathlib import Path
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     from feedback.store import FeedbackStore
     from testkit.attackers import addresses, unlisted_flood
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
+    parser = options.parser(__doc__, prog="python -m bench.attacks")
     parser.add_argument("--seconds", type=float, default=15.0, help="seconds each flood lasts (default 15)")
     parser.add_argument("--runs", type=int, default=5, help="sign-in storms (default 5)")
     parser.add_argument("--rows", type=int, default=12_000, help='"None of these" rows waiting (default 12,000)')

@@ -79,8 +79,8 @@ class ServerOptions:
 
 
 class RequestGuard:
-    """Refuses, before Gradio sees them: whatever a page route of the kind CLOSED would do (`web.server.gradio_routes`),
-    uploads from anyone but a signed-in admin (the pool import is the page's only file input) or over the size
+    """Refuses, before Gradio sees them: requests to the page routes the pages never use (CLOSED, in
+    `web.server.gradio_routes`), uploads from anyone but a signed-in admin (the pool import is the page's only file input) or over the size
     limit, queue streams without a session (Gradio fails on an empty one), and small requests (SMALL) over
     SMALL_BYTES. Every request that starts an event (EVENT: a join, a call by name) goes through one admission,
     `_admit`, whichever route it came by. NewsLoop's own routes bound their own bodies."""

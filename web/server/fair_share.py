@@ -98,7 +98,7 @@ class NewSessions:
     address (its others are refused), `line` at most (by default four seconds' worth; beyond it: refused), let in
     first come, first served as the seconds allow. So addresses opening sessions as fast as they may cannot refuse
     a newcomer (the admin opening the page during a storm of guesses): it waits behind at most one session of each
-    address in line, `line / per_second` seconds at most.
+    address in line, `line / per_second` seconds at most. `line=0`: no line (refused at once).
     Used from the server's event loop only."""
 
     def __init__(self, per_address: int, per_second: int, *, capacity: int = 4096, line: int | None = None,
@@ -121,7 +121,7 @@ class NewSessions:
             return None
         if self._per_address.peek(address) or self._address_second.peek(address) or address in self._waiting:
             return "address"
-        return "everyone" if len(self._waiting) >= self._line else None
+        return "everyone" if len(self._waiting) >= self._line and self._everyone.peek("*") else None
 
     async def admit(self, session: str, address: str) -> str | None:
         """None when `session` may join (it is remembered as seen), after waiting its turn if everyone's second is
