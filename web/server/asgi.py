@@ -8,6 +8,7 @@ uvicorn runs with `proxy_headers=False`: it never rewrites the client address fr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import threading
@@ -112,6 +113,7 @@ class RequestGuard:
         if hit is None:  # not a page's route: NewsLoop's own (each bounds its body) or one nothing serves
             await self.app(scope, receive, send)
         elif hit.kind is Kind.CLOSED:
+            await asyncio.sleep(REFUSAL_PAUSE_S)
             await _refuse(send, 404, CLOSED_WORDS)
         elif hit.kind is Kind.EVENT:
             await self._event(scope, receive, send, hit)
@@ -145,6 +147,7 @@ class RequestGuard:
         request = Request(scope)
         share, address = self.fair_share, self.address_of(request) if self.address_of else ""
         if share is not None and not share.admit(address):
+            await asyncio.sleep(REFUSAL_PAUSE_S)
             await _refuse(send, 429, "Too many of your requests are waiting: try again when they finish.",
                           retry_after=1)
             return
@@ -160,6 +163,7 @@ class RequestGuard:
         try:
             admitted = await self._admit(request, receive, address, hit)
             if isinstance(admitted, Refusal):
+                await asyncio.sleep(REFUSAL_PAUSE_S)
                 await _refuse(send, admitted.status, admitted.detail, retry_after=admitted.retry_after)
             else:
                 await self.app(scope, replay(admitted), noted)
@@ -218,6 +222,13 @@ class Refusal:
     status: int
     detail: str
     retry_after: int | None = None
+
+
+# A refused start of an event (or a closed route) is answered after this pause, holding no work: whatever a client
+# is refused for, it cannot be refused more than 1 / REFUSAL_PAUSE_S times a second on one connection, so a flood
+# on a few dozen kept-alive connections, which would take a thousand refusals a second (most of a core on 2
+# cores), takes a hundred. A client told "wait" or "wrong" loses nothing by hearing it half a second later.
+REFUSAL_PAUSE_S = 0.5
 
 
 def _crowded(why: str) -> Refusal:
