@@ -386,7 +386,8 @@ def test_large_bodies_by_either_route_are_refused_unparsed_and_leave_a_page_visi
         done.set()
         thread.join(timeout=60)
     print(f"2.1 MB bodies: joins {dict(joins)}, calls {dict(calls)}")
-    assert set(joins) == set(calls) == {413}
+    # 413 unread; 429 for the address's share of the queue while its refusals are answered (each after a pause).
+    assert joins[413] > 0 and calls[413] > 0 and set(joins) | set(calls) <= {413, 429}
     assert_visitor_fast(times, "2.1 MB bodies")
 
 
