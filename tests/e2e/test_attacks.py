@@ -402,7 +402,7 @@ def test_every_route_is_named_and_those_the_pages_never_use_are_closed(space: Se
     assert unnamed == set(), f"decide these in web.server.gradio_routes.GRADIO_ROUTES: {sorted(unnamed)}"
     closed = {(template, method) for _, routes in pages for template, methods in routes for method in methods - {"HEAD"}
               if kind_of(template) is Kind.CLOSED}
-    assert {"/gradio_api/stream/{event_id}", "/gradio_api/run/{api_name}", "/monitoring"} <= {t for t, _ in closed}
+    assert {"/gradio_api/stream/{event_id}", "/gradio_api/component_server", "/monitoring"} <= {t for t, _ in closed}
     visitor = space.visitor(real_address())
     for page in ("", ADMIN):
         for template, method in sorted(closed):
@@ -465,6 +465,9 @@ def test_an_event_body_is_bounded_by_what_its_event_needs_and_data_is_counted_pe
     assert refused.value.status == 413 and "texts of at most 20,000 characters" in refused.value.detail
     answer = call_by_name(space, real_address(), "classify", big)
     assert answer.status_code == 413 and "texts of at most 20,000 characters" in answer.json()["detail"]
+    direct = httpx.post(f"{space.url}gradio_api/run/classify", json={"data": [big]}, timeout=60,
+                        headers={"x-forwarded-for": real_address()})  # the page's route for unqueued events
+    assert direct.status_code == 413 and "texts of at most 20,000 characters" in direct.json()["detail"]
     assert time.perf_counter() - started < 30  # milliseconds each, with a loaded machine's margin
     longest = "\u00e9" * space.settings.serving.max_input_chars  # 120 KB as a script's JSON writes it: taken
     assert visitor.call("classify", longest)[0]["label"]

@@ -41,7 +41,7 @@ from web.server.gradio_internals import (
     mark_launched,
     queue_holds,
 )
-from web.server.gradio_routes import CLOSED_WORDS, JOIN, SMALL_BYTES, Hit, Kind, RouteMap
+from web.server.gradio_routes import BY_NAME, CLOSED_WORDS, JOIN, SMALL_BYTES, Hit, Kind, RouteMap
 from web.server.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
 from web.server.origin_guard import OriginGuard, OriginPolicy
 from web.server.page_cache import PageCache
@@ -191,15 +191,17 @@ class RequestGuard:
             return Refusal(422, "An event's request must be a JSON object (see the page's \"Use via API\").")
         session = payload.get("session_hash")
         session = session if isinstance(session, str) and session.strip() else None
-        if hit.template == JOIN:
-            if session is None:
-                return Refusal(400, "A session_hash is required.")
-            fn_index = payload.get("fn_index")
-            if not isinstance(fn_index, int) or isinstance(fn_index, bool):
-                return Refusal(422, "A join's fn_index must be a number naming one of the page's events.")
+        # The event Gradio will run: a join's fn_index; a call's name; a direct call's fn_index if it gives one.
+        fn_index, name = payload.get("fn_index"), hit.params.get("api_name", "")
+        numbered = isinstance(fn_index, int) and not isinstance(fn_index, bool)
+        if hit.template == JOIN and session is None:
+            return Refusal(400, "A session_hash is required.")
+        if hit.template == JOIN and not numbered:
+            return Refusal(422, "A join's fn_index must be a number naming one of the page's events.")
+        if isinstance(fn_index, int) and numbered and hit.template.rstrip("/") not in BY_NAME:
             event, named = page.by_index(fn_index, session), f"number {fn_index}"
         else:
-            event, named = page.by_name(hit.params.get("api_name", "")), repr(hit.params.get("api_name", ""))[:80]
+            event, named = page.by_name(name), repr(name)[:80]
         if event is None:
             return Refusal(404, f"This page has no event {named}.")
         if len(body) > event.max_bytes:

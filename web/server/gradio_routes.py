@@ -1,12 +1,12 @@
 """What each of Gradio's routes under a page is to the server's guards, and which route a request reaches.
 
-A mounted Gradio page serves some eighty routes. NewsLoop's pages use a few of them; the rest (direct calls, media
-streams, recordings, the monitoring and run-history pages, the "vibe" editor, proxies) would each be one more way
+A mounted Gradio page serves some eighty routes. NewsLoop's pages use a few of them; the rest (media streams, recordings, the monitoring and run-history pages, the "vibe" editor, proxies) would each be one more way
 in, with guards of their own or none. So every route template Gradio mounts is named in GRADIO_ROUTES with what it
 is to the guards (`web.server.asgi.RequestGuard`):
 
 - EVENT: starts an event: one admission for all of them (fair share, body bound, data budget, early checks, new
-  sessions), whether it is the page's own `/queue/join` or the scripts' `/call/<api_name>`;
+  sessions), whether it is the page's own `/queue/join`, its direct `/run/<api_name>` or the scripts'
+  `/call/<api_name>`;
 - UPLOAD: a file upload (a signed-in admin's, within the size limit);
 - SMALL: a request with a small body of Gradio's own (its sign-in form, a cancel, a reset): bounded at SMALL_BYTES;
 - PAGE: what a browser reads (the page, its config and assets, event results): passed on;
@@ -41,14 +41,16 @@ class Kind(Enum):
 
 SMALL_BYTES = 64 * 1024  # Gradio's sign-in form, a cancel or a reset: well under 1 KB
 JOIN = "/gradio_api/queue/join"
+BY_NAME = ("/gradio_api/call/{api_name}", "/gradio_api/call/v2/{api_name}")  # the event is the one its name names
 _E, _U, _S, _P, _C = Kind.EVENT, Kind.UPLOAD, Kind.SMALL, Kind.PAGE, Kind.CLOSED
 
 # Every template Gradio 6 mounts under a page (a trailing "/" twin is named as its template is).
 GRADIO_ROUTES: dict[str, Kind] = {
-    # Events: the page's own joins, and the scripts' calls by name ("Use via API"), under the same admission.
+    # Events: the page's own joins, the scripts' calls by name ("Use via API"), and direct calls, which the page
+    # makes for the events that skip the queue (gr.Examples' loader; Gradio refuses a queued event there, as
+    # api_open=False asks): one admission for all of them.
     JOIN: _E, "/gradio_api/call/{api_name}": _E, "/gradio_api/call/v2/{api_name}": _E,
-    # Direct calls that skip the queue: refused by Gradio anyway (api_open=False), after parsing a body.
-    "/gradio_api/api/{api_name}": _C, "/gradio_api/run/{api_name}": _C,
+    "/gradio_api/run/{api_name}": _E, "/gradio_api/api/{api_name}": _E,
     "/gradio_api/upload": _U,
     "/login": _S, "/gradio_api/cancel": _S, "/gradio_api/reset": _S,
     # The page, its configuration and assets, results and progress: what a browser reads.
