@@ -162,6 +162,8 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         events_per_address=settings.limits.events_per_address,
         new_sessions_per_minute=settings.limits.new_sessions_per_minute,
         new_sessions_per_second=settings.limits.new_sessions_per_second,
+        event_data_mb_per_minute=settings.limits.event_data_mb_per_minute,
+        max_input_chars=settings.serving.max_input_chars,
         routers=routers,
         origins=OriginPolicy.from_urls(settings.hosting.public_url_list, settings.hosting.space_host),
         early_refusals=[(actions.classify, metrics.counting_refusals(actions.classify_refusal)),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
@@ -85,11 +86,40 @@ class TaxonomyVersion:
                    row.get("created_by") or "", row.get("created_at") or "", row.get("why") or "")
 
 
+# Letters of other scripts drawn like Latin ones (from Unicode's confusables, UTS #39): Cyrillic and Greek, the two
+# scripts whose letters pass for Latin ones in a topic list. Both cases are listed: casefolding first would lose the
+# look of a capital (Greek "Ν" is an N, its small "ν" a v). Other scripts' look-alikes are caught by the mixed-script
+# rule below (a name may not mix Latin, Cyrillic and Greek letters) or are far from any name a maintainer reads.
+_LOOK_ALIKES = str.maketrans({
+    **dict(zip("АВЕЅІЈКМНОРСТХУԚԜ", "ABESIJKMHOPCTXYQW", strict=True)),
+    **dict(zip("аеѕіјԁһӏорсухԛԝ", "aesijdhlopcyxqw", strict=True)),
+    **dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "ABEZHIKMNOPTYX", strict=True)),
+    **dict(zip("αικνορυχ", "aikvopux", strict=True)),
+})
+_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")  # the scripts whose letters look alike
+
+
+def name_skeleton(name: str) -> str:
+    """What a name looks like, for telling whether two names would pass for each other: compatibility forms
+    unfolded (NFKD: full-width and styled letters become plain ones), accents and other combining marks dropped,
+    Cyrillic and Greek look-alikes read as the Latin letters they resemble, case folded, spacing collapsed.
+    "Wоrld" (a Cyrillic o), "Ｗｏｒｌｄ" and "Wórld" all read "world"."""
+    plain = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
+    return " ".join(plain.translate(_LOOK_ALIKES).casefold().split())
+
+
+def _scripts(name: str) -> list[str]:
+    """The look-alike scripts (_SCRIPTS) whose letters `name` uses."""
+    found = {unicodedata.name(c, "").split(" ", 1)[0] for c in name if c.isalpha()}
+    return [script.title() for script in _SCRIPTS if script in found]
+
+
 def check_name(value: object) -> str:
-    """A topic name, trimmed: 1-40 printable characters, not a number, no '|', not a reserved answer."""
+    """A topic name, trimmed and normalised (NFKC): 1-40 printable characters of one script, not a number, no '|',
+    nothing that reads as a reserved answer."""
     if not isinstance(value, str):
         raise TaxonomyError(f"a topic name must be text, not {type(value).__name__}")
-    name = " ".join(value.split())
+    name = " ".join(unicodedata.normalize("NFKC", value).split())
     if not name:
         raise TaxonomyError("a topic name cannot be empty")
     if len(name) > MAX_NAME_CHARS:
@@ -100,8 +130,12 @@ def check_name(value: object) -> str:
         raise TaxonomyError(f"a topic name cannot be a number ({name!r}): numbers pick topics by position")
     if "|" in name:  # a model's ONNX metadata lists its topics joined by "|"
         raise TaxonomyError(f"a topic name cannot contain '|': {name!r}")
-    if name.casefold() == CONFIRM_ANSWER.casefold():
-        raise TaxonomyError(f"{name!r} cannot be a topic: the page's \"{name}\" button confirms the model's answer")
+    if len(scripts := _scripts(name)) > 1:
+        raise TaxonomyError(f"a topic name cannot mix {' and '.join(scripts)} letters ({name!r}): they look alike, "
+                            "so the name could pass for another")
+    if name_skeleton(name) == name_skeleton(CONFIRM_ANSWER):
+        raise TaxonomyError(f"{name!r} cannot be a topic: it reads as the page's \"{CONFIRM_ANSWER}\" button, which "
+                            "confirms the model's answer")
     return name
 
 
@@ -272,9 +306,14 @@ class Taxonomy:
         return Topic(self._fresh_key(new), new, check_description(description))
 
     def _check_free(self, name: str, besides: str = "") -> None:
+        """Refuse a name that reads as a current topic's (`name_skeleton`: case, accents and look-alike letters
+        aside), so labellers never see two topics they cannot tell apart."""
+        skeleton = name_skeleton(name)
         for t in self.topics:
-            if t.key != besides and name.casefold() == t.name.casefold():
-                raise TaxonomyError(f"there is already a topic named {t.name!r}")
+            if t.key != besides and skeleton == name_skeleton(t.name):
+                same = name.casefold() == t.name.casefold()
+                raise TaxonomyError(f"there is already a topic named {t.name!r}" if same else
+                                    f"{name!r} reads as the topic {t.name!r} (letters that look alike count as one)")
 
     def _fresh_key(self, name: str) -> str:
         """The new topic's key: its name, unless some version ever used that key for another topic."""
@@ -293,8 +332,9 @@ class Taxonomy:
 
 
 def starting(labels: Sequence[str], *, by: str = "", at: str = "", why: str = "") -> Taxonomy:
-    """Version 1: the given labels (a champion's), each its own key and name."""
-    names = [check_name(label) for label in labels]
+    """Version 1: the given labels (a champion's), each its own key and name, spelled as the model spells them
+    (only checked: a label normalised here would no longer be the model's key)."""
+    names = [" ".join(label.split()) for label in labels if check_name(label)]
     if len({n.casefold() for n in names}) != len(names):
         raise TaxonomyError(f"topic names must be unique ignoring case: {', '.join(names)}")
     if not MIN_TOPICS <= len(names) <= MAX_TOPICS:

@@ -19,8 +19,7 @@ from feedback.labelling.guidelines import GuidelineBook
 from feedback.labelling.pool import ImportReport, Pool
 from feedback.labelling.progress import pool_left, queue_left
 from feedback.topics.store import TopicBook
-from feedback.topics.unlisted import Placement, UnlistedAnswers, UnlistedResult
-from feedback.topics.unlisted_groups import Group
+from feedback.topics.unlisted import Listing, Placement, UnlistedAnswers, UnlistedResult
 from feedback.traffic.traffic_set import TrafficShare
 from feedback.trust.crowd import Crowd
 from feedback.trust.label_errors import LabelErrors
@@ -152,9 +151,10 @@ class FeedbackStore:
                                     predicted_label=predicted_label, model_version=model_version, verified=verified,
                                     address=address)
 
-    def unlisted_groups(self) -> list[Group]:
-        """The "None of these" answers waiting for a maintainer, grouped into candidate topics, largest first."""
-        return self.unlisted.groups()
+    def unlisted_listing(self) -> Listing:
+        """The "None of these" answers waiting for a maintainer, grouped into candidate topics, largest first (a
+        bounded, fair sample of them when many wait: `feedback.topics.unlisted.UnlistedAnswers.listing`)."""
+        return self.unlisted.listing()
 
     def place_unlisted(self, ids: Sequence[int], name: object, *, by: str, description: object = "",
                        taxonomy: Taxonomy | None = None) -> Placement:

@@ -6,6 +6,8 @@ Run only against an app on loopback that you launched: these send hundreds of me
 
     python -m testkit.attackers URL EVENT EACH CLIENT...    # `crowd_joins` from a process of its own
     python -m testkit.attackers URL page EACH CLIENT...     # `crowd_loads`: fresh visitors opening the page
+    python -m testkit.attackers URL flood ROUTE CHARS CONNECTIONS SECONDS CLIENT   # `flood`
+    python -m testkit.attackers URL storm EVENT EACH SECONDS CLIENT...             # `crowd_joins`, spread out
 """
 
 from __future__ import annotations
@@ -83,9 +85,11 @@ def blind_join(url: str, client: str, fn_index: int, data: list[Any] | None = No
     return httpx.post(f"{url}gradio_api/queue/join", json=body, headers=headers, timeout=timeout)
 
 
-def call_event(http: httpx.Client, fn_index: int, data: list[Any], headers: dict[str, str]) -> tuple[int, Any]:
-    """Join the queue and read the event's result as a script would: (join status, output data or None)."""
-    session = uuid.uuid4().hex[:11]
+def call_event(http: httpx.Client, fn_index: int, data: list[Any], headers: dict[str, str],
+               session: str | None = None) -> tuple[int, Any]:
+    """Join the queue and read the event's result as a script would, from a fresh tab or the tab `session`: (join
+    status, output data or None)."""
+    session = session or uuid.uuid4().hex[:11]
     body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None, "trigger_id": None}
     joined = http.post("gradio_api/queue/join", json=body, headers=headers)
     if joined.status_code != 200:
@@ -138,16 +142,57 @@ def send_chunked(url: str, path: str, total: int, forwarded_for: str, timeout_s:
     return status, answer[head_end + 4:] if head_end >= 0 else b"", sent
 
 
-def crowd_joins(url: str, event: str, clients: list[str], each: int, data: list[Any]) -> list[Hit]:
-    """Every client joins `event` `each` times at once and never reads a result (a blind join): what the
-    queue admits, and how fast it answers."""
+FLOOD_ROUTES = ("join", "call")  # /gradio_api/queue/join (a fresh tab each time), /gradio_api/call/classify
+
+
+def flood(url: str, route: str, chars: int, connections: int, seconds: float, client: str) -> dict[str, Any]:
+    """Classifications of a `chars`-character text from `client` for `seconds`, as fast as `connections`
+    connections allow, by `route` (FLOOD_ROUTES), never reading a result: the statuses answered, and the refusals'
+    words (the first 80 characters of each kind)."""
+    fn_index, text = events(url)["classify"], ("Shares fell sharply. " * (chars // 21 + 1))[:chars]
+    body = json.dumps({"data": [text]}).encode()
+    deadline, statuses, details = time.monotonic() + seconds, [], set()
+    headers = {"x-forwarded-for": client, "content-type": "application/json"}
+
+    def send(http: httpx.Client) -> None:
+        while time.monotonic() < deadline:
+            try:
+                if route == "call":
+                    response = http.post("gradio_api/call/classify", content=body, headers=headers)
+                else:
+                    joined = {"data": [text], "fn_index": fn_index, "session_hash": uuid.uuid4().hex[:11]}
+                    response = http.post("gradio_api/queue/join", content=json.dumps(joined).encode(), headers=headers)
+            except httpx.HTTPError:
+                statuses.append(0)
+                continue
+            statuses.append(response.status_code)
+            if response.status_code != 200:
+                with contextlib.suppress(ValueError, AttributeError):
+                    details.add(str(response.json().get("detail", ""))[:80])
+
+    clients = [httpx.Client(base_url=url, timeout=60) for _ in range(connections)]
+    with ThreadPoolExecutor(connections) as pool:
+        list(pool.map(send, clients))
+    for http in clients:
+        http.close()
+    return {"statuses": statuses, "details": sorted(details)}
+
+
+def crowd_joins(url: str, event: str, clients: list[str], each: int, data: list[Any],
+                spread_s: float = 0.0) -> list[Hit]:
+    """Every client joins `event` `each` times, each from a fresh tab, at once (or spread evenly over `spread_s`
+    seconds), and never reads a result (a blind join): what the queue admits, and how fast it answers."""
     url = page_of(url, event)
     fn_index = events(url)[event]
     workers = min(128, len(clients) * each)
     # One client, its connections pooled: a fresh client per request spends the machine's CPU on TLS setup.
     http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=workers, max_keepalive_connections=workers))
 
-    def join(client: str) -> Hit:
+    joins, start = clients * each, time.monotonic()
+
+    def join(numbered: tuple[int, str]) -> Hit:
+        number, client = numbered
+        time.sleep(max(0.0, start + number * spread_s / len(joins) - time.monotonic()))
         started = time.perf_counter()
         try:
             response = blind_join(url, client, fn_index, data, http=http)
@@ -158,7 +203,39 @@ def crowd_joins(url: str, event: str, clients: list[str], each: int, data: list[
                    detail=detail)
 
     with http, ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(join, clients * each))
+        return list(pool.map(join, enumerate(joins)))
+
+
+def unlisted_flood(store: Any, rows: int, *, people: int = 40, seed: int = 0) -> None:
+    """`rows` "None of these" answers written straight into `store`'s database, past its caps (what years of use,
+    or a flood from before the caps, leaves waiting): from `people` anonymous addresses, a third named "Spam", the
+    texts ~400 characters, news words among made-up ones, so most are unlike the others (many groups to list)."""
+    import random
+
+    import sqlalchemy as sa
+
+    from core.text import text_hash
+    from feedback.database.db import iso_time
+    from feedback.database.tables import unlisted
+
+    rng = random.Random(seed)
+    words = [w for line in _WORDS.split("\n") for w in line.split()]
+    batch = []
+    for i in range(rows):
+        text = " ".join(rng.choice(words) if k % 3 else f"x{rng.randrange(20_000)}" for k in range(60))
+        batch.append({"text": text, "text_hash": text_hash(text), "annotator": f"anon:flood{i}",
+                      "address": f"addr:{i % people}", "verified": 0, "kind": "correct",
+                      "name": "Spam" if i % 3 == 0 else None, "taxonomy_version": 1,
+                      "created_at": iso_time(time.time()), "status": "ok"})
+    with store.database.write() as db:
+        for start in range(0, rows, 1000):
+            db.execute(sa.insert(unlisted), batch[start:start + 1000])
+
+
+_WORDS = """markets shares profit bank rates inflation minister election parliament vote summit treaty border
+league match striker goal coach season final cup injury transfer chip software launch phone network satellite
+study vaccine clinic hospital patients flu outbreak weather storm flood harvest drought festival album film
+court judge police strike union workers fuel prices oil gas energy climate emissions school students teachers"""
 
 
 PAGE_LOAD = ("", "theme.css")  # what a fresh visitor's browser fetches that the app makes (bench.page_weight's PATHS)
@@ -198,6 +275,15 @@ def main() -> None:
     of the answers' statuses (and, for loads, the slowest load's seconds)."""
     import sys
 
+    if sys.argv[2] == "flood":
+        url, _, route, chars, connections, seconds, client = sys.argv[1:]
+        print(json.dumps(flood(url, route, int(chars), int(connections), float(seconds), client)))
+        return
+    if sys.argv[2] == "storm":
+        url, _, event, each, seconds, *clients = sys.argv[1:]
+        hits = crowd_joins(url, event, clients, int(each), [f"guess {uuid.uuid4().hex[:8]}"], float(seconds))
+        print(json.dumps({"statuses": [h.status for h in hits], "details": sorted({h.detail for h in hits})}))
+        return
     url, event, each, *clients = sys.argv[1:]
     if event == CROWD:
         loads = crowd_loads(url, clients, int(each))

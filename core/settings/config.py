@@ -193,6 +193,11 @@ class LimitsSection(Section):
     new_sessions_per_second: int = setting(
         8, ge=1, description="Page sessions everyone together may open a second (each costs the server ~25 ms)."
     )
+    # Every event's body is read and parsed, whatever it is for: its bytes are what one address costs the server.
+    # A labeller classifying 60 texts of 20,000 characters a minute, each answered, sends under 5 MB.
+    event_data_mb_per_minute: float = setting(
+        16.0, gt=0.0, description="Event data one client address may send the page a minute (beyond it: refused).",
+    )
     session_memory_mb: float = setting(
         64.0, gt=0.0, description="Memory for what sessions' answers need (prediction, queue item)."
     )

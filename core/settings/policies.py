@@ -224,6 +224,14 @@ class StoreLimits(Section):
         90, ge=1, env="address_feedback_per_minute",
         description="Anonymous answers per client address a minute (signed-in answers are not counted here).",
     )
+    # "None of these" answers wait for a maintainer (feedback.topics.unlisted): bounded, so nobody can fill the store
+    # or the admin panel with them. A person is a signed-in account, or an address for anonymous browser ids.
+    unlisted_per_person: int = setting(
+        100, ge=1, description='"None of these" answers one person may have waiting for a maintainer.'
+    )
+    unlisted_waiting: int = setting(
+        5000, ge=1, description='"None of these" answers waiting for a maintainer, from everyone together.'
+    )
     # Label smoothing (0.1) keeps the model's top probability below about 0.93, so 0.8 is "very sure".
     suspicious_confidence: float = setting(
         0.8, gt=0.25, le=1.0, description="An answer is suspicious when the model was this sure of another label."

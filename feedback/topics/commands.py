@@ -64,8 +64,8 @@ def change_topics(store: FeedbackStore, before: Taxonomy, step: Callable[[Taxono
 def list_unlisted(store: FeedbackStore, *, as_json: bool = False) -> None:
     """Print the "None of these" answers waiting for a maintainer, grouped into candidate topics, largest first: each
     group's suggested name, answers and people, then its answers (id, the name given, who, the text's start)."""
-    groups = store.unlisted_groups()
-    rows = {int(r["id"]): r for r in store.unlisted.rows()}
+    listing = store.unlisted_listing()
+    groups, rows = listing.groups, listing.rows
     if as_json:
         print(json.dumps([{"name": g.name, "named": g.named, "people": g.people,
                            "answers": [{k: rows[i][k] for k in ("id", "text", "name", "annotator", "kind", "created_at")}
@@ -74,6 +74,9 @@ def list_unlisted(store: FeedbackStore, *, as_json: bool = False) -> None:
     if not groups:
         print('no "None of these" answers are waiting')
         return
+    if listing.sampled:
+        print(f"{listing.waiting:,} answers are waiting; these groups are of {len(rows):,} of them, a fair share of "
+              "each person's (decide them, then list again for the rest)")
     for g in groups:
         print(f"{g.name}{'' if g.named else ' (from the texts)'}: {len(g.ids)} answer(s), {g.people} people; "
               f"ids {','.join(str(i) for i in g.ids)}")

@@ -1,6 +1,10 @@
 """Group "None of these" answers into candidate topics: first by the name labellers gave the missing topic, then by
 what the texts say (TF-IDF cosine similarity), so a topic many people miss shows up as one group however they
-named it, or whether they named it at all. Pure and deterministic: the same rows give the same groups."""
+named it, or whether they named it at all. Pure and deterministic: the same rows give the same groups.
+
+The work grows about linearly with the rows: similarities are computed a block of rows at a time (never an n x n
+matrix) and each text is linked to at most NEIGHBOURS others, its most similar, so the pairs to sort are at most
+NEIGHBOURS x n. The store groups a bounded, fair sample of what waits (`feedback.topics.unlisted.SAMPLE`)."""
 
 from __future__ import annotations
 
@@ -11,9 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from core.taxonomy import name_skeleton
+
 # Two texts at least this cosine-similar (TF-IDF of words) are linked; linked texts form one group.
 SIMILARITY = 0.25
 SUGGESTED_TERMS = 2  # words a suggested name takes from an unnamed group's texts
+# Each text is linked to at most this many others (its most similar): enough to join it to its group, and it bounds
+# the pairs sorted to NEIGHBOURS x n however alike the texts are (a flood of near-copies would give n^2 / 2).
+NEIGHBOURS = 8
+BLOCK_ROWS = 256  # rows whose similarities are computed together: a BLOCK_ROWS x n array at a time
 
 
 @dataclass(frozen=True)
@@ -27,8 +37,9 @@ class Group:
 
 
 def name_key(name: str | None) -> str:
-    """A given name as groups compare it: case-folded, whitespace collapsed ("" when none was given)."""
-    return " ".join((name or "").split()).casefold()
+    """A given name as groups compare it: as it reads (`core.taxonomy.name_skeleton`: case, spacing, accents and
+    look-alike letters aside), "" when none was given."""
+    return name_skeleton(name or "")
 
 
 def group_unlisted(rows: Sequence[dict[str, Any]], similarity: float = SIMILARITY) -> list[Group]:
@@ -62,10 +73,7 @@ def group_unlisted(rows: Sequence[dict[str, Any]], similarity: float = SIMILARIT
     # Link similar texts, most similar pairs first, never joining two groups with different given names.
     matrix, terms = _tfidf([str(r["text"]) for r in rows])
     if matrix is not None:
-        sims = (matrix @ matrix.T).toarray()
-        pairs = sorted(((float(sims[i, j]), i, j) for i in range(n) for j in range(i + 1, n)
-                        if sims[i, j] >= similarity), key=lambda p: (-p[0], p[1], p[2]))
-        for _, i, j in pairs:
+        for _, i, j in _similar_pairs(matrix, similarity):
             a, b = root(i), root(j)
             if a == b:
                 continue
@@ -80,6 +88,25 @@ def group_unlisted(rows: Sequence[dict[str, Any]], similarity: float = SIMILARIT
         members.setdefault(root(i), []).append(i)
     groups = [_group(rows, idx, matrix, terms) for idx in members.values()]
     return sorted(groups, key=lambda g: (-g.people, -len(g.ids), g.ids[0]))
+
+
+def _similar_pairs(matrix: Any, similarity: float) -> list[tuple[float, int, int]]:
+    """(-similarity, i, j) with i < j for each text i and the at most NEIGHBOURS texts j most similar to it (at least
+    `similarity`), most similar first; computed BLOCK_ROWS rows at a time."""
+    n = matrix.shape[0]
+    keep = min(NEIGHBOURS, n - 1)
+    best: dict[tuple[int, int], float] = {}
+    for start in range(0, n, BLOCK_ROWS) if keep > 0 else ():
+        sims = np.asarray((matrix[start:start + BLOCK_ROWS] @ matrix.T).todense())
+        rows = np.arange(sims.shape[0])
+        sims[rows, rows + start] = -1.0  # a text is not its own neighbour
+        near = np.argpartition(-sims, keep - 1, axis=1)[:, :keep]
+        for r, j in zip(np.repeat(rows, keep), near.ravel(), strict=True):
+            value = float(sims[r, j])
+            if value >= similarity:
+                pair = (min(start + int(r), int(j)), max(start + int(r), int(j)))
+                best[pair] = max(best.get(pair, value), value)  # the same pair seen from both ends
+    return sorted((-round(value, 9), i, j) for (i, j), value in best.items())
 
 
 def _tfidf(texts: list[str]) -> tuple[Any, list[str]]:

@@ -9,11 +9,14 @@ the attacker likes before it. One test per attack the security issue lists, each
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +30,7 @@ from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.models import tiny_settings
 from testkit.server import launched_app
-from tests.e2e.raw_http import ADMIN, EventError, Visitor
+from tests.e2e.raw_http import ADMIN, EventError, JoinRefused, Visitor
 
 PASSWORD = "correct horse battery staple"
 CHECKS = {f"Known-answer check {i}: the striker scored twice in the final": "Sports" for i in range(20)}
@@ -381,3 +384,101 @@ def test_rest_of_the_page_still_serves_a_plain_visitor(space: Served) -> None:
     response = httpx.get(space.url, timeout=30)
     assert response.status_code == 200 and "newsloop_id=" in response.headers.get("set-cookie", "")
     assert "Secure" in response.headers["set-cookie"] and "HttpOnly" in response.headers["set-cookie"]
+
+
+# 10. Every route under the same guards (issue 60) -----------------------------------------------------------------
+def test_every_route_is_named_and_those_the_pages_never_use_are_closed(space: Served) -> None:
+    """The app's routes, listed from the app itself: every one of Gradio's is named in GRADIO_ROUTES (a route a
+    Gradio upgrade adds fails here, naming it), and each CLOSED one is answered 404 with a sentence over HTTP."""
+    from app import build_app
+    from core.registry.versions import ModelRegistry
+    from core.serving.classifier import ChampionService
+    from web.server.gradio_routes import CLOSED_WORDS, Kind, RouteMap, kind_of
+
+    app = build_app(ChampionService(ModelRegistry(space.settings.paths.models_dir)), space.settings, space.store)
+    pages = RouteMap(app).pages
+    assert [path for path, _ in pages] == [ADMIN, ""]
+    unnamed = {template for _, routes in pages for template, _ in routes if kind_of(template) is None}
+    assert unnamed == set(), f"decide these in web.server.gradio_routes.GRADIO_ROUTES: {sorted(unnamed)}"
+    closed = {(template, method) for _, routes in pages for template, methods in routes for method in methods - {"HEAD"}
+              if kind_of(template) is Kind.CLOSED}
+    assert {"/gradio_api/stream/{event_id}", "/gradio_api/component_server", "/monitoring"} <= {t for t, _ in closed}
+    visitor = space.visitor(real_address())
+    for page in ("", ADMIN):
+        for template, method in sorted(closed):
+            path = page + re.sub(r"\{[^}]+\}", "x", template)
+            answer = visitor.http.request(method, path, headers=visitor._headers(), content=b"{}")
+            assert (answer.status_code, answer.json()["detail"]) == (404, CLOSED_WORDS), (method, path)
+
+
+def call_by_name(served: Served, address: str, event: str, *data: object, page: str = "",
+                 read: bool = False) -> httpx.Response:
+    """POST /gradio_api/call/<event>, as a script following the page's "Use via API" does (no session of its own);
+    with `read`, then its result (GET .../<event_id>), so the handler has run when this returns."""
+    base, headers = f"{served.url.rstrip('/')}{page}/gradio_api/call/{event}", {"x-forwarded-for": address}
+    called = httpx.post(base, json={"data": list(data)}, headers=headers, timeout=60)
+    if read and called.status_code == 200:
+        httpx.get(f"{base}/{called.json()['event_id']}", headers=headers, timeout=60).raise_for_status()
+    return called
+
+
+def test_a_call_by_name_meets_the_same_guards_as_a_join(space: Served) -> None:
+    address = real_address()
+    statuses = [call_by_name(space, address, "classify", f"Shares fell {i}.", read=True).status_code
+                for i in range(31)]
+    # The classify limit (30 a minute here) refuses the 31st at its start, as it would a join.
+    assert statuses == [200] * 30 + [429]
+    address = real_address()
+    with ThreadPoolExecutor(24) as pool:  # at once: the address's fair share of the queue, as for joins
+        burst = Counter(pool.map(lambda i: call_by_name(space, address, "classify", f"Burst {i}").status_code,
+                                 range(24)))
+    assert burst[429] > 0 and set(burst) <= {200, 429}
+    guesser = space.visitor(real_address())
+    assert [guesser.call("login", f"guess {i}")[0] for i in range(5)] == ["Wrong password."] * 5
+    locked = call_by_name(space, guesser.forwarded_for or "", "login", "one more guess", page=ADMIN)
+    assert locked.status_code == 429 and locked.json()["detail"].startswith("Too many failed attempts")
+
+
+def test_an_unknown_event_gets_a_4xx_with_a_sentence(space: Served) -> None:
+    visitor = space.visitor(real_address())
+    events = visitor.events()
+    body = {"data": ["x"], "session_hash": visitor.session_hash, "event_data": None, "trigger_id": None}
+    for fn_index, status, words in ((31, 404, "This page has no event number 31."),
+                                    (10**9, 404, "This page has no event number 1000000000."),
+                                    ("classify", 422, "fn_index must be a number"), (None, 422, "fn_index")):
+        answer = visitor.post("/gradio_api/queue/join", json=body | {"fn_index": fn_index})
+        assert answer.status_code == status and words in answer.json()["detail"], (fn_index, answer.text)
+    answer = call_by_name(space, real_address(), "no_such_event", "x")
+    assert answer.status_code == 404 and answer.json()["detail"] == "This page has no event 'no_such_event'."
+    assert visitor.call("classify", "The page still classifies.")[0]["label"]  # nothing else was disturbed
+    assert max(i for name, i in events.items() if visitor.page_of(name) == "") < 31  # 31 was none of them
+
+
+def test_an_event_body_is_bounded_by_what_its_event_needs_and_data_is_counted_per_address(space: Served) -> None:
+    from core.settings.config import LimitsSection
+
+    visitor = space.visitor(real_address())
+    big = "x" * 2_100_000  # under the old 4 MB cap: refused now before it is parsed, by either route
+    started = time.perf_counter()
+    with pytest.raises(JoinRefused) as refused:
+        visitor.call("classify", big)
+    assert refused.value.status == 413 and "texts of at most 20,000 characters" in refused.value.detail
+    answer = call_by_name(space, real_address(), "classify", big)
+    assert answer.status_code == 413 and "texts of at most 20,000 characters" in answer.json()["detail"]
+    direct = httpx.post(f"{space.url}gradio_api/run/classify", json={"data": [big]}, timeout=60,
+                        headers={"x-forwarded-for": real_address()})  # the page's route for unqueued events
+    assert direct.status_code == 413 and "texts of at most 20,000 characters" in direct.json()["detail"]
+    assert time.perf_counter() - started < 30  # milliseconds each, with a loaded machine's margin
+    longest = "\u00e9" * space.settings.serving.max_input_chars  # 120 KB as a script's JSON writes it: taken
+    assert visitor.call("classify", longest)[0]["label"]
+    # The data budget: 16 MB a minute per address, whatever the events are for.
+    budget = int(LimitsSection.field_default("event_data_mb_per_minute") * 2**20)
+    sender, spent, refusal = space.visitor(real_address()), 0, None
+    while spent <= budget + 2**20 and refusal is None:
+        try:
+            sender.call("feedback", "World", "", "\u00e9" * 20_000)  # 120 KB, answered "Classify a text first"
+        except JoinRefused as exc:
+            refusal = exc
+        spent += 120_000
+    assert refusal is not None and refusal.status == 429 and "Too much data from your address" in refusal.detail
+    assert spent > budget * 0.9

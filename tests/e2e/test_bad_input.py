@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from gradio_client import Client
 
@@ -105,13 +106,17 @@ def test_empty_after_cleaning_gets_the_paste_message(served, text: str) -> None:
 
 def test_one_megabyte_is_refused_quickly_with_the_limit(served) -> None:  # type: ignore[no-untyped-def]
     url, _ = served
-    text = "news " * 200_000  # 1,000,000 characters
+    text = "news " * 200_000  # 1,000,000 characters: refused at the event's start, over what a classification takes
     start = time.perf_counter()
-    label, info, _ = client(url).predict(text, api_name="/classify")
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        client(url).predict(text, api_name="/classify")
     elapsed = time.perf_counter() - start
-    assert info.startswith("This text is 1,000,000 characters long; the limit is 20,000.")
-    assert not label or not label.get("confidences")
+    assert refused.value.response.status_code == 413
+    assert "(texts of at most 20,000 characters)" in refused.value.response.json()["detail"]
     assert elapsed < 10.0, f"refusing 1 MB took {elapsed:.1f} s"
+    label, info, _ = client(url).predict("news " * 6_000, api_name="/classify")  # 30,000: the handler's words
+    assert info.startswith("This text is 30,000 characters long; the limit is 20,000.")
+    assert not label or not label.get("confidences")
 
 
 @pytest.mark.parametrize(

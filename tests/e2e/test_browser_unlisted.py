@@ -1,7 +1,7 @@
 """Issue 46 item 3 as labellers and a maintainer meet it, in headless Chromium against a launched app: one labeller
 presses 0 in the queue with the missing topic typed, another presses Classify's "None of these" with it typed; the
-maintainer sees the two answers grouped in the admin view's "Answers with no topic" panel and creates the topic from
-the group; the app's database then holds the new topic, whose first labels are exactly those two answers."""
+maintainer sees the two answers grouped in the admin view's "Answers with no topic" panel, picks the group and creates
+the topic from it; the app's database then holds the new topic, whose first labels are exactly those two answers."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.conftest import ARTICLE, PASSWORD
 from tests.e2e.test_browser import _wait_for_text
+from tests.e2e.test_browser_admin import choose
 from tests.e2e.test_browser_flows import open_page, to_admin
 
 pytestmark = pytest.mark.browser
@@ -49,6 +50,11 @@ def test_none_of_these_answers_are_grouped_and_become_a_new_topics_first_labels(
     admin.get_by_text("Answers with no topic", exact=True).click()
     table = _wait_for_text(admin, "#unlisted-groups", "Health")
     assert "2" in table  # one group: two answers, two people
+    # Nothing is chosen, ticked or named until the maintainer picks a group (the largest may be a flood).
+    assert admin.locator("#unlisted-list input[type=checkbox]").count() == 0
+    assert admin.input_value("#unlisted-name textarea") == ""
+    choose(admin, "#unlisted-group", "1. Health (2 answers, 2 people)")
+    _wait_for_text(admin, "#unlisted-list", "flu cases")
     listed = admin.inner_text("#unlisted-list")
     assert "heart disease" in listed and "flu cases" in listed
     assert admin.locator("#unlisted-list input[type=checkbox]:checked").count() == 2  # the group's answers, ticked

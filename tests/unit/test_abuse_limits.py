@@ -3,6 +3,7 @@ X-Forwarded-For lines, admin sign-in tickets and one-time exports, the weak-pass
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from core.settings.config import ConfigError
 from testkit.models import tiny_settings
 from web.admin.exports import ExportDownloads
 from web.admin.sessions import SignInTickets
-from web.server.fair_share import FairShare
+from web.server.fair_share import DataBudget, FairShare, NewSessions
 from web.server.identity import IdentityService, ProxyPolicy
 
 SECRET = b"0123456789abcdef0123456789abcdef"
@@ -39,6 +40,46 @@ def test_fair_share_counts_what_the_queue_still_holds_per_address() -> None:
     live.add("e3")
     now[0] = 61  # the queue never said e2 and e3 finished: forgotten after max_age_s all the same
     assert share.pending("a") == 0
+
+
+def test_new_sessions_wait_their_turn_in_a_bounded_line_when_everyones_second_is_full() -> None:
+    now = [0.0]
+
+    async def sleep(seconds: float) -> None:  # the clock moves as the line waits (once the others have come)
+        await asyncio.sleep(0)
+        now[0] += seconds
+
+    async def storm() -> tuple[list[str | None], list[float], str | None]:
+        sessions = NewSessions(30, 4, line=3, clock=lambda: now[0], sleep=sleep)
+        first = [await sessions.admit(f"s{i}", f"flood{i}") for i in range(4)]  # everyone's second is full now
+        waited: list[float] = []
+
+        async def newcomer(address: str) -> str | None:
+            started = now[0]
+            why = await sessions.admit(f"tab of {address}", address)
+            waited.append(now[0] - started)
+            return why
+
+        line = [asyncio.create_task(newcomer(a)) for a in ("admin", "flood0", "b", "c", "d")]
+        answers = await asyncio.gather(*line)
+        return first + answers, waited, await sessions.admit("s0", "flood0")
+
+    answers, waited, again = asyncio.run(storm())
+    # The first four fill the second; the admin and two others wait in line (not refused); flood0, having opened
+    # one this second, and "d", past the line of three, are refused at once.
+    assert answers == [None] * 4 + [None, "address", None, None, "everyone"]
+    assert max(waited) <= 1.0 and again is None  # a second at most; a session seen once joins freely
+
+
+def test_event_data_is_counted_per_address() -> None:
+    now = [0.0]
+    budget = DataBudget(60_000, clock=lambda: now[0])  # 1,000 bytes a second
+    assert budget.spend("a", 50_000) == 0 and budget.spend("a", 10_000) == 0
+    assert budget.spend("a", 2_000) == pytest.approx(2.0)  # refused: nothing taken
+    assert budget.spend("b", 60_000) == 0  # another address has its own
+    now[0] = 2.0
+    assert budget.spend("a", 2_000) == 0
+    assert budget.spend("a", 10**9) == 60.0  # more than a minute's worth: a minute
 
 
 def test_every_forwarded_for_line_counts_in_order() -> None:

@@ -17,12 +17,16 @@ from web.server.gradio_internals import (
     ANALYTICS_ATTRIBUTES,
     OAUTH_SESSION_COOKIE,
     OAUTH_SESSION_MAX_AGE_S,
+    api_names,
     bound_event_analytics,
     bound_session_state,
     clean_cache_every,
     handler_ids,
+    is_api_input,
     mark_launched,
     oauth_session_info,
+    page_event,
+    page_events,
     queue_holds,
 )
 
@@ -125,6 +129,26 @@ def test_the_sign_in_session_cookie_is_read_as_gradio_writes_it(monkeypatch: pyt
     cookie = itsdangerous.TimestampSigner(key).sign(b64encode(json.dumps({"oauth_info": info}).encode())).decode()
     assert oauth_session_info(cookie, "a-secret") == info
     assert oauth_session_info(cookie, "another-secret") is None
+
+
+def take(text: str) -> str:
+    return text
+
+
+def test_events_are_found_by_index_name_and_session_and_api_inputs_are_known(demo: gr.Blocks) -> None:
+    from gradio.state_holder import SessionState, StateHolder
+
+    [(fn_index, fn)] = page_events(demo).items()
+    assert api_names(demo) == {"shout": fn_index}, revisit(api_names)
+    assert page_event(demo, fn_index) is fn and page_event(demo, fn_index + 99, "no-such-session") is None
+    assert [type(c).__name__ for c in fn.inputs] == ["Textbox"], revisit(page_events) + ": no `.inputs`"
+    # A rendered event lives in its session's config: StateHolder.session_data -> SessionState.blocks_config.fns.
+    assert "session_data" in vars(StateHolder()), revisit(page_event)
+    assert "self.blocks_config" in inspect.getsource(SessionState.__init__), revisit(page_event)
+    with gr.Blocks() as api_only:
+        gr.api(take, api_name="take")
+    [api_fn] = page_events(api_only).values()
+    assert [is_api_input(c) for c in api_fn.inputs] == [True] and not is_api_input(gr.Textbox()), revisit(is_api_input)
 
 
 # Gradio's private attributes and modules the adapter reaches into, as code elsewhere would name them (a

@@ -3,6 +3,8 @@ share (web.server.fair_share): pure rules, tested without a server."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from web.server.fair_share import FairShare, NewSessions
@@ -46,18 +48,25 @@ def test_a_foreign_page_may_read_public_data_only() -> None:
 
 def test_new_sessions_are_bounded_per_address_and_for_everyone_and_seen_ones_pass() -> None:
     now = [0.0]
-    sessions = NewSessions(per_address=3, per_second=8, clock=lambda: now[0])
-    assert [sessions.admit(f"a{i}", "addr-a") for i in range(3)] == [None, None, "address"]  # 2 a second each
-    assert sessions.admit("a0", "addr-a") is None  # a session seen once joins freely
-    assert [sessions.admit(f"{x}0", f"addr-{x}") for x in "bcd"] == [None, None, None]
-    assert [sessions.admit(f"{x}1", f"addr-{x}") for x in "bcd"] == [None, None, None]
-    assert sessions.admit("e0", "addr-e") == "everyone"  # 8 new sessions this second already
-    now[0] += 1.5
-    assert sessions.admit("e0", "addr-e") is None
-    assert sessions.admit("a2", "addr-a") is None
-    assert sessions.admit("a3", "addr-a") == "address"  # its 3 a minute
-    now[0] += 60
-    assert sessions.admit("a9", "addr-a") is None  # the address's minute is over
+    sessions = NewSessions(per_address=3, per_second=8, line=0, clock=lambda: now[0])  # no line: refused at once
+
+    async def run() -> None:
+        async def admit(session: str, address: str) -> str | None:
+            return await sessions.admit(session, address)
+
+        assert [await admit(f"a{i}", "addr-a") for i in range(3)] == [None, None, "address"]  # 2 a second each
+        assert await admit("a0", "addr-a") is None  # a session seen once joins freely
+        assert [await admit(f"{x}0", f"addr-{x}") for x in "bcd"] == [None, None, None]
+        assert [await admit(f"{x}1", f"addr-{x}") for x in "bcd"] == [None, None, None]
+        assert await admit("e0", "addr-e") == "everyone"  # 8 new sessions this second already
+        now[0] += 1.5
+        assert await admit("e0", "addr-e") is None
+        assert await admit("a2", "addr-a") is None
+        assert await admit("a3", "addr-a") == "address"  # its 3 a minute
+        now[0] += 60
+        assert await admit("a9", "addr-a") is None  # the address's minute is over
+
+    asyncio.run(run())
 
 
 def test_each_addresses_share_shrinks_when_many_wait_but_never_below_the_floor() -> None:

@@ -13,6 +13,7 @@ from core.taxonomy import (
     UnknownTopicError,
     check_name,
     from_rows,
+    name_skeleton,
     starting,
 )
 
@@ -40,6 +41,29 @@ def test_names_are_trimmed(raw: str, name: str) -> None:
 def test_bad_names_are_refused(raw: object, why: str) -> None:
     with pytest.raises(TaxonomyError, match=why):
         check_name(raw)
+
+
+@pytest.mark.parametrize(("raw", "why"), [
+    ("W\u043erld", "cannot mix Latin and Cyrillic"),  # a Cyrillic o
+    ("\uff37\uff4f\uff52\uff4c\uff44", "already a topic named 'World'"),  # full-width, NFKC: "World"
+    ("Wo\u0301rld", "reads as the topic 'World'"),  # a combining accent
+    ("\uff32\uff29\uff27\uff28\uff34", "reads as the page's \"Right\" button"),  # full-width RIGHT
+    ("\u0412\u041e\u0422", "reads as the topic 'BOT'"),  # all Cyrillic: В, О, Т
+])
+def test_look_alike_names_are_refused_with_a_reason(raw: str, why: str) -> None:
+    taxonomy = starting([*LABELS, "BOT"])
+    with pytest.raises(TaxonomyError, match=why):
+        taxonomy.add(raw)
+    with pytest.raises(TaxonomyError, match=why):
+        taxonomy.rename("Sports", raw)
+
+
+def test_names_are_stored_normalised_and_other_scripts_are_welcome(ag: Taxonomy) -> None:
+    assert ag.add("\uff28\uff45\uff41\uff4c\uff54\uff48").topics[-1].name == "Health"  # NFKC
+    assert [ag.add(name).topics[-1].name for name in ("Caf\u00e9", "\u041c\u043e\u0441\u043a\u0432\u0430", "\u65e5\u672c")] == [
+        "Caf\u00e9", "\u041c\u043e\u0441\u043a\u0432\u0430", "\u65e5\u672c"]
+    assert name_skeleton("  W\u00d3rld ") == name_skeleton("world") == "world"
+    assert starting(["Cafe\u0301", "B"]).keys == ("Cafe\u0301", "B")  # a model's labels keep their spelling: its keys
 
 
 def test_starting_refuses_duplicates_and_too_few_or_many(ag: Taxonomy) -> None:

@@ -109,7 +109,7 @@ def test_a_topic_created_from_a_group_starts_with_its_answers(store: FeedbackSto
     c = store.record_unlisted(text=item["text"], annotator="cat", kind="queue", item_id=item["id"], name="health").id
     stray = none_of_these(store, "Vaccine rumours online", who="dan", name="Health")
     other = none_of_these(store, "Quarterly tax filing deadline", who="eve")
-    [health, *_] = store.unlisted_groups()
+    [health, *_] = store.unlisted_listing().groups
     assert set(health.ids) == {a, b, c, stray} and health.name == "Health" and health.people == 4
 
     placed = store.place_unlisted([a, b, c], " Health ", by="admin")  # the maintainer unticked `stray`
@@ -134,6 +134,43 @@ def test_a_topic_created_from_a_group_starts_with_its_answers(store: FeedbackSto
     assert not again.created and again.topic_key == placed.topic_key and store.taxonomy().version == 2
     assert "already existed" in again.words()
     assert store.dismiss_unlisted([other, a], by="admin") == 1  # `a` was placed: left as it is
-    assert store.unlisted.rows() == [] and store.unlisted_groups() == []
+    assert store.unlisted.rows() == [] and store.unlisted_listing().groups == []
     with pytest.raises(FeedbackError, match="waiting"):
         store.place_unlisted([other], "Taxes", by="admin")
+
+
+def test_what_waits_is_capped_per_person_and_for_everyone_with_a_sentence(make_store: StoreFactory,
+                                                                          tmp_path: Path) -> None:
+    limits = StoreLimits(unlisted_per_person=3, unlisted_waiting=5, writes_per_minute=1000,
+                         address_writes_per_minute=1000)
+    store = make_store(tmp_path / "capped.db", limits)
+    for i in range(3):  # anonymous ids are free: their address is the person
+        store.record_unlisted(text=f"Spam {i}", annotator=f"anon:{i}", kind="correct", address="addr:1")
+    with pytest.raises(FeedbackError, match="3 \"None of these\" answers from this address are waiting"):
+        store.record_unlisted(text="Spam 3", annotator="anon:new", kind="correct", address="addr:1")
+    store.record_unlisted(text="Signed in", annotator="user:maya", kind="correct", address="addr:1", verified=True)
+    assert store.record_unlisted(text="Spam 0", annotator="anon:0", kind="correct", address="addr:1").duplicate
+    store.record_unlisted(text="Another person", annotator="anon:x", kind="correct", address="addr:2")
+    with pytest.raises(FeedbackError, match="5 \"None of these\" answers are waiting for a maintainer already"):
+        store.record_unlisted(text="One more", annotator="anon:y", kind="correct", address="addr:3")
+    store.dismiss_unlisted([store.unlisted.rows()[0]["id"]], by="admin")  # decided: room again
+    store.record_unlisted(text="One more", annotator="anon:y", kind="correct", address="addr:3")
+
+
+def test_a_listing_groups_a_fair_bounded_sample_of_what_waits(make_store: StoreFactory, tmp_path: Path) -> None:
+    from feedback.topics.unlisted import fair_sample
+
+    assert fair_sample([(1, "a"), (2, "a"), (3, "a"), (4, "b"), (5, "c"), (6, "b")], 4) == [1, 2, 4, 5]
+    store = make_store(tmp_path / "many.db", StoreLimits(writes_per_minute=1000, address_writes_per_minute=1000))
+    for i in range(30):  # one flooder first, then four people with one answer each
+        store.record_unlisted(text=f"Cheap pills offer {i}", annotator=f"anon:{i}", kind="correct", name="Spam",
+                              address="addr:flood")
+    honest = [store.record_unlisted(text=f"Flu cases rise in region {i}", annotator=f"user:{i}", kind="correct",
+                                    name="Health", verified=True).id for i in range(4)]
+    listing = store.unlisted.listing(sample=10)
+    assert listing.waiting == 34 and listing.sampled and len(listing.rows) == 10
+    health = next(g for g in listing.groups if g.name == "Health")
+    assert set(health.ids) == set(honest) and health.people == 4  # the flood took its share, not the sample
+    spam = next(g for g in listing.groups if g.name == "Spam")
+    assert len(spam.ids) == 6 and spam.people == 6
+    assert not store.unlisted_listing().sampled

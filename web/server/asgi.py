@@ -8,10 +8,13 @@ uvicorn runs with `proxy_headers=False`: it never rewrites the client address fr
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +30,10 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 
-from core.settings.config import LimitsSection
+from core.settings.config import LimitsSection, ServingSection
 from web.server.api_body import replay
-from web.server.fair_share import FairShare, NewSessions
+from web.server.events import EarlyCheck, PageEvents
+from web.server.fair_share import DataBudget, FairShare, NewSessions
 from web.server.gradio_internals import (
     bound_event_analytics,
     bound_session_state,
@@ -38,12 +42,11 @@ from web.server.gradio_internals import (
     mark_launched,
     queue_holds,
 )
+from web.server.gradio_routes import BY_NAME, CLOSED_WORDS, JOIN, SMALL_BYTES, Hit, Kind, RouteMap
 from web.server.identity import ASGIApp, BrowserIdMiddleware, IdentityService, Scope
 from web.server.origin_guard import OriginGuard, OriginPolicy
 from web.server.page_cache import PageCache
 from web.server.theme import CSS, THEME, head_html
-
-EarlyCheck = Callable[[Request], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,14 @@ class ServerOptions:
     # Page sessions (tabs) one address may open a minute, and everyone together a second.
     new_sessions_per_minute: int = LimitsSection.field_default("new_sessions_per_minute")
     new_sessions_per_second: int = LimitsSection.field_default("new_sessions_per_second")
+    # Event data (MB) one address may send a minute, and the longest text an event takes (its body's bound).
+    event_data_mb_per_minute: float = LimitsSection.field_default("event_data_mb_per_minute")
+    max_input_chars: int = ServingSection.field_default("max_input_chars")
     routers: Sequence[APIRouter] = field(default_factory=tuple)
     origins: OriginPolicy = field(default_factory=OriginPolicy)  # the app's own origins (web.server.origin_guard)
     # (handler, check): an event of `handler` that `check(request)` refuses (a message) is answered 429 at its
-    # join, before it takes a place in the queue: sign-ins locked out, classifications over their rate limit.
+    # start (a join or a call), before it takes a place in the queue: sign-ins locked out, classifications over
+    # their rate limit.
     early_refusals: Sequence[tuple[Callable[..., Any], EarlyCheck]] = ()
 
     @property
@@ -74,60 +81,74 @@ class ServerOptions:
 
 
 class RequestGuard:
-    """Refuses, before Gradio sees them: uploads from anyone but a signed-in admin (the pool import is the
-    page's only file input) or over the size limit, queue streams without a session (Gradio fails on
-    an empty one), event joins from an address that already has its fair share of the queue, and joins
-    of an event whose early check refuses them (`early`: (the page's mount path, fn_index) -> check)."""
+    """Refuses, before Gradio sees them: requests to the page routes the pages never use (CLOSED, in
+    `web.server.gradio_routes`), uploads from anyone but a signed-in admin (the pool import is the page's only file input) or over the size
+    limit, queue streams without a session (Gradio fails on an empty one), and small requests (SMALL) over
+    SMALL_BYTES. Every request that starts an event (EVENT: a join, a call by name) goes through one admission,
+    `_admit`, whichever route it came by. NewsLoop's own routes bound their own bodies."""
 
     def __init__(
         self,
         app: ASGIApp,
+        routes: RouteMap,
         is_admin: Callable[[Any], bool],
         max_bytes: int,
         address_of: Callable[[Any], str] | None = None,
         fair_share: FairShare | None = None,
-        early: dict[tuple[str, int], EarlyCheck] | None = None,
+        events: dict[str, PageEvents] | None = None,
         new_sessions: NewSessions | None = None,
+        data_budget: DataBudget | None = None,
     ) -> None:
         self.app = app
-        self.early = early or {}
+        self.routes = routes
+        self.events = events or {}
         self.new_sessions = new_sessions
+        self.data_budget = data_budget
         self.is_admin = is_admin
         self.max_bytes = max_bytes
         self.address_of = address_of
         self.fair_share = fair_share
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        path = scope.get("path", "").rstrip("/") if scope["type"] == "http" else ""
-        if path.endswith("/upload"):
-            request = Request(scope)
-            length = request.headers.get("content-length", "")
-            if not self.is_admin(request):
-                await _refuse(send, 403, "Only a signed-in admin may upload files.")
-                return
-            if length.isdecimal() and int(length) > self.max_bytes:
-                await _refuse(send, 413, f"Files are limited to {self.max_bytes / (1024 * 1024):g} MB.")
-                return
-        if path.endswith("/queue/data") and not parse_qs(scope.get("query_string", b"").decode()).get("session_hash"):
-            await _refuse(send, 400, "A session_hash is required.")
-            return
-        if path.endswith("/queue/join"):
-            await self._join(scope, receive, send)
-            return
-        if scope.get("method") in _WITH_BODY and not path.endswith("/upload") and not path.startswith("/api/"):
-            # Gradio's other routes read whole JSON bodies: bound them while they stream (/api/ bounds its own).
-            body = await _read_body(receive, _MAX_EVENT_BYTES)
+        hit = self.routes.find(scope.get("path", ""), scope.get("method", "")) if scope["type"] == "http" else None
+        if hit is None:  # not a page's route: NewsLoop's own (each bounds its body) or one nothing serves
+            await self.app(scope, receive, send)
+        elif hit.kind is Kind.CLOSED:
+            await asyncio.sleep(REFUSAL_PAUSE_S)
+            await _refuse(send, 404, CLOSED_WORDS)
+        elif hit.kind is Kind.EVENT:
+            await self._event(scope, receive, send, hit)
+        elif hit.kind is Kind.UPLOAD:
+            await self._upload(scope, receive, send)
+        elif hit.kind is Kind.SMALL:
+            body = await _read_body(receive, SMALL_BYTES)
             if body is None:
                 await _refuse(send, 413, "The request is too large.")
                 return
-            receive = replay(body)
-        await self.app(scope, receive, send)
+            await self.app(scope, replay(body), send)
+        elif hit.template == "/gradio_api/queue/data" and not parse_qs(
+                scope.get("query_string", b"").decode()).get("session_hash"):
+            await _refuse(send, 400, "A session_hash is required.")
+        else:
+            await self.app(scope, receive, send)
 
-    async def _join(self, scope: Scope, receive: Any, send: Any) -> None:
-        """An event join: refused when its address has its fair share of the queue already (before its body
-        is read), or without a session; else passed on, noting the event it became."""
-        share, address = self.fair_share, self.address_of(Request(scope)) if self.address_of else ""
+    async def _upload(self, scope: Scope, receive: Any, send: Any) -> None:
+        request = Request(scope)
+        length = request.headers.get("content-length", "")
+        if not self.is_admin(request):
+            await _refuse(send, 403, "Only a signed-in admin may upload files.")
+        elif length.isdecimal() and int(length) > self.max_bytes:
+            await _refuse(send, 413, f"Files are limited to {self.max_bytes / (1024 * 1024):g} MB.")
+        else:
+            await self.app(scope, receive, send)
+
+    async def _event(self, scope: Scope, receive: Any, send: Any, hit: Hit) -> None:
+        """A request that starts an event: refused when its address has its fair share of the queue already (before
+        its body is read), else admitted or refused by `_admit`; passed on noting the event it became."""
+        request = Request(scope)
+        share, address = self.fair_share, self.address_of(request) if self.address_of else ""
         if share is not None and not share.admit(address):
+            await asyncio.sleep(REFUSAL_PAUSE_S)
             await _refuse(send, 429, "Too many of your requests are waiting: try again when they finish.",
                           retry_after=1)
             return
@@ -141,43 +162,85 @@ class RequestGuard:
             await send(message)
 
         try:
-            body = await _read_body(receive, _MAX_EVENT_BYTES)
-            if body is None:
-                await _refuse(send, 413, "The request is too large.")
-            elif not _names_a_session(body):
-                await _refuse(send, 400, "A session_hash is required.")
-            elif (refusal := await self._early_refusal(body, scope)) is not None:
-                await _refuse(send, 429, refusal, retry_after=1)
-            elif (crowded := self._new_session_refusal(body, address)) is not None:
-                await _refuse(send, *crowded)
+            admitted = await self._admit(request, receive, address, hit)
+            if isinstance(admitted, Refusal):
+                await asyncio.sleep(REFUSAL_PAUSE_S)
+                await _refuse(send, admitted.status, admitted.detail, retry_after=admitted.retry_after)
             else:
-                await self.app(scope, replay(body), noted)
+                await self.app(scope, replay(admitted), noted)
         finally:
             if share is not None:
                 share.joined(address, _event_id(answer["body"]) if answer["status"] == 200 else None)
 
+    async def _admit(self, request: Request, receive: Any, address: str, hit: Hit) -> bytes | Refusal:
+        """The one admission of an event, whichever route starts it: its body read within the page's largest event
+        bound and its size spent from the address's data budget before it is parsed (once); then the event it names
+        (by fn_index in a join, by name in a call), that event's own bound, its early check and, for a session the
+        server has not seen, the new-session limits. The body to pass on, or why not."""
+        page = self.events[hit.page]
+        declared = request.headers.get("content-length", "")
+        if declared.isdecimal() and int(declared) > page.max_bytes:
+            return Refusal(413, page.too_large(int(declared)))
+        body = await _read_body(receive, page.max_bytes)
+        if body is None:
+            return Refusal(413, page.too_large(None))
+        if self.data_budget is not None and (wait := self.data_budget.spend(address, len(body))):
+            return Refusal(429, f"Too much data from your address: try again in {math.ceil(wait)} s.",
+                           math.ceil(wait))
+        payload = _parsed(body)
+        if not isinstance(payload, dict):
+            return Refusal(422, "An event's request must be a JSON object (see the page's \"Use via API\").")
+        session = payload.get("session_hash")
+        session = session if isinstance(session, str) and session.strip() else None
+        # The event Gradio will run: a join's fn_index; a call's name; a direct call's fn_index if it gives one.
+        fn_index, name = payload.get("fn_index"), hit.params.get("api_name", "")
+        numbered = isinstance(fn_index, int) and not isinstance(fn_index, bool)
+        if hit.template == JOIN and session is None:
+            return Refusal(400, "A session_hash is required.")
+        if hit.template == JOIN and not numbered:
+            return Refusal(422, "A join's fn_index must be a number naming one of the page's events.")
+        if isinstance(fn_index, int) and numbered and hit.template.rstrip("/") not in BY_NAME:
+            event, named = page.by_index(fn_index, session), f"number {fn_index}"
+        else:
+            event, named = page.by_name(name), repr(name)[:80]
+        if event is None:
+            return Refusal(404, f"This page has no event {named}.")
+        if len(body) > event.max_bytes:
+            return Refusal(413, event.too_large(len(body)))
+        # A call that names no session gets one of its own from Gradio: a new session each time.
+        session = session or f"call:{uuid.uuid4().hex}"
+        if self.new_sessions is not None and (crowded := self.new_sessions.refuses(session, address)):
+            return _crowded(crowded)  # before the early check: its thread costs more than this look
+        if event.early is not None and (why := await run_in_threadpool(event.early, request)) is not None:
+            return Refusal(429, why, 1)  # a shared limiter reads the database: off the event loop
+        if self.new_sessions is not None and (crowded := await self.new_sessions.admit(session, address)):
+            return _crowded(crowded)
+        return body
 
-    def _new_session_refusal(self, body: bytes, address: str) -> tuple[int, str, int] | None:
-        why = self.new_sessions.admit(str(_field(body, "session_hash")), address) if self.new_sessions else None
-        if why == "address":
-            return 429, "Too many new pages opened from your address: try again in a moment.", 2
-        if why == "everyone":
-            return 503, "Many people are opening the page right now: try again in a few seconds.", 2
-        return None
 
-    async def _early_refusal(self, body: bytes, scope: Scope) -> str | None:
-        page = scope.get("path", "").rstrip("/").removesuffix(_JOIN_PATH)  # the mount the join reaches
-        fn_index = _field(body, "fn_index")
-        check = self.early.get((page, fn_index)) if isinstance(fn_index, int) else None
-        if check is None:
-            return None
-        return await run_in_threadpool(check, Request(scope))  # a shared limiter reads the database
+@dataclass(frozen=True)
+class Refusal:
+    """An answer instead of the event: status, a sentence, and the seconds to wait (Retry-After), if any."""
+
+    status: int
+    detail: str
+    retry_after: int | None = None
+
+
+# A refused start of an event (or a closed route) is answered after this pause, holding no work: whatever a client
+# is refused for, it cannot be refused more than 1 / REFUSAL_PAUSE_S times a second on one connection, so a flood
+# on a few dozen kept-alive connections, which would take a thousand refusals a second (most of a core on 2
+# cores), takes a hundred. A client told "wait" or "wrong" loses nothing by hearing it half a second later.
+REFUSAL_PAUSE_S = 0.5
+
+
+def _crowded(why: str) -> Refusal:
+    if why == "address":
+        return Refusal(429, "Too many new pages opened from your address: try again in a moment.", 2)
+    return Refusal(503, "Many people are opening the page right now: try again in a few seconds.", 2)
 
 
 _GRADIO_SESSIONS = 250
-_JOIN_PATH = "/gradio_api/queue/join"
-_MAX_EVENT_BYTES = 4 * 1024 * 1024  # an event's JSON: a 20,000-character text is far below this
-_WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 async def _read_body(receive: Any, limit: int) -> bytes | None:
@@ -193,23 +256,16 @@ async def _read_body(receive: Any, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _names_a_session(body: bytes) -> bool:
+def _parsed(body: bytes) -> Any:
+    """The body's JSON, or None (not JSON, not UTF-8, nested too deep)."""
     try:
-        session = json.loads(body).get("session_hash")
-    except (ValueError, AttributeError, RecursionError):
-        return True  # not our concern: Gradio answers malformed bodies itself
-    return isinstance(session, str) and bool(session.strip())
-
-
-def _field(body: bytes, name: str) -> Any:
-    try:
-        return json.loads(body).get(name)
-    except (ValueError, AttributeError, RecursionError, TypeError):
+        return json.loads(body)
+    except (ValueError, RecursionError):
         return None
 
 
 def _event_id(body: bytes) -> str | None:
-    event_id = _field(body, "event_id")
+    event_id = (_parsed(body) or {}).get("event_id") if body.startswith(b"{") else None
     return event_id if isinstance(event_id, str) else None
 
 
@@ -275,9 +331,9 @@ def build_server(
     # browser ids must exist before the guard looks.
     holds = [queue_holds(page.blocks) for page in pages]
     fair_share = FairShare(options.events_per_address, lambda event_id: any(held(event_id) for held in holds))
-    # A join names its event by fn_index within the page it reaches: keyed by the page's path too.
-    early = {(page.path, fn_id): check for page in pages
-             for fn_id, check in handler_ids(page.blocks, options.early_refusals).items()}
+    # A join names its event by fn_index, a call by name, within the page it reaches: each page's own.
+    events = {page.path: PageEvents(page.blocks, handler_ids(page.blocks, options.early_refusals),
+                                    options.max_input_chars) for page in pages}
     # Innermost: what the app answers is compressed for a browser that accepts it (the page's configuration shrinks
     # to about a sixth); Starlette leaves event streams (the queue's answers) and small bodies as they are.
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=GZIP_LEVEL)
@@ -288,9 +344,10 @@ def build_server(
     # CustomCORSMiddleware defers to a Starlette CORSMiddleware on the parent app): name only the app's own.
     app.add_middleware(CORSMiddleware, allow_origins=options.origins.cors_origins, allow_credentials=True,
                        allow_methods=["GET", "POST"], allow_headers=["*"])
-    app.add_middleware(RequestGuard, is_admin=is_admin, max_bytes=options.max_upload_bytes,
-                       address_of=identities.address_of, fair_share=fair_share, early=early,
-                       new_sessions=NewSessions(options.new_sessions_per_minute, options.new_sessions_per_second))
+    app.add_middleware(RequestGuard, routes=RouteMap(api), is_admin=is_admin, max_bytes=options.max_upload_bytes,
+                       address_of=identities.address_of, fair_share=fair_share, events=events,
+                       new_sessions=NewSessions(options.new_sessions_per_minute, options.new_sessions_per_second),
+                       data_budget=DataBudget(int(options.event_data_mb_per_minute * 1024 * 1024)))
     app.add_middleware(BrowserIdMiddleware, identities=identities)
     app.add_middleware(OriginGuard, policy=options.origins)
     return app

@@ -12,8 +12,9 @@ addresses have events waiting, each one's share shrinks so that all of them toge
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from core.serving.limits import RateLimiter
 from web.server.session_memory import BoundedMap
@@ -92,26 +93,79 @@ class NewSessions:
     let in only while its address has opened fewer than `per_address` in the last minute (and a quarter of
     `per_second` in the last second) and everyone together fewer than `per_second` in the last second; a
     session seen once joins freely after that.
+
+    When everyone's second is full, a new session waits in line for a place instead of being refused: one per
+    address (its others are refused), `line` at most (by default four seconds' worth; beyond it: refused), let in
+    first come, first served as the seconds allow. So addresses opening sessions as fast as they may cannot refuse
+    a newcomer (the admin opening the page during a storm of guesses): it waits behind at most one session of each
+    address in line, `line / per_second` seconds at most. `line=0`: no line (refused at once).
     Used from the server's event loop only."""
 
-    def __init__(self, per_address: int, per_second: int, *, capacity: int = 4096,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, per_address: int, per_second: int, *, capacity: int = 4096, line: int | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self._per_address = RateLimiter(per_address, 60.0, clock)
         # One address may take at most a quarter of everyone's second, so one flooder leaves room for newcomers.
         self._address_second = RateLimiter(max(1, per_second // 4), 1.0, clock)
         self._everyone = RateLimiter(per_second, 1.0, clock)
         self._seen: BoundedMap[bool] = BoundedMap(capacity)  # the least recently seen forgotten first
+        self._line = 4 * per_second if line is None else line
+        self._waiting: set[str] = set()  # addresses with a session in line
+        self._turn: asyncio.Lock | None = None  # made in the event loop that uses it
+        self._sleep = sleep
 
-    def admit(self, session: str, address: str) -> str | None:
-        """None when `session` may join (it is remembered as seen), else why not (the address's minute, or
-        everyone's second, is full)."""
+    def refuses(self, session: str, address: str) -> str | None:
+        """What `admit` would refuse at once ("address", "everyone"), or None; records nothing (a cheap look before
+        costlier checks)."""
         if self._seen.get(session):
             return None
-        if self._per_address.peek(address) or self._address_second.peek(address):
+        if self._per_address.peek(address) or self._address_second.peek(address) or address in self._waiting:
             return "address"
-        if self._everyone.check("*"):
-            return "everyone"
+        return "everyone" if len(self._waiting) >= self._line and self._everyone.peek("*") else None
+
+    async def admit(self, session: str, address: str) -> str | None:
+        """None when `session` may join (it is remembered as seen), after waiting its turn if everyone's second is
+        full; else why not: "address" (its minute or second is full, or it has a session in line already) or
+        "everyone" (the line is full)."""
+        if self._seen.get(session):
+            return None
+        if why := self.refuses(session, address):
+            return why
+        self._waiting.add(address)
+        try:
+            self._turn = self._turn or asyncio.Lock()
+            async with self._turn:  # first come, first served: asyncio's lock wakes its waiters in order
+                while wait := self._everyone.check("*"):
+                    await self._sleep(wait)
+        finally:
+            self._waiting.discard(address)
         self._per_address.check(address)
         self._address_second.check(address)
         self._seen.put(session, True)
         return None
+
+
+class DataBudget:
+    """Event data per client address: each address may send `per_minute` bytes a minute (a bucket that holds a
+    minute's worth and refills evenly), so the cost of reading and parsing event bodies is counted per address and
+    one address sending large ones as fast as it can is refused for a moment, whatever each one is for.
+    Used from the server's event loop only."""
+
+    def __init__(self, per_minute: int, *, capacity: int = 4096, clock: Callable[[], float] = time.monotonic) -> None:
+        if per_minute < 1:
+            raise ValueError("per_minute must be >= 1")
+        self.per_minute = per_minute
+        self._clock = clock
+        self._buckets: BoundedMap[tuple[float, float]] = BoundedMap(capacity)  # address -> (bytes left, when)
+
+    def spend(self, address: str, size: int) -> float:
+        """Take `size` bytes from `address`'s budget and return 0, or take nothing and return the seconds until it
+        holds that much (a body larger than a minute's worth waits a full minute)."""
+        now, rate = self._clock(), self.per_minute / 60.0
+        left, then = self._buckets.get(address) or (float(self.per_minute), now)
+        left = min(float(self.per_minute), left + (now - then) * rate)
+        if size <= left:
+            self._buckets.put(address, (left - size, now))
+            return 0.0
+        self._buckets.put(address, (left, now))
+        return min(60.0, (size - left) / rate)

@@ -55,6 +55,37 @@ def handler_ids(demo: gr.Blocks, pairs: Sequence[tuple[Callable[..., Any], T]]) 
     return {fn_id: value for fn_id, block in demo.fns.items() for handler, value in pairs if block.fn == handler}
 
 
+def page_event(demo: gr.Blocks, fn_index: int, session_hash: str | None = None) -> Any | None:
+    """The page's event `fn_index` (a BlockFunction: `.inputs`, `.api_name`), or None when the page has none. Gradio
+    keeps the page's events in `Blocks.fns`; one a `gr.render` added exists only in the session that rendered it:
+    `Blocks.state_holder` (a session's `blocks_config.fns`), read here without creating a session, as Gradio's own
+    lookup (`route_utils.get_fn`) would."""
+    fn = demo.fns.get(fn_index)
+    holder = getattr(demo, "state_holder", None)
+    if fn is None and session_hash and holder is not None and session_hash in holder:
+        fn = holder.session_data[session_hash].blocks_config.fns.get(fn_index)
+    return fn
+
+
+def page_events(demo: gr.Blocks) -> dict[int, Any]:
+    """fn_index -> the page's event (a BlockFunction: its input components in `.inputs`), from `Blocks.fns`."""
+    return dict(demo.fns)
+
+
+def api_names(demo: gr.Blocks) -> dict[str, int]:
+    """api_name -> fn_index for the page's named events (`/gradio_api/call/<api_name>` finds its event by name, in
+    `Blocks.fns` as here; private events have their name too)."""
+    return {str(fn.api_name): fn_id for fn_id, fn in demo.fns.items() if isinstance(getattr(fn, "api_name", None), str)}
+
+
+def is_api_input(component: Any) -> bool:
+    """Whether an event input is one `gr.api` made from its function's signature (`gradio.components.api_component.Api`:
+    any JSON value, a text as long as a caller likes)."""
+    from gradio.components.api_component import Api
+
+    return isinstance(component, Api)
+
+
 def queue_holds(demo: gr.Blocks) -> Callable[[str], bool]:
     """Whether Gradio's queue still holds an event (queued or running). Gradio documents no way to ask;
     its queue (`Blocks._queue`) keeps each event in `event_ids_to_events` until the event finishes, is
