@@ -52,7 +52,7 @@ def train_params(config: TrainConfig, base_model: str, dropout: float, **rows: i
         "lexical": config.lexical,
         "batch_size": config.batch_size,
         "max_length": config.max_length,
-        "tail_tokens": config.tail_tokens,
+        "tail_tokens": config.reading.tail,
         "label_smoothing": config.label_smoothing,
         "dropout": dropout,
         "warmup_ratio": config.warmup_ratio,

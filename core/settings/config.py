@@ -120,9 +120,11 @@ class RetrainSection(RetrainPolicy):
     """A retrain: its own choices (RetrainPolicy), the recipe fields that replace the train section's for a retrain
     (same names as in TrainConfig), and how and when it runs."""
 
-    epochs: float = setting(
-        TrainConfig.field_default("epochs"), gt=0.0, le=20.0, description="Training epochs of a retrain."
-    )
+    # A retrain's own pace, not the bootstrap's: it starts from a trained champion, and its feedback rows are repeated
+    # (RetrainPolicy.feedback_repeats). Its batch, epochs and step floor are those bench/tune.py chose.
+    epochs: float = setting(1.0, gt=0.0, le=20.0, description="Training epochs of a retrain.")
+    batch_size: int = setting(32, ge=1, le=1024, description="Texts per training step of a retrain.")
+    min_steps: int = setting(0, ge=0, le=100_000, description="The fewest optimizer steps a retrain takes (0 = its epochs alone).")
     lr_encoder: float = setting(3e-5, gt=0.0, lt=1.0, description="Encoder learning rate of a retrain.")
     lr_head: float = setting(3e-4, gt=0.0, lt=1.0, description="Head learning rate of a retrain.")
     max_minutes: float = setting(8.0, ge=0.0, description="Training time budget of a retrain; 0 = none.")
@@ -278,7 +280,8 @@ class Settings(BaseSettings):
         return self.answers.with_(max_text_chars=self.serving.max_input_chars)
 
     def export_config(self) -> ExportConfig:
-        return ExportConfig(max_length=self.train.max_length, tail_tokens=self.train.tail_tokens,
+        reading = self.train_config().reading
+        return ExportConfig(max_length=reading.max_length, tail_tokens=reading.tail,
                             int8_tolerance=self.model.int8_tolerance)
 
 

@@ -42,7 +42,7 @@ def test_defaults_work_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings()
     assert settings.data.source == "ag_news"
     assert settings.model.base_model == ""  # the packaged all-MiniLM-L6-v2
-    assert settings.train.max_length == 192
+    assert settings.train.max_length == 256 and settings.train.reading.tail == 127  # head and tail
     assert not settings.hosting.admin_enabled
 
 

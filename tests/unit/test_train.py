@@ -81,7 +81,10 @@ def budgeted_run(tokenizer, seconds: Callable[[int], float], budget_s: float, **
     lrs: dict[int, float] = {}
     model = tiny_model()
     clock = StepClock(model, seconds)
-    recipe = TrainConfig(**({"max_length": 64, "max_minutes": budget_s / 60} | config))  # type: ignore[arg-type]
+    # The plan in epochs alone (no step floor, no token bound), as these budgets were worked out for.
+    plain = {"max_length": 64, "max_minutes": budget_s / 60, "batch_size": 32, "epochs": 1.0, "min_steps": 0,
+             "max_tokens": 0}
+    recipe = TrainConfig(**(plain | config))  # type: ignore[arg-type]
     result = train(model, tokenizer, texts, labels, recipe, clock=clock,
                    on_metrics=lambda metrics, step: lrs.__setitem__(step, metrics["lr_encoder"]))
     return result, lrs, -(-len(texts) // recipe.batch_size) * recipe.epochs
