@@ -141,7 +141,8 @@ def run_cell(name: str, variant: str, changes: dict[str, object], size: int, tra
 
     home = root / f"{name}-{variant}-{size}"
     data = write_csv(home / "data" / "train.csv", train)
-    settings = load_settings(home=home / "home", data=str(data), **changes)
+    quick_recipe = {"min_steps": 0, "max_length": 64} if quick else {}  # mechanics: a few steps of a tiny model
+    settings = load_settings(home=home / "home", data=str(data), **(quick_recipe | changes))
     model = None
     if quick:
         from transformers import AutoTokenizer
