@@ -16,15 +16,14 @@ from core.registry.versions import ModelRegistry
 from core.storage.paths import INT8_FILE
 from core.taxonomy import starting
 from feedback.topics.home import data_fits_home
-from retrain.baseline import baseline_scores
-from retrain.challenger import topic_list
-from retrain.lexical import fit_lexical
-from retrain.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
-from retrain.publish import ExportedVersion, log_exported, publish
-from retrain.setup import BootstrapSetup
-from retrain.targets import cap_rows
-from retrain.tracking import TRAINING_EXPERIMENT, Tracker, sync_aliases, train_params
-from retrain.train import TrainResult, train
+from retrain.classifier.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
+from retrain.export.publish import ExportedVersion, log_exported, publish
+from retrain.inputs import BootstrapSetup
+from retrain.tracking.tracker import TRAINING_EXPERIMENT, Tracker, sync_aliases, train_params
+from retrain.training.baseline import baseline_scores
+from retrain.training.lexical import fit_lexical
+from retrain.training.loop import TrainResult, train
+from retrain.training.targets import cap_rows
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +128,7 @@ def _bootstrap(
     tracker.set_tags({"kind": "bootstrap", "data": corpus.description})
     # As a retrain logs its taxonomy (retrain.challenger): the first version, the data's own topics.
     tracker.log_params({"taxonomy_version": 1})
-    tracker.log_dict({"version": 1, "topics": topic_list(starting(corpus.labels))}, "topics.json")
+    tracker.log_topics(starting(corpus.labels))
     result = train(
         model, tokenizer, [e.text for e in rows], [e.label for e in rows], config,
         val_texts=[e.text for e in corpus.validation], val_labels=[e.label for e in corpus.validation],

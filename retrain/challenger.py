@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -13,14 +12,14 @@ from transformers import PreTrainedTokenizerBase
 from core.data import Corpus, Example
 from core.labels import LABELS
 from core.registry.versions import ModelVersion
-from core.taxonomy import Taxonomy, starting
-from retrain.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
-from retrain.new_topics import Resolved, answer_taught, imprint_new_topics, match_taught_prior, resolve_split_rows
-from retrain.prior import PriorMatch
-from retrain.setup import RetrainSetup
-from retrain.targets import TrainingRows, replay_targets
-from retrain.tracking import Tracker, train_params
-from retrain.train import train
+from core.taxonomy import starting
+from retrain.classifier.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
+from retrain.inputs import RetrainSetup
+from retrain.topics.recipe import taxonomy_recipe
+from retrain.topics.taught import answer_taught, match_taught_prior
+from retrain.tracking.tracker import Tracker, topic_list, train_params
+from retrain.training.loop import train
+from retrain.training.targets import TrainingRows, replay_targets
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +58,7 @@ def train_challenger(
     targets = np.concatenate([targets, np.full((len(rows.unlabelled), len(taxonomy.keys)), 1.0 / len(taxonomy.keys),
                                                dtype=targets.dtype)])
     base_name = champion.version if policy.warm_start else resolve_base_model(setup.base_model)
-    recipe = taxonomy_recipe(setup, started_with, rows, model, tokenizer, targets)
+    recipe = taxonomy_recipe(policy, config, started_with, rows, model, tokenizer, targets)
     if recipe.teaches:
         config = config.with_(epochs=policy.teach_epochs, lr_encoder=policy.teach_lr_encoder,
                               lr_head=policy.teach_lr_head)
@@ -72,7 +71,7 @@ def train_challenger(
            "distill_weight": policy.distill_weight, "champion": champion.version, "label_fixes": label_fixes,
            "taxonomy_version": taxonomy.version, "traffic_rows_read": len(rows.unlabelled)} | recipe.params()
     )
-    tracker.log_dict({"version": taxonomy.version, "topics": topic_list(taxonomy)}, "topics.json")
+    tracker.log_topics(taxonomy)
     train(
         model, tokenizer, rows.texts, rows.labels, config, weights=rows.weights(policy.feedback_weight), targets=targets,
         sets=recipe.sets, val_texts=[e.text for e in rows.validation], val_labels=[e.label for e in rows.validation],
@@ -94,55 +93,3 @@ def train_challenger(
         "topics": topic_list(taxonomy),
     }
     return model, tokenizer, meta
-
-
-@dataclass
-class Recipe:
-    """What the recipe for a changed taxonomy did to one challenger (retrain.new_topics): topics imprinted (key ->
-    answers), split rows given a target, and the rows still trained toward a set."""
-
-    imprinted: dict[str, int] = field(default_factory=dict)
-    resolved: Resolved | None = None
-    sets: np.ndarray | None = None
-    prior: PriorMatch | None = None  # the taught topics' bias shifts, after training (retrain.prior)
-    split_rows: int = 0  # of the rows `resolved` read, a split's earlier rows (not unlabelled traffic)
-
-    @property
-    def teaches(self) -> bool:
-        """Whether this retrain teaches a topic: one imprinted, or a split's earlier rows read
-        (RetrainPolicy.teach_*). Unlabelled traffic read beside the answers teaches nothing by itself."""
-        return bool(self.imprinted) or self.split_rows > 0
-
-    def params(self) -> dict[str, Any]:
-        return {"imprinted_topics": ",".join(self.imprinted) or "-", "teaching": self.teaches,
-                "resolved_split_rows": self.split_rows,
-                "resolved_traffic_rows": (len(self.resolved.rows) - self.split_rows) if self.resolved else 0}
-
-
-def taxonomy_recipe(setup: RetrainSetup, started_with: tuple[str, ...], rows: TrainingRows, model: NewsClassifier,
-                    tokenizer: PreTrainedTokenizerBase, targets: np.ndarray) -> Recipe:
-    """Imprint the topics the model started without (`started_with`: its outputs before its head was fitted to the
-    taxonomy; a warm start's are the champion's) and give a split's earlier rows targets, as
-    `setup.policy` allows; `targets` (the rows' replay targets) are updated in place."""
-    policy, config = setup.policy, setup.train
-    recipe = Recipe(sets=rows.sets(model.num_labels))
-    if policy.imprint_new_topics and policy.warm_start:  # a fresh head has no trained rows to aim beside
-        recipe.imprinted = imprint_new_topics(model, tokenizer, started_with, rows.feedback, rows.base,
-                                              config.reading, config.seed)
-        if recipe.imprinted:
-            log.info("imprinted new topics from their answers: %s", recipe.imprinted)
-    if policy.resolve_split_rows and recipe.sets is not None:
-        recipe.resolved = resolve_split_rows(model, tokenizer, rows.examples,
-                                             config.reading, config.seed)
-        if recipe.resolved is not None:
-            recipe.split_rows = sum(1 for i in recipe.resolved.rows if i < len(rows.examples) - len(rows.unlabelled))
-            targets[recipe.resolved.rows] = recipe.resolved.targets
-            recipe.sets[recipe.resolved.rows] = False
-            recipe.sets = recipe.sets if recipe.sets.any() else None
-    return recipe
-
-
-def topic_list(taxonomy: Taxonomy) -> list[dict[str, str]]:
-    """The topics a model is trained on, in its output order: key, name and description (MLflow's topics.json,
-    the version's meta)."""
-    return [{"key": t.key, "name": t.name, "description": t.description} for t in taxonomy.topics]

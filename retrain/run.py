@@ -26,15 +26,16 @@ from feedback.store import FeedbackStore
 from feedback.training.fixes import LabelFixes
 from feedback.training.snapshot import backup_database, trusted_split
 from retrain.challenger import train_challenger
-from retrain.evaluate import judge, model_labels, validation_scores
-from retrain.lexical import retrain_lexical
-from retrain.model import ModelFactory, starting_point
-from retrain.prior import MATCH_TEXTS
-from retrain.publish import log_exported, publish
-from retrain.setup import RetrainSetup
+from retrain.classifier.model import ModelFactory, starting_point
+from retrain.export.publish import log_exported, publish
+from retrain.export.scoring import model_labels
+from retrain.gate.judge import judge, validation_scores
+from retrain.inputs import RetrainSetup
 from retrain.state import record_run, retrain_lock, write_progress
-from retrain.targets import assemble
-from retrain.tracking import RETRAIN_EXPERIMENT, Tracker, sync_aliases
+from retrain.topics.prior import MATCH_TEXTS
+from retrain.tracking.tracker import RETRAIN_EXPERIMENT, Tracker, sync_aliases
+from retrain.training.lexical import retrain_lexical
+from retrain.training.targets import assemble
 
 log = logging.getLogger(__name__)
 

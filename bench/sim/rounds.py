@@ -22,9 +22,9 @@ from core.text import text_hash
 if TYPE_CHECKING:
     from core.registry.versions import ModelRegistry, ModelVersion
     from feedback.store import FeedbackStore
-    from retrain.model import ModelFactory
+    from retrain.classifier.model import ModelFactory
+    from retrain.inputs import RetrainSetup
     from retrain.run import RunResult
-    from retrain.setup import RetrainSetup
 
 log = logging.getLogger("bench.loop")
 

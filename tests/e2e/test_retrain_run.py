@@ -20,10 +20,10 @@ from core.settings.config import PROJECT_ROOT, Settings
 from core.settings.policies import StoreLimits
 from core.storage.paths import HomePaths
 from feedback.store import FeedbackStore
+from retrain.inputs import RetrainSetup
 from retrain.run import RunResult, retrain
-from retrain.setup import RetrainSetup
 from retrain.state import RetrainBusy, retrain_lock
-from retrain.targets import replay_targets
+from retrain.training.targets import replay_targets
 from testkit.models import tiny_settings
 
 pytestmark = pytest.mark.e2e
@@ -278,7 +278,7 @@ def test_gate_reuses_validation_scores_cached_at_export_only_for_the_same_set(ti
     from core.data import load_corpus_or_seed
     from core.serving.classifier import OnnxClassifier
     from core.storage.paths import VALIDATION_PROBS
-    from retrain.evaluate import served_probs
+    from retrain.export.scoring import served_probs
 
     settings = settings_for(tiny_home_copy)
     validation = load_corpus_or_seed(settings.data.source, settings.data.val_fraction, settings.data.use_extra).validation

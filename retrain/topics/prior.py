@@ -11,7 +11,7 @@ matched on the model's own reading of texts it never trained on: the traffic set
 trusted answers, the one unbiased sample of labels there is. Only topics the champion lacked move: the others'
 priors were learned from all the base rows.
 
-Pure (numpy); `retrain.challenger` reads the model's logits and applies the shifts to its head.
+Pure (numpy); `retrain.topics.taught` reads the model's logits and applies the shifts to its head.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ The base mode, with fewer own articles:
 
 Every rule above compares the two models on the topics both have (`core.topic_maps.comparison`), and in the users'
 sets also on the answers naming a topic the champion lacks (class K there: the champion cannot be right on them,
-and what the challenger finds of them is its gain; `retrain.evaluate.judge`).
+and what the challenger finds of them is its gain; `retrain.gate.judge`).
 """
 
 from __future__ import annotations

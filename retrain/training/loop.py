@@ -19,9 +19,10 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from core.reading import Reading
 from core.settings.policies import TrainConfig
-from retrain.model import NewsClassifier, freeze_lower_layers
+from retrain.classifier.model import NewsClassifier, freeze_lower_layers
+from retrain.classifier.tokens import collate, predict_logits, token_ids
+from retrain.training.targets import soft_targets
 
 log = logging.getLogger(__name__)
 
@@ -63,38 +64,6 @@ def make_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Generat
     if bucket:
         rng.shuffle(batches)  # so the run does not see short texts first and long ones last
     return batches
-
-
-def collate(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(x) for x in ids)
-    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for row, seq in enumerate(ids):
-        input_ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[row, : len(seq)] = 1
-    return input_ids, mask
-
-
-def soft_targets(
-    labels: Sequence[int], num_labels: int, smoothing: float, teacher: np.ndarray | None = None, teacher_weight: float = 0.0
-) -> np.ndarray:
-    """Per-example target distributions: label-smoothed one-hot, blended with a teacher's probabilities.
-
-    With a teacher (the serving champion) the student is pulled toward what the champion already says on
-    these rows, so a retrain that replays base data changes only what the feedback asks it to change
-    ("learning without forgetting"); without one this is exactly cross-entropy with label smoothing.
-    """
-    if not 0.0 <= teacher_weight <= 1.0:
-        raise ValueError(f"teacher_weight must lie in [0, 1], got {teacher_weight}")
-    y = np.asarray(labels, dtype=int)
-    targets: np.ndarray = np.full((y.size, num_labels), smoothing / num_labels, dtype=np.float32)
-    targets[np.arange(y.size), y] += 1.0 - smoothing
-    if teacher is not None and teacher_weight > 0:
-        teacher = np.asarray(teacher, dtype=np.float32)
-        if teacher.shape != targets.shape:
-            raise ValueError(f"teacher probabilities have shape {teacher.shape}, expected {targets.shape}")
-        targets = (1.0 - teacher_weight) * targets + teacher_weight * teacher
-    return targets
 
 
 def row_losses(logits: torch.Tensor, targets: torch.Tensor, sets: torch.Tensor | None = None) -> torch.Tensor:
@@ -139,30 +108,6 @@ def _param_groups(model: NewsClassifier, config: TrainConfig) -> list[dict]:
         }
         for (is_head, no_decay), params in groups.items()
     ]
-
-
-def token_ids(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading) -> list[list[int]]:
-    """Each text's tokens as the model reads them (`core.reading`): the ids serving feeds the exported file."""
-    # Whole texts first (no truncation, no warning about their length), then the head and tail the reading keeps.
-    return [reading.ids(ids) for ids in tokenizer(list(texts), truncation=False, verbose=False)["input_ids"]]
-
-
-@torch.inference_mode()
-def predict_logits(
-    model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading,
-    batch_size: int = 64,
-) -> np.ndarray:
-    """PyTorch logits (eval mode), batched in length order."""
-    model.eval()
-    ids = token_ids(tokenizer, texts, reading)
-    order = np.argsort([len(x) for x in ids], kind="stable")
-    out = np.zeros((len(texts), model.num_labels), dtype=np.float32)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        input_ids, mask = collate([ids[i] for i in idx], tokenizer.pad_token_id or 0)
-        device = next(model.parameters()).device
-        out[idx] = model(input_ids.to(device), mask.to(device)).float().cpu().numpy()
-    return out
 
 
 def train(

@@ -20,8 +20,9 @@ from core.registry.versions import ModelRegistry, ModelVersion
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import ExportConfig
 from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
-from retrain.model import load_checkpoint, save_checkpoint
-from retrain.publish import calibrate, calibrated_probs, publish
+from retrain.classifier.model import load_checkpoint, save_checkpoint
+from retrain.export.calibration import calibrate, calibrated_probs
+from retrain.export.publish import publish
 
 
 def data_files(source: str) -> dict[str, dict[str, Any]]:
@@ -71,7 +72,7 @@ def package_starter(
 ) -> dict[str, Any]:
     """Write `out_dir` (replacing it) with the served int8 ONNX file, fp16 warm-start weights and a model card.
 
-    fp16 weights halve the repository's cost of warm starts; `retrain.model.load_checkpoint` loads them
+    fp16 weights halve the repository's cost of warm starts; `retrain.classifier.model.load_checkpoint` loads them
     back in fp32, and the fp32/int8 ONNX figures on the card are measured here on `validation`.
     `provenance` (source_version, trained_at) names the original training when `version` is a re-export.
     """
@@ -135,7 +136,7 @@ def reexport_starter(
 
 def calibrate_starter(starter_dir: Path, validation: list[Example]) -> dict[str, Any]:
     """Fit the shipped starter's temperature on its validation in every input form (as every export now does,
-    retrain.publish.calibrate) and write it, with each form's ECE and Brier score before and after, into its
+    retrain.export.calibration.calibrate) and write it, with each form's ECE and Brier score before and after, into its
     meta and card, in place. The weights and files do not change; its figures are measured again, calibrated."""
     meta = starter_meta(starter_dir)
     if meta is None:

@@ -18,6 +18,7 @@ from core.registry.mlflow_champion import HISTORY_TAG, REGISTERED_MODEL, VERSION
 from core.registry.versions import ModelRegistry
 from core.settings.policies import TrainConfig
 from core.storage.paths import CHECKPOINT_DIR, LEXICAL_FILE, META_FILE, ONNX_FILES, TOKENIZER_FILE
+from core.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,12 @@ def train_params(config: TrainConfig, base_model: str, dropout: float, **rows: i
         "max_minutes": config.max_minutes,
         "bucket_by_length": config.bucket_by_length,
     } | {f"rows_{k}": v for k, v in rows.items()}
+
+
+def topic_list(taxonomy: Taxonomy) -> list[dict[str, str]]:
+    """The topics a model is trained on, in its output order: key, name and description (MLflow's topics.json,
+    the version's meta)."""
+    return [{"key": t.key, "name": t.name, "description": t.description} for t in taxonomy.topics]
 
 
 def flatten_metrics(metrics: dict[str, Any], prefix: str) -> dict[str, float]:
@@ -129,6 +136,10 @@ class Tracker:
         if self._mlflow:
             self._mlflow.log_dict(json.loads(json.dumps(payload, default=str)), name)
 
+    def log_topics(self, taxonomy: Taxonomy) -> None:
+        """The topics the run trains toward, in the model's output order, and their taxonomy's version."""
+        self.log_dict({"version": taxonomy.version, "topics": topic_list(taxonomy)}, "topics.json")
+
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         if self._mlflow:
             self._mlflow.log_artifact(str(path), artifact_path)
@@ -137,7 +148,7 @@ class Tracker:
         """Final metrics, metrics JSON, confusion matrix and ROC/PR curves of one model on one set."""
         if not self._mlflow:
             return
-        from retrain.plots import confusion_matrix_png, curves_png
+        from retrain.tracking.plots import confusion_matrix_png, curves_png
 
         self.log_metrics(flatten_metrics(metrics, f"{name}_"))
         self.log_dict(metrics, f"metrics/{name}.json")

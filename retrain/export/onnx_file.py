@@ -18,8 +18,8 @@ from transformers import PreTrainedTokenizerBase
 from core.reading import Reading
 from core.serving.classifier import OnnxClassifier
 from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
-from retrain.model import NewsClassifier
-from retrain.train import predict_logits
+from retrain.classifier.model import NewsClassifier
+from retrain.classifier.tokens import predict_logits
 
 log = logging.getLogger(__name__)
 

@@ -165,19 +165,3 @@ def starting_point(base_model: str, dropout: float, warm_start: bool, seed: int)
         return load_base(base_model, dropout, seed=seed)
 
     return factory
-
-
-def tiny_model(vocab_size: int = 30522, seed: int = 0, labels: Sequence[str] = LABELS) -> NewsClassifier:
-    """A small random BERT classifier for tests of mechanics; its vocabulary fits the base tokenizer."""
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=256,
-    )
-    return NewsClassifier(BertModel(config, add_pooling_layer=False), labels, dropout=0.1)

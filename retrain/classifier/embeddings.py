@@ -1,0 +1,84 @@
+"""Pooled encoder embeddings: the masked mean of an encoder's last hidden states over what it reads of each text,
+from a classifier or a base encoder, kept in a disk cache under home; and what the head's last layer reads."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from core.reading import Reading
+from core.text import text_hash
+from retrain.classifier.model import NewsClassifier, load_base, load_checkpoint
+from retrain.classifier.tokens import collate, token_ids
+
+log = logging.getLogger(__name__)
+
+Embedder = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, dim) pooled embeddings
+
+
+def pooled(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading,
+           batch_size: int = 64) -> np.ndarray:
+    """The masked mean of the encoder's last hidden states over what it reads of each text (what the classifier's
+    head reads), batched in length order."""
+    encoder.eval()
+    ids = token_ids(tokenizer, texts, reading)
+    order = np.argsort([len(x) for x in ids], kind="stable")
+    out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
+    started = time.perf_counter()
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            input_ids, mask = collate([ids[i] for i in idx], tokenizer.pad_token_id or 0)
+            hidden = encoder(input_ids=input_ids, attention_mask=mask).last_hidden_state
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            out[idx] = ((hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)).numpy()
+            if start // batch_size % 50 == 49:
+                log.info("embedded %d of %d texts (%.0f s)", start + len(idx), len(texts), time.perf_counter() - started)
+    return out
+
+
+@torch.no_grad()
+def head_inputs(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading
+                ) -> torch.Tensor:
+    """What the head's last layer reads for each text: the pooled encoder output through the head's hidden layer,
+    dropout off."""
+    vectors = torch.from_numpy(pooled(model.encoder, tokenizer, texts, reading))
+    model.eval()
+    return model.head[:-1](vectors)
+
+
+def encoder_embedder(checkpoint_or_base: str, max_length: int, batch_size: int = 64) -> Embedder:
+    """Mean-pooled embeddings from a saved classifier's encoder (a champion's checkpoint folder), or from a base
+    encoder (a Hugging Face id or folder; "" = the packaged all-MiniLM-L6-v2)."""
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        path = Path(checkpoint_or_base) if checkpoint_or_base else None
+        model, tokenizer = (load_checkpoint(path) if path is not None and (path / "classifier.json").is_file()
+                            else load_base(checkpoint_or_base))
+        return pooled(model.encoder, tokenizer, texts, Reading(max_length), batch_size)
+
+    return embed
+
+
+def cached_embeddings(cache_dir: Path, model_key: str, texts: Sequence[str], embed: Embedder) -> np.ndarray:
+    """`embed(texts)`, kept in `cache_dir` under a digest of the model and the texts."""
+    digest = hashlib.sha256(model_key.encode())
+    for text in texts:
+        digest.update(text_hash(text).encode())
+    path = Path(cache_dir) / f"{digest.hexdigest()[:32]}.npy"
+    if path.is_file():
+        log.info("embeddings from the cache (%s)", path.name)
+        return np.load(path)
+    vectors = embed(texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npy")
+    np.save(tmp, vectors)
+    tmp.replace(path)
+    return vectors
