@@ -42,14 +42,14 @@ import numpy as np
 from bench.common import CpuWatch, contention_note
 from bench.options import add_data, add_val_fraction, default_data, parser
 from core.data import Example, load_corpus
-from core.evaluation.label_issues import find_label_issues, recall_precision
+from core.evaluation.label_issues import find_label_issues
 from core.labels import LABELS as LABELS_AG
 from core.logs import configure_logging
 from core.reading import Reading
 from core.settings.policies import MAX_LENGTH
 from retrain.classifier.embeddings import cached_embeddings, encoder_embedder, pooled
 from retrain.label_errors.folds import out_of_fold_probs
-from testkit.label_noise import flip_labels
+from testkit.label_noise import flip_labels, recall_precision
 
 QUICK_ROWS = 400
 

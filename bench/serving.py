@@ -364,7 +364,7 @@ def int8_variants(fp32_path: Path, out_dir: Path, single_texts: Sequence[str], t
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     from core.storage.paths import TOKENIZER_FILE
-    from retrain.export.onnx_file import fused_op_counts
+    from testkit.onnx_graph import fused_op_counts
 
     targets: dict[str, Path] = {}
     for number, (name, options) in enumerate(INT8_VARIANTS.items()):
@@ -524,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         onnx_files[ONNX_FP32] = (work, export_fp32(checkpoint, work, max_length).name)
         print(f"exported fp32 ONNX from {checkpoint} in {time.perf_counter() - start:.0f} s (the champion has none)")
     onnx_files = {k: v for k, v in onnx_files.items() if (v[0] / v[1]).is_file()}
-    from retrain.export.onnx_file import fused_op_counts
+    from testkit.onnx_graph import fused_op_counts
 
     for name, (model_dir, onnx_file) in onnx_files.items():
         counts = ", ".join(f"{op} {n}" for op, n in fused_op_counts(model_dir / onnx_file).items() if n)

@@ -39,8 +39,6 @@ from retrain.training.targets import assemble
 
 log = logging.getLogger(__name__)
 
-RunResult = RunRecord  # the name callers of `retrain` (bench/sim) know it by
-
 
 def retrain(
     setup: RetrainSetup,

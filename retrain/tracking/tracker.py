@@ -112,7 +112,7 @@ class Tracker:
         self.run_id = mlflow.start_run(run_name=self.run_name).info.run_id
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+    def __exit__(self, exc_type: object, *_: object) -> None:  # only whether the block raised matters
         if self._mlflow is not None:
             self._mlflow.end_run(status="FAILED" if exc_type else "FINISHED")
 

@@ -14,14 +14,14 @@ import pytest
 
 from core.data import load_seed
 from core.labels import LABELS
-from core.registry.stages import read_last_run
+from core.registry.stages import RunRecord, read_last_run
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT, Settings
 from core.settings.policies import StoreLimits
 from core.storage.paths import HomePaths
 from feedback.store import FeedbackStore
 from retrain.inputs import RetrainSetup
-from retrain.run import RunResult, retrain
+from retrain.run import retrain
 from retrain.state import RetrainBusy, retrain_lock
 from retrain.training.targets import replay_targets
 from testkit.models import tiny_settings
@@ -40,7 +40,7 @@ def settings_for(home: Path, **overrides: object) -> Settings:
     return tiny_settings(home, **(LEARNING | overrides))
 
 
-def run_retrain(settings: Settings, *, track: bool = False) -> RunResult:
+def run_retrain(settings: Settings, *, track: bool = False) -> RunRecord:
     return retrain(RetrainSetup.from_settings(settings), track=track)
 
 

@@ -25,11 +25,11 @@ from retrain.export.onnx_file import (
     UNOPTIMIZED_COST,
     ExportError,
     export_onnx,
-    fused_op_counts,
     parity_check,
     quantize_int8,
 )
 from testkit.models import tiny_model
+from testkit.onnx_graph import fused_op_counts
 
 TEXTS = [
     "Stocks fell sharply after the central bank raised rates.",

@@ -9,11 +9,10 @@ from core.evaluation.label_issues import (
     NO_CLASS,
     RankBy,
     confident_classes,
-    confident_joint,
     find_label_issues,
-    recall_precision,
     thresholds,
 )
+from testkit.label_noise import confident_joint, recall_precision
 
 # Worked by hand: t = (0.6, 0.7, 0.64). Row 2 (labelled 0) reaches only class 1's threshold; row 6 (labelled 2)
 # only class 0's; row 4 reaches none; the rest their own class.
