@@ -42,7 +42,7 @@ import numpy as np
 from bench.common import CpuWatch, contention_note
 from bench.options import add_data, add_val_fraction, default_data, parser
 from core.data import Example, load_corpus
-from core.evaluation.label_issues import find_label_issues
+from core.evaluation.confident_learning import find_label_issues
 from core.labels import LABELS as LABELS_AG
 from core.logs import configure_logging
 from core.reading import Reading

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from core.data import Example
-from core.evaluation.label_issues import NO_CLASS, confident_classes
+from core.evaluation.confident_learning import NO_CLASS, confident_classes
 from core.labels import NUM_LABELS
 
 

@@ -1,5 +1,5 @@
 """The candidates of a label-error search, ranked: a split's "B or C" rows first, then the rows confident learning
-(`core.evaluation.label_issues`) doubts; and the topics too small to judge, left aside."""
+(`core.evaluation.confident_learning`) doubts; and the topics too small to judge, left aside."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.evaluation.label_issues import RankBy, find_label_issues
+from core.evaluation.confident_learning import RankBy, find_label_issues
 from core.taxonomy import Taxonomy
 from core.text import text_hash
 from feedback.trust.label_errors import Candidate

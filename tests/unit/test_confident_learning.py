@@ -1,11 +1,11 @@
-"""Confident learning (core.evaluation.label_issues) against the paper's definition (Northcutt et al. 2021, eq. 1)."""
+"""Confident learning (core.evaluation.confident_learning) against the paper's definition (Northcutt et al. 2021, eq. 1)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.evaluation.label_issues import (
+from core.evaluation.confident_learning import (
     NO_CLASS,
     RankBy,
     confident_classes,

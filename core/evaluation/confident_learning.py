@@ -8,7 +8,7 @@ when j != i (an off-diagonal entry, cleanlab's `filter_by="confident_learning"`)
 self-confidence (p of the given label, lowest first) or by normalized margin (p_given - max other p).
 
 Why written here rather than imported from cleanlab: cleanlab is AGPL-3.0, so a host serving NewsLoop publicly
-would have to offer its whole source to every user. The method is a few lines; `tests/unit/test_label_issues.py`
+would have to offer its whole source to every user. The method is a few lines; `tests/unit/test_confident_learning.py`
 checks them against the paper's definition on a matrix worked by hand.
 """
 
