@@ -11,6 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -110,6 +111,164 @@ def _param_groups(model: NewsClassifier, config: TrainConfig) -> list[dict]:
     ]
 
 
+@dataclass(frozen=True)
+class RowTensors:
+    """What a run trains on, one entry per text: its token ids, its target distribution, its loss weight and, for a
+    row trained toward a set of topics, those topics (a bool mask over the topics; None when every row is exact)."""
+
+    ids: list[list[int]]
+    targets: torch.Tensor
+    weights: torch.Tensor
+    sets: torch.Tensor | None
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(x) for x in self.ids]
+
+    def to(self, device: torch.device) -> RowTensors:
+        return RowTensors(self.ids, self.targets.to(device), self.weights.to(device),
+                         self.sets.to(device) if self.sets is not None else None)
+
+    def loss(self, logits: torch.Tensor, batch: np.ndarray) -> torch.Tensor:
+        """The weighted mean of the `batch` rows' losses (`row_losses`) on their `logits`."""
+        per_example = row_losses(logits, self.targets[batch], self.sets[batch] if self.sets is not None else None)
+        return (per_example * self.weights[batch]).sum() / self.weights[batch].sum()
+
+
+def row_tensors(
+    tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], labels: Sequence[int], config: TrainConfig,
+    num_labels: int, *, weights: Sequence[float] | None, targets: np.ndarray | None, sets: np.ndarray | None,
+) -> RowTensors:
+    """`train`'s rows: the texts as the model reads them, toward `targets` (default: the label-smoothed labels), at
+    `weights` (default 1); ValueError when `targets` or `sets` are not one row per text and one column per topic."""
+    ids = token_ids(tokenizer, texts, config.reading)
+    if targets is None:
+        targets = soft_targets(labels, num_labels, config.label_smoothing)
+    if np.shape(targets) != (len(texts), num_labels):
+        raise ValueError(f"targets have shape {np.shape(targets)}, expected {(len(texts), num_labels)}")
+    target = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
+    w = torch.tensor(list(weights) if weights is not None else [1.0] * len(texts), dtype=torch.float32)
+    if sets is not None and np.shape(sets) != (len(texts), num_labels):
+        raise ValueError(f"sets have shape {np.shape(sets)}, expected {(len(texts), num_labels)}")
+    in_sets = torch.from_numpy(np.asarray(sets, dtype=bool)) if sets is not None and np.any(sets) else None
+    return RowTensors(ids, target, w, in_sets)
+
+
+class StepPlan:
+    """How many steps a run takes, and its learning-rate schedule over them (warmup, then linear decay): planned up
+    front (`plan_steps`), then, with a time budget, re-planned every few steps to what the budget affords at the
+    speed of the recent steps, and ended when the budget is spent."""
+
+    def __init__(self, planned: int, config: TrainConfig, clock: Callable[[], float]) -> None:
+        self.planned = self.total = planned
+        self.warmup_ratio = config.warmup_ratio
+        self.budget_s = config.max_minutes * 60.0
+        self.clock = clock
+        self.started = 0.0
+        self.stamps: deque[float] = deque(maxlen=_SPEED_WINDOW + 1)
+        self.stopped_by_budget = False
+
+    def lr_factor(self, step: int) -> float:
+        warmup = max(1, int(self.warmup_ratio * self.total))
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (self.total - step) / max(1, self.total - warmup))
+
+    def start(self) -> None:
+        self.started = self.clock()
+
+    def replan(self, step: int) -> bool:
+        """Time the step just taken, and every few steps plan the rest again; True when it did."""
+        self.stamps.append(self.clock())  # the first steps include one-off warmup: skipped below
+        if not (self.budget_s and step > 2 and step % _TIMING_STEPS == 0):
+            return False
+        # Speed over the recent steps only, so the plan follows the machine's current load.
+        window = list(self.stamps)[-_SPEED_WINDOW:] if step > _SPEED_WINDOW else list(self.stamps)[2:]
+        per_step = (window[-1] - window[0]) / max(1, len(window) - 1) * _SPEED_SAFETY
+        affordable = step + int((self.budget_s - (self.clock() - self.started)) / per_step)
+        # Re-planned both ways, since the speed seen so far can change with machine load.
+        self.total = min(self.planned, max(step, affordable))
+        self.stopped_by_budget = self.total < self.planned
+        return True
+
+    def end_if_spent(self, step: int) -> None:
+        if self.budget_s and self.clock() - self.started > self.budget_s:
+            self.total = step  # out of time: end here whatever the plan said
+            self.stopped_by_budget = True
+
+
+@dataclass(frozen=True)
+class Checks:
+    """Validation during a run: a fixed sample of the validation rows, scored every `every` steps and at the end."""
+
+    rows: tuple[list[str], list[int]] | None
+    every: int
+    loss_fn: nn.Module
+
+
+@dataclass
+class _Run:
+    """One run's moving parts, which each step reads and advances."""
+
+    model: NewsClassifier
+    tokenizer: PreTrainedTokenizerBase
+    config: TrainConfig
+    rows: RowTensors
+    plan: StepPlan
+    checks: Checks
+    on_metrics: MetricsCallback | None
+    device: torch.device
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    result: TrainResult = field(default_factory=TrainResult)
+    running: float = 0.0  # the training loss, smoothed
+
+    def epochs(self, rng: np.random.Generator, bar: Any) -> None:
+        """Steps, epoch after epoch, until the plan's total."""
+        step, epoch = 0, 0
+        while step < self.plan.total:
+            for batch in make_batches(self.rows.lengths, self.config.batch_size, rng, self.config.bucket_by_length):
+                if step >= self.plan.total:
+                    break
+                loss = self.take_step(batch)
+                step += 1
+                self.running = loss if step == 1 else 0.95 * self.running + 0.05 * loss
+                bar.update(1)
+                bar.set_postfix(loss=f"{self.running:.3f}", epoch=epoch)
+                if self.plan.replan(step):
+                    bar.total = self.plan.total
+                    bar.refresh()
+                self.plan.end_if_spent(step)
+                self.report(step)
+            epoch += 1
+        self.result.steps = step
+
+    def take_step(self, batch: np.ndarray) -> float:
+        """One optimizer step on the `batch` rows; their loss."""
+        input_ids, mask = collate([self.rows.ids[i] for i in batch], self.tokenizer.pad_token_id or 0)
+        logits = self.model(input_ids.to(self.device), mask.to(self.device))
+        loss = self.rows.loss(logits, batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.result.examples_seen += len(batch)
+        return loss.item()
+
+    def report(self, step: int) -> None:
+        """The loss and learning rate every 10 steps, and the validation checks when due."""
+        if self.on_metrics and step % 10 == 0:
+            self.on_metrics({"train_loss": self.running, "lr_encoder": float(self.scheduler.get_last_lr()[0])}, step)
+        if self.checks.rows and (step % self.checks.every == 0 or step == self.plan.total):
+            point = _validate(self.model, self.tokenizer, self.checks.rows, self.config, self.checks.loss_fn)
+            point |= {"step": step, "train_loss": self.running}
+            self.result.history.append(point)
+            if self.on_metrics:
+                self.on_metrics({k: v for k, v in point.items() if k != "step"}, step)
+            self.model.train()
+
+
 def train(
     model: NewsClassifier,
     tokenizer: PreTrainedTokenizerBase,
@@ -140,99 +299,32 @@ def train(
     if frozen:
         log.info("froze the embeddings and %d lower layers (%.1fM parameters)", config.freeze_layers, frozen / 1e6)
     rng = np.random.default_rng(config.seed)
-    pad_id = tokenizer.pad_token_id or 0
-    ids = token_ids(tokenizer, texts, config.reading)
-    lengths = [len(x) for x in ids]
-    num_labels = model.num_labels
-    if targets is None:
-        targets = soft_targets(labels, num_labels, config.label_smoothing)
-    if np.shape(targets) != (len(texts), num_labels):
-        raise ValueError(f"targets have shape {np.shape(targets)}, expected {(len(texts), num_labels)}")
-    target = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
-    w = torch.tensor(list(weights) if weights is not None else [1.0] * len(texts), dtype=torch.float32)
-    if sets is not None and np.shape(sets) != (len(texts), num_labels):
-        raise ValueError(f"sets have shape {np.shape(sets)}, expected {(len(texts), num_labels)}")
-    in_sets = torch.from_numpy(np.asarray(sets, dtype=bool)) if sets is not None and np.any(sets) else None
-
-    planned_steps = plan_steps(lengths, config)
-    state = {"total": planned_steps}
-
-    def lr_factor(step: int) -> float:
-        warmup = max(1, int(config.warmup_ratio * state["total"]))
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (state["total"] - step) / max(1, state["total"] - warmup))
-
+    rows = row_tensors(tokenizer, texts, labels, config, model.num_labels, weights=weights, targets=targets, sets=sets)
+    plan = StepPlan(plan_steps(rows.lengths, config), config, clock)
     optimizer = torch.optim.AdamW(_param_groups(model, config))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
-    loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing, reduction="none")
-    eval_every = config.eval_every or max(1, planned_steps // config.eval_checks)
-    val_subset = _subset(val_texts, val_labels, config.eval_rows, config.seed)
-
-    result = TrainResult()
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, plan.lr_factor)
+    checks = Checks(_subset(val_texts, val_labels, config.eval_rows, config.seed),
+                    config.eval_every or max(1, plan.planned // config.eval_checks),
+                    nn.CrossEntropyLoss(label_smoothing=config.label_smoothing, reduction="none"))
     # A retrain worker with a GPU trains there; the model returns to the CPU for export and scoring.
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device)
-    target, w = target.to(device), w.to(device)
-    in_sets = in_sets.to(device) if in_sets is not None else None
-    budget_s = config.max_minutes * 60.0
-    start = clock()
-    stamps: deque[float] = deque(maxlen=_SPEED_WINDOW + 1)
+    run = _Run(model, tokenizer, config, rows.to(device), plan, checks, on_metrics, device, optimizer, scheduler)
+    plan.start()
     model.train()
-    bar = tqdm(total=planned_steps, desc="training", unit="step", dynamic_ncols=True)
-    step, epoch, running = 0, 0, 0.0
+    bar = tqdm(total=plan.planned, desc="training", unit="step", dynamic_ncols=True)
     try:
-        while step < state["total"]:
-            for batch in make_batches(lengths, config.batch_size, rng, config.bucket_by_length):
-                if step >= state["total"]:
-                    break
-                input_ids, mask = collate([ids[i] for i in batch], pad_id)
-                logits = model(input_ids.to(device), mask.to(device))
-                per_example = row_losses(logits, target[batch], in_sets[batch] if in_sets is not None else None)
-                loss = (per_example * w[batch]).sum() / w[batch].sum()
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                scheduler.step()
-                step += 1
-                result.examples_seen += len(batch)
-                running = loss.item() if step == 1 else 0.95 * running + 0.05 * loss.item()
-                bar.update(1)
-                bar.set_postfix(loss=f"{running:.3f}", epoch=epoch)
-                stamps.append(clock())  # the first steps include one-off warmup: skipped below
-                if budget_s and step > 2 and step % _TIMING_STEPS == 0:
-                    # Speed over the recent steps only, so the plan follows the machine's current load.
-                    window = list(stamps)[-_SPEED_WINDOW:] if step > _SPEED_WINDOW else list(stamps)[2:]
-                    per_step = (window[-1] - window[0]) / max(1, len(window) - 1) * _SPEED_SAFETY
-                    affordable = step + int((budget_s - (clock() - start)) / per_step)
-                    # Re-planned both ways, since the speed seen so far can change with machine load.
-                    state["total"] = min(planned_steps, max(step, affordable))
-                    result.stopped_by_budget = state["total"] < planned_steps
-                    bar.total = state["total"]
-                    bar.refresh()
-                if budget_s and clock() - start > budget_s:
-                    state["total"] = step  # out of time: end here whatever the plan said
-                    result.stopped_by_budget = True
-                if on_metrics and step % 10 == 0:
-                    on_metrics({"train_loss": running, "lr_encoder": float(scheduler.get_last_lr()[0])}, step)
-                if val_subset and (step % eval_every == 0 or step == state["total"]):
-                    point = _validate(model, tokenizer, val_subset, config, loss_fn)
-                    point |= {"step": step, "train_loss": running}
-                    result.history.append(point)
-                    if on_metrics:
-                        on_metrics({k: v for k, v in point.items() if k != "step"}, step)
-                    model.train()
-            epoch += 1
+        run.epochs(rng, bar)
     finally:
         bar.close()
         model.to("cpu")
-    result.steps = step
-    result.seconds = clock() - start
+    result = run.result
+    result.seconds = clock() - plan.started
+    result.stopped_by_budget = plan.stopped_by_budget
     model.eval()
     log.info(
         "trained %d steps (%d examples) in %.0f s, %.1f examples/s%s",
-        step, result.examples_seen, result.seconds, result.examples_per_second,
+        result.steps, result.examples_seen, result.seconds, result.examples_per_second,
         " (shortened to fit the time budget)" if result.stopped_by_budget else "",
     )
     return result
