@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,8 @@ from transformers import PreTrainedTokenizerBase
 from core.data import Corpus, Example
 from core.labels import LABELS
 from core.registry.versions import ModelVersion
-from core.taxonomy import starting
+from core.settings.policies import RetrainPolicy, TrainConfig
+from core.taxonomy import Taxonomy, starting
 from retrain.classifier.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
 from retrain.inputs import RetrainSetup
 from retrain.topics.recipe import taxonomy_recipe
@@ -24,6 +26,14 @@ from retrain.training.targets import TrainingRows, replay_targets
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """The traffic set as a retrain reads it: its trusted answers, and the texts of its unlabelled items."""
+
+    answers: Sequence[Example] = ()
+    texts: Sequence[str] = ()
+
+
 def train_challenger(
     setup: RetrainSetup,
     champion: ModelVersion,
@@ -32,15 +42,15 @@ def train_challenger(
     factory: ModelFactory,
     tracker: Tracker,
     label_fixes: int = 0,
-    traffic: Sequence[Example] = (),
-    traffic_texts: Sequence[str] = (),
+    traffic: Traffic | None = None,
 ) -> tuple[NewsClassifier, PreTrainedTokenizerBase, dict[str, Any]]:
     """Train on `rows` (labels indexing `rows.taxonomy`'s topics; default the four AG News ones) toward their
     replay targets and log the run (with `label_fixes`, the live label fixes its rows were read through); returns
     the model, one output per topic of the taxonomy, its tokenizer and the meta its version will carry. `traffic`
-    (the traffic set's trusted answers) and `traffic_texts` (its unlabelled items) set the prior of the topics only
-    answers teach (`RetrainPolicy.match_taught_prior`)."""
+    (the traffic set's trusted answers and unlabelled items) sets the prior of the topics only answers teach
+    (`RetrainPolicy.match_taught_prior`)."""
     policy, config = setup.policy, setup.train
+    traffic = traffic or Traffic()
     taxonomy = rows.taxonomy or starting(LABELS)
     model, tokenizer = factory(champion)
     started_with = model.labels
@@ -50,13 +60,8 @@ def train_challenger(
     # lost 16 points of recall).
     taught = [i for i in answer_taught(rows.base, len(taxonomy.keys)) if taxonomy.keys[i] not in started_with]
     if policy.read_traffic and policy.resolve_split_rows and taught and rows.feedback:
-        rows = rows.with_unlabelled(traffic_texts, len(taxonomy.keys))
-    targets = replay_targets(
-        champion, rows.base, rows.trained_feedback, label_smoothing=config.label_smoothing,
-        distill_weight=policy.distill_weight, taxonomy=taxonomy,
-    )
-    targets = np.concatenate([targets, np.full((len(rows.unlabelled), len(taxonomy.keys)), 1.0 / len(taxonomy.keys),
-                                               dtype=targets.dtype)])
+        rows = rows.with_unlabelled(traffic.texts, len(taxonomy.keys))
+    targets = _targets(champion, rows, policy, config, taxonomy)
     base_name = champion.version if policy.warm_start else resolve_base_model(setup.base_model)
     recipe = taxonomy_recipe(policy, config, started_with, rows, model, tokenizer, targets)
     if recipe.teaches:
@@ -78,9 +83,26 @@ def train_challenger(
         on_metrics=tracker.log_step,
     )
     if policy.match_taught_prior and taught and rows.feedback:
-        recipe.prior = match_taught_prior(model, tokenizer, taught, traffic, traffic_texts, config.reading)
-        tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic)})
-    meta = {
+        recipe.prior = match_taught_prior(model, tokenizer, taught, traffic.answers, traffic.texts, config.reading)
+        tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic.answers)})
+    return model, tokenizer, _meta(base_name, corpus, rows, champion, label_fixes, config, taxonomy)
+
+
+def _targets(champion: ModelVersion, rows: TrainingRows, policy: RetrainPolicy, config: TrainConfig,
+             taxonomy: Taxonomy) -> np.ndarray:
+    """Each row's replay target (`replay_targets`); an unlabelled traffic row's is every topic alike."""
+    targets = replay_targets(
+        champion, rows.base, rows.trained_feedback, label_smoothing=config.label_smoothing,
+        distill_weight=policy.distill_weight, taxonomy=taxonomy,
+    )
+    return np.concatenate([targets, np.full((len(rows.unlabelled), len(taxonomy.keys)), 1.0 / len(taxonomy.keys),
+                                            dtype=targets.dtype)])
+
+
+def _meta(base_name: str, corpus: Corpus, rows: TrainingRows, champion: ModelVersion, label_fixes: int,
+          config: TrainConfig, taxonomy: Taxonomy) -> dict[str, Any]:
+    """The meta the challenger's version carries: where it started, what it trained on, its recipe and topics."""
+    return {
         "kind": "retrain",
         "base_model": base_name,
         "data": f"{corpus.description} + {len(rows.feedback)} feedback rows",
@@ -92,4 +114,3 @@ def train_challenger(
         "taxonomy_version": taxonomy.version,
         "topics": topic_list(taxonomy),
     }
-    return model, tokenizer, meta

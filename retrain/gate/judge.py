@@ -3,6 +3,8 @@ compared on, then the pure gate's decision (`retrain.gate.rules`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from core.data import Example
@@ -65,20 +67,32 @@ def compared(name: str, classes: Comparison, labels: np.ndarray, allowed: list[t
     return EvalSet(name, truth, champion_classes, challenger_classes)
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """The rows a gate judges on: base validation, the feedback held out, the traffic set's trusted answers and the
+    golden set (the last two may be empty)."""
+
+    validation: list[Example]
+    holdout: list[Example]
+    traffic: list[Example] = field(default_factory=list)
+    golden: list[Example] = field(default_factory=list)
+
+    def by_set(self) -> tuple[tuple[str, list[Example]], ...]:
+        return ((BASE_SET, self.validation), (HOLDOUT_SET, self.holdout), (TRAFFIC_SET, self.traffic),
+                (GOLDEN_SET, self.golden))
+
+
 def judge(
     champion: ModelVersion,
     challenger: ModelVersion,
-    validation: list[Example],
-    holdout: list[Example],
+    evidence: Evidence,
     config: GateConfig,
     tracker: Tracker,
-    traffic: list[Example] | None = None,
     taxonomy: Taxonomy | None = None,
-    golden: list[Example] | None = None,
 ) -> GateResult:
     """Score both models through the same serving path on the same sets, then apply the pure gate.
 
-    The examples index `taxonomy`'s current topics (the challenger's; default: the champion's own). Both models
+    `evidence`'s rows index `taxonomy`'s current topics (the challenger's; default: the champion's own). Both models
     are compared on the rows of topics both predict (`core.topic_maps.comparison`: a merged pair as one) and on the
     answers naming a topic the champion lacks (`compared`); such a topic is also judged on its own held-out answers
     (the gate's NEW_TOPIC rule)."""
@@ -89,8 +103,7 @@ def judge(
     labels: list[int] = []
     allowed: list[tuple[int, ...]] = []
     predicted: list[int] = []
-    for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout), (TRAFFIC_SET, traffic or []),
-                           (GOLDEN_SET, golden or [])):
+    for name, examples in evidence.by_set():
         if not examples:
             continue
         champion_probs = served_probs(champion, examples)

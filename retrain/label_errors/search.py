@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +55,6 @@ def search(
     seed: int = 0,
     use_champion: bool = False,
     embedder: Embedder | None = None,
-    clock: Callable[[], float] = time.time,
     min_topic_rows: int = LabelErrorPolicy.field_default("min_topic_rows"),
 ) -> SearchReport:
     """Search the base rows and trusted answers for label errors and store the candidates (at most `limit`).
@@ -79,13 +77,7 @@ def search(
     rows = [r for r in read if not {r.label, *r.allowed} & small.keys()]
     left_out = left_out_words(small, taxonomy, min_topic_rows)
     if embedder is None:
-        champion = ModelRegistry(models_dir).champion() if use_champion else None
-        checkpoint = champion.path / CHECKPOINT_DIR if champion is not None else None
-        if checkpoint is not None and checkpoint.is_dir():
-            model_key, source = f"champion {champion.version}", str(checkpoint)  # type: ignore[union-attr]  # set with checkpoint
-        else:
-            model_key, source = f"base {base_model or 'all-MiniLM-L6-v2'}", base_model
-        embedder = encoder_embedder(source, max_length)
+        model_key, embedder = _encoder(models_dir, base_model, max_length, use_champion)
     else:
         model_key = "given"
     texts = [r.text for r in rows]
@@ -97,10 +89,19 @@ def search(
                               unlabelled=[i for i, r in enumerate(rows) if r.allowed])
     found = rank_candidates(rows, probs, taxonomy.keys)
     # When, to the second, and a few random characters: two searches in one second stay apart.
-    search_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(clock()))}-{secrets.token_hex(2)}"
+    search_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(time.time()))}-{secrets.token_hex(2)}"
     stored = store.label_errors.save_search(search_id, found[:limit] if limit else found, rows=len(read),
                                             candidates=len(found), model=model_key, data=corpus.description,
                                             left_out=left_out)
     return SearchReport(search_id, len(read), sum(r.source is Source.BASE for r in read),
                         sum(r.source is Source.ANSWER for r in read), len(found), stored, model_key,
                         round(time.perf_counter() - started, 1), corpus.description, left_out)
+
+
+def _encoder(models_dir: Path, base_model: str, max_length: int, use_champion: bool) -> tuple[str, Embedder]:
+    """Whose embeddings a search reads, in words (the cache's key), and the embedder: the champion's checkpoint when
+    asked for and it has one, else the base encoder."""
+    champion = ModelRegistry(models_dir).champion() if use_champion else None
+    if champion is not None and (champion.path / CHECKPOINT_DIR).is_dir():
+        return f"champion {champion.version}", encoder_embedder(str(champion.path / CHECKPOINT_DIR), max_length)
+    return f"base {base_model or 'all-MiniLM-L6-v2'}", encoder_embedder(base_model, max_length)
