@@ -144,15 +144,8 @@ def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABE
                                   base.challenger_pred[rows] == index, config.recall_margin,
                                   config.noninferiority_alpha))
     rules.extend(new_topic_rule(score, config) for score in new_topics)
-    return GateResult(
-        promote=all(r.passed for r in rules),
-        rules=tuple(rules),
-        sets=tuple(_set_scores(s, weights[name], labels) for name, s in by_name.items()),
-        champion_score=champion_score,
-        challenger_score=challenger_score,
-        p_value=gain_p,
-        power=evidence_power(_own(by_name), config),
-    )
+    return _verdict(rules, by_name, weights, labels, scores=(champion_score, challenger_score), p_value=gain_p,
+                    mode=GateMode.BASE, power=evidence_power(_own(by_name), config))
 
 
 def _decide_own(by_name: dict[str, EvalSet], own: list[EvalSet], config: GateConfig, labels: Sequence[str],
@@ -176,15 +169,23 @@ def _decide_own(by_name: dict[str, EvalSet], own: list[EvalSet], config: GateCon
         *(new_topic_rule(score, config) for score in new_topics),
     ]
     weights = {name: (1.0 if any(s.name == name for s in own) else 0.0) for name in by_name}
+    return _verdict(rules, by_name, weights, labels, scores=(champion, challenger), p_value=gain_p,
+                    mode=GateMode.OWN, power=evidence_power(own, config))
+
+
+def _verdict(rules: list[RuleResult], by_name: dict[str, EvalSet], weights: dict[str, float], labels: Sequence[str],
+             *, scores: tuple[float, float], p_value: float, mode: GateMode, power: Power) -> GateResult:
+    """Promote only when every rule passed; each set's scores, at its weight in the decision; `scores`: the
+    champion's and the challenger's headline score."""
     return GateResult(
         promote=all(r.passed for r in rules),
         rules=tuple(rules),
         sets=tuple(_set_scores(s, weights[name], labels) for name, s in by_name.items()),
-        champion_score=champion,
-        challenger_score=challenger,
-        p_value=gain_p,
-        mode=GateMode.OWN.value,
-        power=evidence_power(own, config),
+        champion_score=scores[0],
+        challenger_score=scores[1],
+        p_value=p_value,
+        mode=mode.value,
+        power=power,
     )
 
 
