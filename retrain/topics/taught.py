@@ -21,8 +21,7 @@ log = logging.getLogger(__name__)
 def answer_taught(base: Sequence[Example], num_labels: int) -> list[int]:
     """The topics (output indices) no base row can be, exactly or within a set: only answers teach them (an added
     topic), so their share of the training rows is far below their share of traffic. A split's topics are left out:
-    the parent's old rows ("B or C", read by `resolve_split_rows`) carry the pair's share, and on bench/taxonomy.py
-    matching the child's prior as well cut its recall (0.849 to 0.819 at 200 labels, 0.877 to 0.813 at 400)."""
+    the parent's old rows ("B or C", read by `resolve_split_rows`) carry the pair's share (docs/decisions/new-topics.md)."""
     in_base = {t for e in base for t in (e.allowed or (e.label,))}
     return [i for i in range(num_labels) if i not in in_base]
 
