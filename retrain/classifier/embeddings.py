@@ -15,8 +15,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from core.reading import Reading
 from core.text import text_hash
-from retrain.classifier.model import NewsClassifier, load_base, load_checkpoint
-from retrain.classifier.tokens import collate, token_ids
+from retrain.classifier.model import NewsClassifier, is_checkpoint, load_base, load_checkpoint, mean_pooled
+from retrain.classifier.tokens import INFERENCE_BATCH, by_length
 
 log = logging.getLogger(__name__)
 
@@ -24,23 +24,19 @@ Embedder = Callable[[Sequence[str]], np.ndarray]  # texts -> (n, dim) pooled emb
 
 
 def pooled(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], reading: Reading,
-           batch_size: int = 64) -> np.ndarray:
+           batch_size: int = INFERENCE_BATCH) -> np.ndarray:
     """The masked mean of the encoder's last hidden states over what it reads of each text (what the classifier's
     head reads), batched in length order."""
     encoder.eval()
-    ids = token_ids(tokenizer, texts, reading)
-    order = np.argsort([len(x) for x in ids], kind="stable")
     out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
     started = time.perf_counter()
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
-            input_ids, mask = collate([ids[i] for i in idx], tokenizer.pad_token_id or 0)
+        for batch, (idx, input_ids, mask) in enumerate(by_length(tokenizer, texts, reading, batch_size)):
             hidden = encoder(input_ids=input_ids, attention_mask=mask).last_hidden_state
-            weights = mask.unsqueeze(-1).to(hidden.dtype)
-            out[idx] = ((hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)).numpy()
-            if start // batch_size % 50 == 49:
-                log.info("embedded %d of %d texts (%.0f s)", start + len(idx), len(texts), time.perf_counter() - started)
+            out[idx] = mean_pooled(hidden, mask).numpy()
+            if batch % 50 == 49:
+                log.info("embedded %d of %d texts (%.0f s)", batch * batch_size + len(idx), len(texts),
+                         time.perf_counter() - started)
     return out
 
 
@@ -54,13 +50,13 @@ def head_inputs(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, texts
     return model.head[:-1](vectors)
 
 
-def encoder_embedder(checkpoint_or_base: str, max_length: int, batch_size: int = 64) -> Embedder:
+def encoder_embedder(checkpoint_or_base: str, max_length: int, batch_size: int = INFERENCE_BATCH) -> Embedder:
     """Mean-pooled embeddings from a saved classifier's encoder (a champion's checkpoint folder), or from a base
     encoder (a Hugging Face id or folder; "" = the packaged all-MiniLM-L6-v2)."""
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         path = Path(checkpoint_or_base) if checkpoint_or_base else None
-        model, tokenizer = (load_checkpoint(path) if path is not None and (path / "classifier.json").is_file()
+        model, tokenizer = (load_checkpoint(path) if path is not None and is_checkpoint(path)
                             else load_base(checkpoint_or_base))
         return pooled(model.encoder, tokenizer, texts, Reading(max_length), batch_size)
 
