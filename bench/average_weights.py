@@ -4,7 +4,7 @@
         python -m bench.average_weights ../starter_home/models/versions/v0001/checkpoint models/starter/checkpoint
 
 Both checkpoints must share an architecture (the same base encoder and head). The average is exported as any
-bootstrap's model is (ONNX, int8, calibration: retrain.publish) into NEWSLOOP_HOME's registry and promoted, with
+bootstrap's model is (ONNX, int8, calibration: retrain.export.publish) into NEWSLOOP_HOME's registry and promoted, with
 the first checkpoint's training record (its version's meta.json beside it, if any); `newsloop starter` then packs
 it. Prints the new version and its int8 and fp32 validation accuracy.
 """
@@ -31,8 +31,8 @@ def main() -> int:
 
     import torch
 
-    from retrain.model import load_checkpoint
-    from retrain.publish import publish
+    from retrain.classifier.model import load_checkpoint
+    from retrain.export.publish import publish
 
     model, tokenizer = load_checkpoint(args.first)
     other, _ = load_checkpoint(args.second)

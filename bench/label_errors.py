@@ -42,20 +42,23 @@ import numpy as np
 from bench.common import CpuWatch, contention_note
 from bench.options import add_data, add_val_fraction, default_data, parser
 from core.data import Example, load_corpus
-from core.evaluation.label_issues import find_label_issues, recall_precision
+from core.evaluation.confident_learning import find_label_issues
 from core.labels import LABELS as LABELS_AG
 from core.logs import configure_logging
 from core.reading import Reading
 from core.settings.policies import MAX_LENGTH
-from retrain.label_errors import cached_embeddings, encoder_embedder, flip_labels, out_of_fold_probs, pooled
+from retrain.classifier.embeddings import cached_embeddings, encoder_embedder, pooled
+from retrain.label_errors.folds import out_of_fold_probs
+from testkit.label_noise import flip_labels, recall_precision
 
 QUICK_ROWS = 400
 
 
-def _tiny_embedder(max_length: int):  # type: ignore[no-untyped-def]  # the Embedder of retrain.label_errors
+def _tiny_embedder(max_length: int):  # type: ignore[no-untyped-def]  # the Embedder of retrain.classifier.embeddings
     from transformers import AutoTokenizer
 
-    from retrain.model import resolve_base_model, tiny_model
+    from retrain.classifier.model import resolve_base_model
+    from testkit.models import tiny_model
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         model = tiny_model()
@@ -93,16 +96,17 @@ def _fine_tuned(train: Sequence[Example], labels: Sequence[int], scored: Sequenc
     """The probabilities on `scored` of the bootstrap's fine-tune from the base encoder (one epoch of the default
     TrainConfig, no time cap, so every run takes the same steps), trained on `train` with `labels`."""
     from core.settings.config import load_settings
-    from retrain.model import load_base, tiny_model
-    from retrain.train import predict_logits
-    from retrain.train import train as fine_tune
+    from retrain.classifier.model import load_base
+    from retrain.classifier.tokens import predict_logits
+    from retrain.training.loop import train as fine_tune
+    from testkit.models import tiny_model
 
     settings = load_settings()
     config = settings.train_config(max_minutes=0)
     if quick:
         from transformers import AutoTokenizer
 
-        from retrain.model import resolve_base_model
+        from retrain.classifier.model import resolve_base_model
 
         model, tokenizer = tiny_model(), AutoTokenizer.from_pretrained(resolve_base_model(""))
     else:
@@ -201,8 +205,8 @@ def measure_fixes(home: Path, data: str, *, val_fraction: float, extra: bool, ma
     from core.storage.paths import CHECKPOINT_DIR, HomePaths
     from feedback.store import FeedbackStore
     from feedback.training.fixes import LabelFixes, read_fixes
-    from retrain.evaluate import served_probs
-    from retrain.label_errors import base_rows
+    from retrain.export.scoring import served_probs
+    from retrain.label_errors.rows import base_rows
 
     paths = HomePaths(home)
     store = FeedbackStore(paths.feedback_db)

@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, root: Path) -> tuple[list[Round], dict[str, in
     from core.serving.classifier import load_version
     from core.settings.config import load_settings
     from feedback.store import FeedbackStore
-    from retrain.setup import RetrainSetup
+    from retrain.inputs import RetrainSetup
 
     rows = newsroom_rows(args.set, args.map)
     test, golden, pool = carve_newsroom(rows, args.test, args.golden, args.pool, args.seed)

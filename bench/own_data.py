@@ -135,9 +135,9 @@ def run_cell(name: str, variant: str, changes: dict[str, object], size: int, tra
     """One bootstrap in a fresh home on `train`, and the baseline on its training rows; both scored on `test`."""
     from core.serving.classifier import load_version
     from core.settings.config import load_settings
-    from retrain.baseline import fit_baseline
     from retrain.bootstrap import bootstrap
-    from retrain.setup import BootstrapSetup
+    from retrain.inputs import BootstrapSetup
+    from retrain.training.baseline import fit_baseline
 
     home = root / f"{name}-{variant}-{size}"
     data = write_csv(home / "data" / "train.csv", train)
@@ -148,7 +148,8 @@ def run_cell(name: str, variant: str, changes: dict[str, object], size: int, tra
         from transformers import AutoTokenizer
 
         from core.data import source_labels
-        from retrain.model import resolve_base_model, tiny_model
+        from retrain.classifier.model import resolve_base_model
+        from testkit.models import tiny_model
 
         model = (tiny_model(seed=0, labels=source_labels(str(data))), AutoTokenizer.from_pretrained(resolve_base_model("")))
     watch = CpuWatch()

@@ -108,8 +108,8 @@ def timed_retrain(
     from bench.sim.shift import FormEvaluator
     from core.data import load_corpus
     from core.registry.versions import ModelRegistry
+    from retrain.inputs import RetrainSetup
     from retrain.run import retrain
-    from retrain.setup import RetrainSetup
 
     home = root / name
     shutil.copytree(root / "home", home)
@@ -118,12 +118,12 @@ def timed_retrain(
     setup = dataclasses.replace(setup, train=setup.train.with_(**(loop or {})))
     stamps = [("start", time.perf_counter(), cpu_seconds())]
     shortened = _Shortened()
-    logging.getLogger("retrain.train").addHandler(shortened)
+    logging.getLogger("retrain.training.loop").addHandler(shortened)
     try:
         result = retrain(setup, track=True,
                          on_stage=lambda stage: stamps.append((str(stage), time.perf_counter(), cpu_seconds())))
     finally:
-        logging.getLogger("retrain.train").removeHandler(shortened)
+        logging.getLogger("retrain.training.loop").removeHandler(shortened)
     stamps.append(("end", time.perf_counter(), cpu_seconds()))
     # Each stage's share runs to the next stage's start; "start" is the lock and MLflow's run before the first.
     stages = {a[0]: {"wall_s": b[1] - a[1], "cpu_s": b[2] - a[2]} for a, b in zip(stamps, stamps[1:], strict=False)}

@@ -136,8 +136,8 @@ def torch_engine(checkpoint_dir: Path, max_length: int) -> Engine:
     from transformers.utils import logging as hf_logging
 
     from core.text import clean_text
-    from retrain.model import load_checkpoint
-    from retrain.train import predict_logits
+    from retrain.classifier.model import load_checkpoint
+    from retrain.classifier.tokens import predict_logits
 
     hf_logging.disable_progress_bar()
     torch.set_num_threads(os.cpu_count() or 1)
@@ -337,15 +337,15 @@ def tune(files: dict[str, tuple[Path, str]], single_texts: Sequence[str], texts:
 
 def export_fp32(checkpoint_dir: Path, out_dir: Path, max_length: int) -> Path:
     """Export the champion's checkpoint (the starter ships fp16 weights and int8 ONNX only) as fused fp32 ONNX."""
-    from retrain.export import export_onnx
-    from retrain.model import load_checkpoint
+    from retrain.classifier.model import load_checkpoint
+    from retrain.export.onnx_file import export_onnx
 
     model, tokenizer = load_checkpoint(checkpoint_dir)
     return export_onnx(model, tokenizer, out_dir, Reading(max_length)).path
 
 
 INT8_VARIANTS: dict[str, dict[str, Any]] = {
-    # name: quantize_dynamic arguments. The first is what retrain.export ships.
+    # name: quantize_dynamic arguments. The first is what retrain.export.onnx_file ships.
     "per-channel (shipped)": {"per_channel": True},
     "per-tensor": {"per_channel": False},
     "per-channel, reduce-range": {"per_channel": True, "reduce_range": True},
@@ -364,7 +364,7 @@ def int8_variants(fp32_path: Path, out_dir: Path, single_texts: Sequence[str], t
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     from core.storage.paths import TOKENIZER_FILE
-    from retrain.export import fused_op_counts
+    from testkit.onnx_graph import fused_op_counts
 
     targets: dict[str, Path] = {}
     for number, (name, options) in enumerate(INT8_VARIANTS.items()):
@@ -524,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         onnx_files[ONNX_FP32] = (work, export_fp32(checkpoint, work, max_length).name)
         print(f"exported fp32 ONNX from {checkpoint} in {time.perf_counter() - start:.0f} s (the champion has none)")
     onnx_files = {k: v for k, v in onnx_files.items() if (v[0] / v[1]).is_file()}
-    from retrain.export import fused_op_counts
+    from testkit.onnx_graph import fused_op_counts
 
     for name, (model_dir, onnx_file) in onnx_files.items():
         counts = ", ".join(f"{op} {n}" for op, n in fused_op_counts(model_dir / onnx_file).items() if n)

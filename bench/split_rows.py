@@ -1,5 +1,5 @@
 """After a split, how well does the retrain read the parent's earlier rows? The part of the recipe for a changed
-taxonomy that decides them (retrain.new_topics.read_set_rows), measured on the real rows without a fine-tune.
+taxonomy that decides them (retrain.topics.split_rows.read_set_rows), measured on the real rows without a fine-tune.
 
 A split of --into (default Business) into it and --topic (default Sci/Tech): the training rows of both become set
 rows "Business or Sci/Tech", except N of them drawn as exact answers given after the split. The answers are drawn
@@ -27,7 +27,7 @@ from bench.label_errors import bench_embeddings
 from bench.options import add_data, add_val_fraction, default_data, parser
 from core.data import Example, load_corpus
 from core.settings.policies import MAX_LENGTH
-from retrain.new_topics import SET_READER_C, read_set_rows
+from retrain.topics.split_rows import SET_READER_C, read_set_rows
 
 # name -> (balanced class weights, C, mix by EM)
 VARIANTS = {"the product's (balanced, C=0.003)": (True, SET_READER_C, False),

@@ -146,7 +146,7 @@ def run_scenario(args: argparse.Namespace, kind: str, data: str, root: Path) -> 
     data_dir = root / kind / "data"
     written = write_starter_folder(sources, carved, scenario, data_dir, extra=args.extra)
     settings = sim_settings(root / kind / "home", data_dir, args.quick)
-    from retrain.setup import BootstrapSetup, RetrainSetup
+    from retrain.inputs import BootstrapSetup, RetrainSetup
 
     bootstrap = BootstrapSetup.from_settings(settings, max_rows=0 if args.quick else args.starter_rows,
                                              max_minutes=0.0 if args.quick else args.starter_minutes)

@@ -10,7 +10,7 @@ pooled embeddings, and the evaluation rows are scored, for several draws:
   probability, with the threshold and the model's strength (C, of STRENGTHS) chosen on the evaluation rows
   themselves. No prior, bias or threshold a recipe could choose does better with that reader, so it is an upper
   bound, not an estimate of what a recipe reaches.
-- **reader**: the product's own reading (retrain.new_topics: balanced, C = SET_READER_C, the likeliest topic):
+- **reader**: the product's own reading (retrain.topics.split_rows: balanced, C = SET_READER_C, the likeliest topic):
   accuracy over every topic and the taught topic's recall and precision.
 
 A linear reader is not a fine-tune: a retrain also moves the encoder. Compare these rows with bench/taxonomy.py's.
@@ -40,8 +40,8 @@ from core.data import source_labels
 from core.registry.versions import ModelRegistry
 from core.settings.policies import MAX_LENGTH
 from core.storage.paths import CHECKPOINT_DIR
-from retrain.label_errors import cached_embeddings, encoder_embedder
-from retrain.new_topics import SET_READER_C
+from retrain.classifier.embeddings import cached_embeddings, encoder_embedder
+from retrain.topics.split_rows import SET_READER_C
 
 STRENGTHS = (0.003, 0.01, 0.03, 0.1)  # the linear model's C values the break-even is the best of
 

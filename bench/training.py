@@ -1,7 +1,7 @@
 """Training speed of a retrain-like fine-tune (all-MiniLM-L6-v2 + MLP head), with and without length bucketing.
 
 Default (a measured sample): `--steps` optimizer steps with length bucketing and the same number without,
-on a fixed sample of `--rows` real training rows from NEWSLOOP_DATA, through `retrain.train.train`; with
+on a fixed sample of `--rows` real training rows from NEWSLOOP_DATA, through `retrain.training.loop.train`; with
 `--freeze K` also bucketed with the embeddings and K lower layers frozen (a retrain's recipe). Reports
 examples/s for each and projects the wall time of one epoch over `--rows` rows: tokenization + training
 loop + the validation checks `train` runs (`TrainConfig.eval_checks`, `TrainConfig.eval_rows` rows each).
@@ -51,7 +51,7 @@ def timed_tokenize(tokenizer: Any, texts: Sequence[str], max_length: int) -> flo
 def timed_validation(model: Any, tokenizer: Any, texts: Sequence[str], max_length: int) -> float:
     """One of the validation checks `train` runs (predict_logits over `eval_rows` texts)."""
     from core.reading import Reading
-    from retrain.train import predict_logits
+    from retrain.classifier.tokens import predict_logits
 
     start = time.perf_counter()
     predict_logits(model, tokenizer, texts, Reading(max_length))
@@ -62,7 +62,7 @@ def timed_validation(model: Any, tokenizer: Any, texts: Sequence[str], max_lengt
 
 def mean_padding(lengths: np.ndarray, batch_size: int, bucket: bool, seed: int) -> float:
     """Share of token slots that are padding over one epoch of `make_batches` (why bucketing helps)."""
-    from retrain.train import make_batches
+    from retrain.training.loop import make_batches
 
     batches = make_batches(lengths.tolist(), batch_size, np.random.default_rng(seed), bucket)
     real = sum(int(lengths[b].sum()) for b in batches)
@@ -73,8 +73,8 @@ def mean_padding(lengths: np.ndarray, batch_size: int, bucket: bool, seed: int) 
 def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels: list[int],
                val_texts: list[str]) -> dict[str, Any]:
     from bench.common import CpuWatch
-    from retrain.model import load_base
-    from retrain.train import train
+    from retrain.classifier.model import load_base
+    from retrain.training.loop import train
 
     start = time.perf_counter()
     model, tokenizer = load_base(settings.model.base_model, settings.model.dropout)
@@ -115,8 +115,8 @@ def run_sample(args: argparse.Namespace, settings: Any, texts: list[str], labels
 
 def run_full(args: argparse.Namespace, settings: Any, texts: list[str], labels: list[int],
              val_texts: list[str], val_labels: list[int]) -> dict[str, Any]:
-    from retrain.model import load_base
-    from retrain.train import train
+    from retrain.classifier.model import load_base
+    from retrain.training.loop import train
 
     start = time.perf_counter()
     model, tokenizer = load_base(settings.model.base_model, settings.model.dropout)
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.common import CpuWatch, contention_note, share_cell
     from core.data import load_corpus
     from core.settings.config import load_settings
-    from retrain.targets import cap_rows
+    from retrain.training.targets import cap_rows
 
     settings = load_settings()
     args.batch_size = args.batch_size or settings.train.batch_size

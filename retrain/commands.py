@@ -47,7 +47,7 @@ def bootstrap(settings: Settings, **choices: Any) -> int:
     from feedback.topics.home import HomeMismatch
     from retrain.bootstrap import BootstrapError
     from retrain.bootstrap import bootstrap as train_first
-    from retrain.setup import BootstrapSetup
+    from retrain.inputs import BootstrapSetup
 
     setup = BootstrapSetup.from_settings(settings, **choices)
     try:
@@ -67,8 +67,8 @@ def retrain(settings: Settings, *, max_minutes: float | None = None, base_rows: 
     from core.host.cpu_share import yield_cpu
 
     settings = yield_cpu(settings)  # before torch starts a thread: threads inherit the priority
+    from retrain.inputs import RetrainSetup
     from retrain.run import retrain as run_retrain
-    from retrain.setup import RetrainSetup
     from retrain.state import RetrainBusy
 
     setup = RetrainSetup.from_settings(settings, max_minutes=max_minutes, base_rows=base_rows)
@@ -87,7 +87,7 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
     from core.labels import LABELS
     from core.registry.mlflow_champion import is_tracking_server, mirror_versions
     from core.registry.versions import ANY, ModelRegistry, RegistryError
-    from retrain.tracking import sync_aliases
+    from retrain.tracking.tracker import sync_aliases
 
     registry = ModelRegistry(settings.paths.models_dir)
     try:
@@ -118,16 +118,16 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
 
 
 def promote(settings: Settings, *, version: str, reason: str, by: str | None = None, expect: str | None = None) -> int:
-    """Promote a challenger the gate refused, on a maintainer's word (`retrain.consent`); the watch loop never
+    """Promote a challenger the gate refused, on a maintainer's word (`retrain.gate.consent`); the watch loop never
     calls this."""
     import contextlib
     import getpass
 
     from core.registry.versions import ANY, ModelRegistry, RegistryError
     from feedback.store import FeedbackStore
-    from retrain.consent import ConsentError, promote_by_hand
-    from retrain.setup import tracking_target
-    from retrain.tracking import sync_aliases
+    from retrain.gate.consent import ConsentError, promote_by_hand
+    from retrain.inputs import tracking_target
+    from retrain.tracking.tracker import sync_aliases
 
     registry = ModelRegistry(settings.paths.models_dir)
     with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
@@ -157,8 +157,8 @@ def watch(settings: Settings, *, interval: float | None = None, min_new: int | N
     from core.host.cpu_share import yield_cpu
 
     settings = yield_cpu(settings)  # before torch starts a thread: threads inherit the priority
+    from retrain.inputs import RetrainSetup
     from retrain.run import retrain as run_retrain
-    from retrain.setup import RetrainSetup
     from retrain.state import RetrainBusy
 
     setup = RetrainSetup.from_settings(settings)
@@ -335,8 +335,8 @@ def traffic_alerts(settings: Settings) -> list[str]:
 
 def baseline(settings: Settings, *, csv: str | None = None) -> int:
     """TF-IDF + linear SVM on the bootstrap's rows, for comparison (also scored on `csv` when given)."""
-    from retrain.baseline import tfidf_svm_baseline
-    from retrain.setup import BootstrapSetup
+    from retrain.inputs import BootstrapSetup
+    from retrain.training.baseline import tfidf_svm_baseline
 
     setup = BootstrapSetup.from_settings(settings)
     _print(tfidf_svm_baseline(setup.data, setup.max_rows, setup.train.seed, Path(csv) if csv else None))
@@ -357,7 +357,7 @@ def starter(
     from core.data import load_corpus
     from core.registry.starter import STARTER_DIR
     from core.registry.versions import ModelRegistry
-    from retrain.starter import calibrate_starter, data_files, package_starter, reexport_starter, rows_seen
+    from retrain.export.starter import calibrate_starter, data_files, package_starter, reexport_starter, rows_seen
 
     data = settings.data
     folder = Path(out) if out else STARTER_DIR
@@ -401,7 +401,7 @@ def label_errors(settings: Settings, *, limit: int = 1000, encoder: str = "base"
     from feedback.store import FeedbackStore
 
     settings = yield_cpu(settings)  # before torch starts a thread: threads inherit the priority
-    from retrain.label_errors import search
+    from retrain.label_errors.search import search
 
     data = settings.data
     corpus = load_corpus_or_seed(data.source, data.val_fraction, data.use_extra)

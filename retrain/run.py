@@ -13,32 +13,32 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.data import Corpus, load_corpus_or_seed, source_labels, under_taxonomy
 from core.evaluation.decision import FeedbackParts, GateResult, Rule, RuleResult, describe
 from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.stages import Outcome, RowCounts, RunRecord, Stage, read_last_run
-from core.registry.versions import ChampionChanged, ModelRegistry
+from core.registry.versions import ChampionChanged, ModelRegistry, ModelVersion
 from core.settings.policies import GateConfig
 from core.taxonomy import Taxonomy, starting
 from feedback.store import FeedbackStore
 from feedback.training.fixes import LabelFixes
-from feedback.training.snapshot import backup_database, trusted_split
-from retrain.challenger import train_challenger
-from retrain.evaluate import judge, model_labels, validation_scores
-from retrain.lexical import retrain_lexical
-from retrain.model import ModelFactory, starting_point
-from retrain.prior import MATCH_TEXTS
-from retrain.publish import log_exported, publish
-from retrain.setup import RetrainSetup
+from feedback.training.snapshot import FeedbackSplit, backup_database, trusted_split
+from retrain.challenger import Traffic, train_challenger
+from retrain.classifier.model import ModelFactory, starting_point
+from retrain.export.publish import log_exported, publish
+from retrain.export.scoring import model_labels
+from retrain.gate.judge import Evidence, judge, validation_scores
+from retrain.inputs import RetrainSetup
 from retrain.state import record_run, retrain_lock, write_progress
-from retrain.targets import assemble
-from retrain.tracking import RETRAIN_EXPERIMENT, Tracker, sync_aliases
+from retrain.topics.prior import MATCH_TEXTS
+from retrain.tracking.tracker import RETRAIN_EXPERIMENT, Tracker, sync_aliases
+from retrain.training.lexical import retrain_lexical
+from retrain.training.targets import TrainingRows, assemble
 
 log = logging.getLogger(__name__)
-
-RunResult = RunRecord  # the name callers of `retrain` (bench/sim) know it by
 
 
 def retrain(
@@ -131,17 +131,65 @@ def track_decision(tracker: Tracker, result: RunRecord, gate: GateConfig) -> Non
 def _retrain(
     setup: RetrainSetup, tracker: Tracker, result: RunRecord, factory: ModelFactory, stage: Callable[..., None]
 ) -> None:
+    """The run's stages, each recorded in `result` as it goes: the champion, the feedback snapshot, the challenger
+    trained and published, the gate, and the promotion or refusal."""
     registry = ModelRegistry(setup.paths.models_dir)
+    champion = _find_champion(registry, result)
+    if champion is None:
+        return
+
+    stage(Stage.SNAPSHOT)
+    read = _read_snapshot(setup, champion, result)
+    if not read.rows.feedback:
+        result.decision = Outcome.REFUSED.value
+        return
+
+    stage(Stage.TRAINING)
+    model, tokenizer, meta = train_challenger(setup, champion, read.corpus, read.rows, factory, tracker,
+                                              len(read.split.fixes),
+                                              traffic=Traffic(read.split.traffic, read.split.unlabelled_traffic))
+    lexical = retrain_lexical(read.rows, len(read.taxonomy.keys), setup.train, setup.policy.feedback_weight)
+
+    stage(Stage.EXPORT)
+    exported = publish(model, tokenizer, registry, read.corpus.validation, setup.export, meta, lexical)
+    challenger = exported.version
+    result.challenger = challenger.version
+    log_exported(tracker, exported, read.corpus.validation, "challenger", name="challenger")
+
+    stage(Stage.GATE)
+    gate = _judge(setup, tracker, result, champion, challenger, read)
+    promoted = gate.promote and _promote(registry, gate, result, champion, challenger, stage)
+    _record_decision(setup, tracker, registry, result, promoted, champion, challenger)
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """What a run reads once, from its feedback snapshot and the base data: the taxonomy it trains and is judged on,
+    the trusted answers split, the base rows as labelled and as read through the label fixes, and its rows."""
+
+    taxonomy: Taxonomy
+    split: FeedbackSplit
+    as_labelled: Corpus
+    corpus: Corpus
+    rows: TrainingRows
+
+
+def _find_champion(registry: ModelRegistry, result: RunRecord) -> ModelVersion | None:
+    """The champion a run starts from (none: the run stops, its check failed), after removing a crashed run's
+    leftovers."""
     removed = registry.clean_staging()
     if removed:
         log.info("removed %d leftover staging director%s", len(removed), "y" if len(removed) == 1 else "ies")
     champion = registry.champion()
     result.checks.append(RuleResult(Rule.CHAMPION, champion is not None, subject=champion.version if champion else ""))
-    if champion is None:
-        return
-    result.champion_before = result.champion_after = champion.version
+    if champion is not None:
+        result.champion_before = result.champion_after = champion.version
+    return champion
 
-    stage(Stage.SNAPSHOT)
+
+def _read_snapshot(setup: RetrainSetup, champion: ModelVersion, result: RunRecord) -> _Snapshot:
+    """Back up the feedback database and read the run's rows from the copy; the counts and the feedback check go to
+    `result`."""
     snapshot = backup_database(setup.feedback_location, setup.paths.backups_dir)
     # Read once, from the same snapshot as the answers: a change made while this runs does not touch this run,
     # which trains on, and is judged on, the taxonomy it started with.
@@ -152,16 +200,7 @@ def _retrain(
     if split.left_out:
         log.info("%d trusted texts left out: their topic is gone from taxonomy version %d", split.left_out,
                  taxonomy.version)
-    # Base rows in the taxonomy's topics, then through the label fixes (which name topics as the taxonomy does).
-    as_labelled = under_taxonomy(load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra),
-                                 taxonomy)
-    corpus = read_through(as_labelled, split.fixes)
-    result.label_fixes = {"live": len(split.fixes),
-                          "base_train": split.fixes.touched(as_labelled.train, labels=as_labelled.labels),
-                          "base_validation": split.fixes.touched(as_labelled.validation, labels=as_labelled.labels)}
-    if split.fixes:
-        log.info("label fixes: %d live, %d touch base training rows, %d base validation rows", len(split.fixes),
-                 result.label_fixes["base_train"], result.label_fixes["base_validation"])
+    as_labelled, corpus = _base_rows(setup, taxonomy, split.fixes, result)
     rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed,
                     setup.policy.feedback_repeats, taxonomy, split.golden)
     if split.golden:
@@ -176,45 +215,62 @@ def _retrain(
     log.info("feedback: %s", parts.words())
     result.checks.append(RuleResult(Rule.FEEDBACK, bool(rows.feedback), n=parts.train, left_out=parts.left_out,
                                     holdout=parts.holdout, traffic=parts.traffic))
-    if not rows.feedback:
-        result.decision = Outcome.REFUSED.value
-        return
+    return _Snapshot(taxonomy, split, as_labelled, corpus, rows)
 
-    stage(Stage.TRAINING)
-    model, tokenizer, meta = train_challenger(setup, champion, corpus, rows, factory, tracker, len(split.fixes),
-                                              traffic=split.traffic, traffic_texts=split.unlabelled_traffic)
 
-    lexical = retrain_lexical(rows, len(taxonomy.keys), setup.train, setup.policy.feedback_weight)
+def _base_rows(setup: RetrainSetup, taxonomy: Taxonomy, fixes: LabelFixes, result: RunRecord) -> tuple[Corpus, Corpus]:
+    """The base rows in the taxonomy's topics, as labelled and through the label fixes (which name topics as the
+    taxonomy does); how many rows the fixes touch goes to `result`."""
+    as_labelled = under_taxonomy(load_corpus_or_seed(setup.data.source, setup.data.val_fraction, setup.data.use_extra),
+                                 taxonomy)
+    corpus = read_through(as_labelled, fixes)
+    result.label_fixes = {"live": len(fixes),
+                          "base_train": fixes.touched(as_labelled.train, labels=as_labelled.labels),
+                          "base_validation": fixes.touched(as_labelled.validation, labels=as_labelled.labels)}
+    if fixes:
+        log.info("label fixes: %d live, %d touch base training rows, %d base validation rows", len(fixes),
+                 result.label_fixes["base_train"], result.label_fixes["base_validation"])
+    return as_labelled, corpus
 
-    stage(Stage.EXPORT)
-    exported = publish(model, tokenizer, registry, corpus.validation, setup.export, meta, lexical)
-    challenger = exported.version
-    result.challenger = challenger.version
-    log_exported(tracker, exported, corpus.validation, "challenger", name="challenger")
 
-    stage(Stage.GATE)
-    result.gate = judge(champion, challenger, corpus.validation, rows.holdout, setup.gate, tracker, split.traffic,
-                        taxonomy, split.golden)
-    for words in new_topic_words(result.gate):
+def _judge(setup: RetrainSetup, tracker: Tracker, result: RunRecord, champion: ModelVersion,
+           challenger: ModelVersion, read: _Snapshot) -> GateResult:
+    """The gate's decision (also into `result`), and both models' validation scores as labelled and as corrected
+    while the label fixes touch what the gate judged on."""
+    evidence = Evidence(read.corpus.validation, read.rows.holdout, read.split.traffic, read.split.golden)
+    gate = result.gate = judge(champion, challenger, evidence, setup.gate, tracker, read.taxonomy)
+    for words in new_topic_words(gate):
         log.info("%s", words)
-    if result.label_fixes["base_validation"]:  # both scores while the fixes touch what the gate judged on
-        result.validation_scores = validation_scores(champion, challenger, as_labelled.validation, corpus.validation)
+    if result.label_fixes["base_validation"]:
+        result.validation_scores = validation_scores(champion, challenger, read.as_labelled.validation,
+                                                     read.corpus.validation)
         tracker.log_metrics({f"validation_{part}_{who}_accuracy": score["accuracy"]
                              for part, models in result.validation_scores.items() for who, score in models.items()})
+    return gate
+
+
+def _promote(registry: ModelRegistry, gate: GateResult, result: RunRecord, champion: ModelVersion,
+             challenger: ModelVersion, stage: Callable[..., None]) -> bool:
+    """Promote the challenger the gate passed, unless the champion changed meanwhile; whether it was."""
+    stage(Stage.PROMOTE)
+    reason = "; ".join([f"retrain: macro-F1 {gate.delta:+.4f}, p={gate.p_value:.2g}", *new_topic_words(gate)])
     promoted = False
-    if result.gate.promote:
-        stage(Stage.PROMOTE)
-        reason = "; ".join([f"retrain: macro-F1 {result.gate.delta:+.4f}, p={result.gate.p_value:.2g}",
-                            *new_topic_words(result.gate)])
-        try:
-            # Compare-and-swap: a rollback (or another promotion) while this ran must not be silently undone.
-            registry.promote(challenger.version, reason=reason, expected_champion=champion.version)
-            promoted = True
-        except ChampionChanged:
-            log.warning("not promoted: the champion changed while this run ran")
-        now = registry.champion()
-        result.checks.append(RuleResult(Rule.CHAMPION_UNCHANGED, promoted, subject=champion.version,
-                                        note=now.version if now else ""))
+    try:
+        # Compare-and-swap: a rollback (or another promotion) while this ran must not be silently undone.
+        registry.promote(challenger.version, reason=reason, expected_champion=champion.version)
+        promoted = True
+    except ChampionChanged:
+        log.warning("not promoted: the champion changed while this run ran")
+    now = registry.champion()
+    result.checks.append(RuleResult(Rule.CHAMPION_UNCHANGED, promoted, subject=champion.version,
+                                    note=now.version if now else ""))
+    return promoted
+
+
+def _record_decision(setup: RetrainSetup, tracker: Tracker, registry: ModelRegistry, result: RunRecord,
+                     promoted: bool, champion: ModelVersion, challenger: ModelVersion) -> None:
+    """The decision in `result` and the registry (a refused challenger's note carries the gate's evidence), and the
+    MLflow aliases updated."""
     result.refresh_reasons()
     if promoted:
         result.decision = Outcome.PROMOTED.value

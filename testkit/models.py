@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from core.labels import LABELS
 from core.settings.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from retrain.classifier.model import NewsClassifier
 
 # Every browser a test simulates comes from one loopback address, many a second: the new-page bounds (meant
 # for a crowd of strangers) are lifted, except where a test sets them (tests/e2e/test_abuse.py: the defaults).
@@ -28,11 +34,30 @@ def build_tiny_champion(home: Path, seed: int = 0, track: bool = False, **overri
 
     from core.data import source_labels
     from retrain.bootstrap import bootstrap
-    from retrain.model import resolve_base_model, tiny_model
-    from retrain.setup import BootstrapSetup
+    from retrain.classifier.model import resolve_base_model
+    from retrain.inputs import BootstrapSetup
 
     settings = tiny_settings(home, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
     model = tiny_model(seed=seed, labels=source_labels(settings.data.source, settings.data.use_extra))
     bootstrap(BootstrapSetup.from_settings(settings), model_and_tokenizer=(model, tokenizer), track=track)
     return settings
+
+
+def tiny_model(vocab_size: int = 30522, seed: int = 0, labels: Sequence[str] = LABELS) -> NewsClassifier:
+    """A small random BERT classifier for tests of mechanics; its vocabulary fits the base tokenizer."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from retrain.classifier.model import NewsClassifier
+
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
+    )
+    return NewsClassifier(BertModel(config, add_pooling_layer=False), labels, dropout=0.1)

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
     from core.registry.versions import ModelVersion
     from core.settings.config import Settings
-    from retrain.model import ModelFactory, NewsClassifier
-    from retrain.setup import BootstrapSetup, RetrainSetup
+    from retrain.classifier.model import ModelFactory, NewsClassifier
+    from retrain.inputs import BootstrapSetup, RetrainSetup
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class SimHome:
 
 def sim_home(settings: Settings, preset: Preset) -> SimHome:
     """What the rounds in the home `settings` names need: the retrain at the preset's budget and base rows."""
-    from retrain.setup import RetrainSetup
+    from retrain.inputs import RetrainSetup
 
     setup = RetrainSetup.from_settings(settings, max_minutes=preset.retrain_minutes, base_rows=preset.base_rows)
     return SimHome(retrain=setup, queue=settings.queue)
@@ -100,7 +100,8 @@ def tiny_factory(seed: int, labels: Sequence[str] = LABELS) -> ModelFactory:
         from transformers import AutoTokenizer
 
         from core.storage.paths import CHECKPOINT_DIR
-        from retrain.model import load_checkpoint, resolve_base_model, tiny_model
+        from retrain.classifier.model import load_checkpoint, resolve_base_model
+        from testkit.models import tiny_model
 
         if champion is not None and (champion.path / CHECKPOINT_DIR).is_dir():
             return load_checkpoint(champion.path / CHECKPOINT_DIR)
@@ -111,7 +112,7 @@ def tiny_factory(seed: int, labels: Sequence[str] = LABELS) -> ModelFactory:
 
 def champion_setup(settings: Settings, preset: Preset) -> BootstrapSetup:
     """The champion's bootstrap at the preset's rows and training budget."""
-    from retrain.setup import BootstrapSetup
+    from retrain.inputs import BootstrapSetup
 
     return BootstrapSetup.from_settings(settings, max_rows=preset.champion_rows, max_minutes=preset.champion_minutes)
 

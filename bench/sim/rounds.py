@@ -20,11 +20,11 @@ from core.labels import LABELS
 from core.text import text_hash
 
 if TYPE_CHECKING:
+    from core.registry.stages import RunRecord
     from core.registry.versions import ModelRegistry, ModelVersion
     from feedback.store import FeedbackStore
-    from retrain.model import ModelFactory
-    from retrain.run import RunResult
-    from retrain.setup import RetrainSetup
+    from retrain.classifier.model import ModelFactory
+    from retrain.inputs import RetrainSetup
 
 log = logging.getLogger("bench.loop")
 
@@ -109,17 +109,18 @@ def trust_outcome(home: SimHome, store: FeedbackStore, truth: dict[str, int]) ->
     return len(excluded), sum(ex.label != truth[text_hash(ex.text)] for ex in (*split.train, *split.holdout))
 
 
-def run_retrain(setup: RetrainSetup, factory: ModelFactory | None = None) -> RunResult:
+def run_retrain(setup: RetrainSetup, factory: ModelFactory | None = None) -> RunRecord:
     """One real retrain (what `newsloop retrain` runs: trust rules, training, gate, promotion), MLflow off; a run
     that raises is recorded as failed and leaves the champion serving, so the simulation goes on."""
-    from retrain.run import RunResult, retrain
+    from core.registry.stages import RunRecord
+    from retrain.run import retrain
 
     started = time.perf_counter()
     try:
         return retrain(setup, model_factory=factory, track=False)
     except Exception as exc:
         log.exception("retrain failed")
-        return RunResult("failed", [f"{type(exc).__name__}: {exc}"], seconds=round(time.perf_counter() - started, 1))
+        return RunRecord("failed", [f"{type(exc).__name__}: {exc}"], seconds=round(time.perf_counter() - started, 1))
 
 
 def retrain_and_measure(

@@ -107,7 +107,7 @@ class FormEvaluator:
 
 
 def held_out_rows_seen(meta: dict[str, object], data: Path, plan: HeadlinePlan) -> int:
-    """How many of the scenario's held-out rows a starter trained on, by its meta's `rows_seen` (retrain.starter):
+    """How many of the scenario's held-out rows a starter trained on, by its meta's `rows_seen` (retrain.export.starter):
     counted when its train.csv is this data's (same sha256); a starter trained on the scenario's own data folder
     (`--write-starter-data`, without those rows) or packed before rows were recorded counts none."""
     seen = (meta.get("rows_seen") or {}).get("train.csv")  # type: ignore[attr-defined]

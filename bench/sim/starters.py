@@ -21,8 +21,8 @@ from bench.sim.champion import train_champion
 from core.storage.paths import REGISTRY_LOCK, REGISTRY_RECORD, STAGING_DIR
 
 if TYPE_CHECKING:
-    from retrain.model import ModelFactory
-    from retrain.setup import BootstrapSetup
+    from retrain.classifier.model import ModelFactory
+    from retrain.inputs import BootstrapSetup
 
 MANIFEST = "starter.json"
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from core.registry.versions import ModelRegistry, ModelVersion
     from core.serving.classifier import OnnxClassifier
     from feedback.store import FeedbackStore
-    from retrain.model import ModelFactory
+    from retrain.classifier.model import ModelFactory
 
 
 @dataclass

@@ -112,7 +112,7 @@ def remap_top(probs: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def fit_confidence_map(probs: np.ndarray, labels: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The isotonic map from a top probability to the share of predictions right at it, fitted on `probs`
     (already tempered) and `labels`; as breakpoints for np.interp."""
-    from sklearn.isotonic import IsotonicRegression  # fitting only (retrain.publish): serving reads breakpoints
+    from sklearn.isotonic import IsotonicRegression  # fitting only (retrain.export): serving reads breakpoints
 
     probs, labels = np.asarray(probs, dtype=np.float64), np.asarray(labels)
     top, right = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(np.float64)

@@ -180,7 +180,7 @@ class GateResult:
     promote: bool
     rules: tuple[RuleResult, ...]
     sets: tuple[SetScores, ...] = ()
-    # The base mode's combined macro-F1 (see retrain.gate.combined_score); the own mode's accuracy on own articles.
+    # The base mode's combined macro-F1 (see retrain.gate.rules.combined_score); the own mode's accuracy on own articles.
     champion_score: float = 0.0
     challenger_score: float = 0.0
     p_value: float = 1.0  # the GAIN rule's p; the own mode's one-sided exact McNemar p on its own articles

@@ -41,7 +41,7 @@ class Baseline:
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> Baseline:
         """From a version's meta: its validation texts grouped by the form serving reads them as
-        (`validation_read_as`, written by retrain.publish.calibrate); a version exported before that has its
+        (`validation_read_as`, written by retrain.export.calibration.calibrate); a version exported before that has its
         accuracy per true form (a starter's `validation_by_form`) or on whole articles only, and no histogram."""
         read_as = meta.get("validation_read_as") or {}
         by_form = meta.get("validation_by_form") or {}

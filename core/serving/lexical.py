@@ -1,5 +1,5 @@
 """The lexical half of a hybrid model: TF-IDF weights of the words and word pairs a text uses, read by a linear
-model (retrain.lexical fits it), served beside the encoder with scikit-learn and numpy, no PyTorch.
+model (retrain.training.lexical fits it), served beside the encoder with scikit-learn and numpy, no PyTorch.
 
 A version that has one (`lexical.npz` in its folder) serves log p_encoder + weight * log p_lexical as its logits,
 before calibration: the encoder reads what an article is about, the words it uses are what a newsroom's own
@@ -20,7 +20,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from core.storage.paths import LEXICAL_FILE
 from core.text import clean_text
 
-# The features' definition, fixed: training (retrain.lexical) and serving build the same vectorizer from it.
+# The features' definition, fixed: training (retrain.training.lexical) and serving build the same vectorizer from it.
 NGRAMS = (1, 2)
 
 

@@ -20,7 +20,7 @@ from core.settings.fields import Section, internal, setting
 MAX_LENGTH = 256
 TAIL_SHARE = 0.5
 OWN_ROWS = 100  # the newsroom's own held-out articles from which they decide (GateConfig.own_rows)
-DROPOUT = 0.3  # the classifier head's dropout (retrain.model.NewsClassifier), saved with each checkpoint
+DROPOUT = 0.3  # the classifier head's dropout (retrain.classifier.model.NewsClassifier), saved with each checkpoint
 SESSION_CAPACITY = 10_000  # page sessions whose memory is kept, least recent dropped (NEWSLOOP_SESSION_CAPACITY, web.server.session_memory)
 LABELS_REQUIRED = 1  # agreeing labels a text needs (the queue hands it out until then; trust trains on it after)
 MIN_CHECKS = 3  # known-answer checks each annotator answers first, and before their check score counts
@@ -130,7 +130,7 @@ class GateConfig(Section):
         "retrain measures it.",
     )
     # A topic the champion lacks (added, or split off) has no champion to beat: it is judged on its own held-out
-    # answers, by lower confidence bounds at `alpha` (retrain.gate.new_topic_rule), so few answers pass only when
+    # answers, by lower confidence bounds at `alpha` (retrain.gate.rules.new_topic_rule), so few answers pass only when
     # nearly all are read right: 10 of 10 shows recall >= 0.74, 14 of 15 >= 0.72, 25 of 30 >= 0.68.
     min_new_topic_answers: int = setting(
         10, ge=1, description="Held-out answers a topic new to the model needs before a challenger is judged on it."
@@ -299,7 +299,7 @@ class RetrainPolicy(Section):
     warm_start: bool = setting(
         True, env="warm_start", description="Start a retrain from the champion's weights rather than the base encoder."
     )
-    # The recipe for a changed taxonomy (retrain.new_topics).
+    # The recipe for a changed taxonomy (retrain.topics).
     imprint_new_topics: bool = setting(
         True, description="Start a topic the champion never predicted from its answers' mean feature (weight "
         "imprinting), not from a neutral row.",

@@ -31,7 +31,7 @@ class FeedbackSplit:
     to these parts; the retrain applies them to the base rows). Examples' labels index `labels` (the taxonomy's
     keys it was read in); a text whose topic that taxonomy no longer has is left out, counted in `left_out`.
     `unlabelled_traffic`: texts of traffic-set items no trusted answer labels (a taught topic's prior is matched on
-    them, `retrain.prior`)."""
+    them, `retrain.topics.prior`)."""
 
     train: list[Example]
     holdout: list[Example]

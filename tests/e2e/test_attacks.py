@@ -342,7 +342,7 @@ def test_a_promotion_decided_against_an_old_champion_is_refused(tiny_home_copy: 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from core.registry.versions import ModelRegistry
     from retrain import run as run_module
-    from retrain.setup import RetrainSetup
+    from retrain.inputs import RetrainSetup
     from tests.e2e.test_retrain_run import add_feedback, settings_for
 
     monkeypatch.delenv("SPACE_ID", raising=False)  # a maintainer's own machine: its testers' answers train

@@ -17,8 +17,8 @@ from core.settings.config import Settings
 from core.text import text_hash
 from feedback.store import FeedbackStore
 from feedback.trust.label_errors import Candidate, Source
-from retrain.setup import RetrainSetup
-from retrain.targets import TrainingRows
+from retrain.inputs import RetrainSetup
+from retrain.training.targets import TrainingRows
 from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import _wait_for_text
 from tests.e2e.test_browser_flows import open_page, shot, to_admin

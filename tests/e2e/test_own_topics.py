@@ -30,7 +30,8 @@ def tiny_base(folder: Path) -> Path:
     """A 2-layer random BERT encoder with the base tokenizer, saved where NEWSLOOP_BASE_MODEL can name it."""
     from transformers import AutoTokenizer
 
-    from retrain.model import resolve_base_model, tiny_model
+    from retrain.classifier.model import resolve_base_model
+    from testkit.models import tiny_model
 
     tiny_model(seed=3).encoder.save_pretrained(folder)
     AutoTokenizer.from_pretrained(resolve_base_model("")).save_pretrained(folder)

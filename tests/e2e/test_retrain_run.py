@@ -14,16 +14,16 @@ import pytest
 
 from core.data import load_seed
 from core.labels import LABELS
-from core.registry.stages import read_last_run
+from core.registry.stages import RunRecord, read_last_run
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT, Settings
 from core.settings.policies import StoreLimits
 from core.storage.paths import HomePaths
 from feedback.store import FeedbackStore
-from retrain.run import RunResult, retrain
-from retrain.setup import RetrainSetup
+from retrain.inputs import RetrainSetup
+from retrain.run import retrain
 from retrain.state import RetrainBusy, retrain_lock
-from retrain.targets import replay_targets
+from retrain.training.targets import replay_targets
 from testkit.models import tiny_settings
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +40,7 @@ def settings_for(home: Path, **overrides: object) -> Settings:
     return tiny_settings(home, **(LEARNING | overrides))
 
 
-def run_retrain(settings: Settings, *, track: bool = False) -> RunResult:
+def run_retrain(settings: Settings, *, track: bool = False) -> RunRecord:
     return retrain(RetrainSetup.from_settings(settings), track=track)
 
 
@@ -278,7 +278,7 @@ def test_gate_reuses_validation_scores_cached_at_export_only_for_the_same_set(ti
     from core.data import load_corpus_or_seed
     from core.serving.classifier import OnnxClassifier
     from core.storage.paths import VALIDATION_PROBS
-    from retrain.evaluate import served_probs
+    from retrain.export.scoring import served_probs
 
     settings = settings_for(tiny_home_copy)
     validation = load_corpus_or_seed(settings.data.source, settings.data.val_fraction, settings.data.use_extra).validation

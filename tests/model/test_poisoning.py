@@ -24,8 +24,8 @@ from core.serving.classifier import OnnxClassifier
 from core.settings.config import load_settings
 from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
+from retrain.inputs import RetrainSetup
 from retrain.run import retrain
-from retrain.setup import RetrainSetup
 from testkit.data import SHARED_AG_NEWS
 
 pytestmark = pytest.mark.quality

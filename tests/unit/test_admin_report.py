@@ -21,7 +21,7 @@ from core.settings.policies import GateConfig
 from core.storage.paths import HomePaths
 from core.topic_maps import NewTopicScore
 from feedback.training.readiness import Evidence
-from retrain.gate import EvalSet, decide
+from retrain.gate.rules import EvalSet, decide
 from web.admin import report
 from web.admin.decision_words import decision_text, statistics_fold
 from web.admin.jobs import JobStatus, RetrainJobs

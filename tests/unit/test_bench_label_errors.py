@@ -14,7 +14,7 @@ from core.registry.versions import ModelRegistry
 from core.text import text_hash
 from feedback.store import FeedbackStore
 from feedback.trust.label_errors import Candidate, Source
-from retrain.evaluate import served_probs
+from retrain.export.scoring import served_probs
 
 
 def test_quick_run_prints_recall_and_precision_for_each_feature_set(capsys: pytest.CaptureFixture[str]) -> None:

@@ -122,7 +122,7 @@ def test_the_shift_scenario_refuses_a_starter_that_saw_its_held_out_rows(tmp_pat
     from bench.sim.headlines import write_starter_data
     from bench.sim.shift import held_out_rows_seen
     from core.data import load_corpus
-    from retrain.starter import data_files, rows_seen
+    from retrain.export.starter import data_files, rows_seen
 
     source = tmp_path / "src"
     source.mkdir()

@@ -58,7 +58,7 @@ def test_the_starter_folder_lacks_the_topic_or_files_it_under_its_neighbour_and_
 
 
 def test_a_cached_starter_is_copied_into_the_home_and_keyed_by_its_data_and_recipe(tmp_path: Path) -> None:
-    from retrain.setup import BootstrapSetup
+    from retrain.inputs import BootstrapSetup
 
     data = agnews_folder(tmp_path / "data")
     setup = BootstrapSetup.from_settings(sim_settings(tmp_path / "home", data, tiny=True), max_rows=0, max_minutes=0.0)

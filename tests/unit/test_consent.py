@@ -14,7 +14,7 @@ from core.command_line import ExitCode
 from core.registry.versions import ModelRegistry
 from core.taxonomy import starting
 from retrain import commands
-from retrain.consent import ConsentError, promote_by_hand
+from retrain.gate.consent import ConsentError, promote_by_hand
 from testkit.models import tiny_settings
 
 EVIDENCE = {"mode": "own", "champion_score": 0.916, "challenger_score": 0.926, "p_value": 0.06,

@@ -18,17 +18,18 @@ from core.labels import LABELS
 from core.reading import Reading
 from core.serving.classifier import OnnxClassifier, inference_session, session_options
 from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
-from retrain.export import (
+from retrain.classifier.model import load_checkpoint, resolve_base_model, save_checkpoint
+from retrain.classifier.tokens import predict_logits
+from retrain.export.onnx_file import (
     PARITY_TOLERANCE,
     UNOPTIMIZED_COST,
     ExportError,
     export_onnx,
-    fused_op_counts,
     parity_check,
     quantize_int8,
 )
-from retrain.model import load_checkpoint, resolve_base_model, save_checkpoint, tiny_model
-from retrain.train import predict_logits
+from testkit.models import tiny_model
+from testkit.onnx_graph import fused_op_counts
 
 TEXTS = [
     "Stocks fell sharply after the central bank raised rates.",
@@ -75,7 +76,7 @@ def test_a_failed_fusion_ships_a_correct_unoptimized_graph_and_says_so(
     monkeypatch.setitem(sys.modules, "onnxruntime.transformers.optimizer", None)
     model = tiny_model(seed=1)
     tokenizer = AutoTokenizer.from_pretrained(resolve_base_model(""))
-    with caplog.at_level(logging.WARNING, logger="retrain.export"):
+    with caplog.at_level(logging.WARNING, logger="retrain.export.onnx_file"):
         result = export_onnx(model, tokenizer, tmp_path, reading=Reading(64))
     assert result.path == tmp_path / FP32_FILE and result.optimized is False
     assert [r.getMessage() for r in caplog.records if UNOPTIMIZED_COST in r.getMessage() and "ModuleNotFoundError" in r.getMessage()]

@@ -11,7 +11,7 @@ from core.evaluation.decision import GateResult, Rule
 from core.evaluation.paired import noninferiority
 from core.labels import LABELS
 from core.settings.policies import GateConfig
-from retrain.gate import EvalSet, combined_score, decide
+from retrain.gate.rules import EvalSet, combined_score, decide
 
 PER_CLASS = 100
 

@@ -10,7 +10,7 @@ from core.evaluation.decision import GateMode, GateResult, Rule, describe
 from core.settings.policies import GateConfig
 from core.taxonomy import starting
 from core.topic_maps import comparison, meaning_kept
-from retrain.gate import EvalSet, decide
+from retrain.gate.rules import EvalSet, decide
 
 TOPICS = ("Politics", "Sports", "Business", "Sci/Tech")  # "Politics" was AG News's "World", renamed
 RENAMED = 0

@@ -19,7 +19,10 @@ from core.text import text_hash
 from feedback.store import FeedbackStore
 from feedback.training.fixes import read_fixes
 from newsloop.cli import main
-from retrain.label_errors import cached_embeddings, flip_labels, out_of_fold_probs, search
+from retrain.classifier.embeddings import cached_embeddings
+from retrain.label_errors.folds import out_of_fold_probs
+from retrain.label_errors.search import search
+from testkit.label_noise import flip_labels
 
 WORDS = [["minister", "election", "troops", "embassy", "treaty"], ["striker", "match", "coach", "season", "goal"],
          ["shares", "profit", "merger", "investors", "bank"], ["software", "chip", "internet", "laptop", "space"]]
@@ -155,7 +158,7 @@ def test_bad_decisions_exit_with_bad_input(home: Path, capsys: pytest.CaptureFix
 def test_seed_rows_are_named_by_the_seed_file_and_read_through_fixes() -> None:
     from core.data import load_seed
     from feedback.training.fixes import LabelFixes
-    from retrain.label_errors import base_rows
+    from retrain.label_errors.rows import base_rows
 
     corpus = load_seed()
     first = corpus.train[0]

@@ -15,8 +15,8 @@ from core.settings.policies import StoreLimits
 from core.text import text_hash
 from feedback.store import FeedbackStore
 from feedback.trust.label_errors import Candidate, Source
-from retrain.setup import RetrainSetup
-from retrain.targets import TrainingRows
+from retrain.inputs import RetrainSetup
+from retrain.training.targets import TrainingRows
 from testkit.models import tiny_settings
 
 

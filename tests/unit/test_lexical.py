@@ -1,4 +1,4 @@
-"""The hybrid's lexical half (core.serving.lexical, retrain.lexical): fitted on a run's rows, saved beside the ONNX
+"""The hybrid's lexical half (core.serving.lexical, retrain.training.lexical): fitted on a run's rows, saved beside the ONNX
 file and served without PyTorch, its weight chosen on validation."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from core.data import Example
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import OnnxClassifier
 from core.serving.lexical import LexicalModel, log_softmax
-from retrain.lexical import DEFAULT_WEIGHT, MIN_CHOOSING_ROWS, choose_weight, fit_lexical
-from retrain.publish import join_lexical
+from retrain.export.publish import join_lexical
+from retrain.training.lexical import DEFAULT_WEIGHT, MIN_CHOOSING_ROWS, choose_weight, fit_lexical
 
 WORDS = {0: "minister election parliament vote treaty", 1: "goal striker league match coach",
          2: "shares profit earnings market bank", 3: "chip software research phone space"}

@@ -10,8 +10,8 @@ from core.registry.mlflow_champion import AliasChampionSource, champion_source, 
 from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.storage.paths import CHECKPOINT_DIR, META_FILE
-from retrain.setup import tracking_target
-from retrain.tracking import Tracker, TrackingTarget, sync_aliases
+from retrain.inputs import tracking_target
+from retrain.tracking.tracker import Tracker, TrackingTarget, sync_aliases
 from testkit.models import tiny_settings
 
 

@@ -1,4 +1,4 @@
-"""The recipe for a changed taxonomy (retrain.new_topics): a new topic's head row aimed at its answers, and a split's
+"""The recipe for a changed taxonomy (retrain.topics): a new topic's head row aimed at its answers, and a split's
 old rows read by a linear model fit on the answers, their mix estimated by EM."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from transformers import AutoTokenizer
 
 from core.data import Example
 from core.reading import Reading
-from retrain.model import resolve_base_model, tiny_model
-from retrain.new_topics import MIN_EXACT_ROWS, imprint, mixture_prior, resolve_split_rows
+from retrain.classifier.model import resolve_base_model
+from retrain.topics.imprint import imprint
+from retrain.topics.split_rows import MIN_EXACT_ROWS, mixture_prior, resolve_split_rows
+from testkit.models import tiny_model
 
 TOPICS = ("World", "Sports", "Business", "Sci/Tech")
 MONEY = ["shares stocks market profit bank investors quarter earnings {}", "bank lends money interest rates rise {}",
@@ -102,7 +104,7 @@ def test_too_few_exact_answers_of_the_child_leave_the_set_loss(tokenizer) -> Non
 
 
 def test_the_topics_only_answers_teach_are_those_no_base_row_can_be() -> None:
-    from retrain.new_topics import answer_taught
+    from retrain.topics.taught import answer_taught
 
     assert answer_taught([Example("a", 0), Example("b", 1), Example("c", 2)], 4) == [3]  # an added topic
     # After a split of 2 into 2 and 3, the base rows of 2 allow the set (2, 3): they carry both topics' share.

@@ -39,7 +39,7 @@ def own_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_bootstrap_trains_one_output_per_topic_of_the_data(own_home: Path) -> None:
-    from retrain.model import load_checkpoint
+    from retrain.classifier.model import load_checkpoint
 
     champion = ModelRegistry(own_home / "models").champion()
     assert champion is not None and champion.meta["labels"] == list(TOPICS)
@@ -56,8 +56,9 @@ def test_a_bootstrap_refuses_a_model_of_other_topics_than_the_data(tmp_path: Pat
     from transformers import AutoTokenizer
 
     from retrain.bootstrap import BootstrapError, bootstrap
-    from retrain.model import resolve_base_model, tiny_model
-    from retrain.setup import BootstrapSetup
+    from retrain.classifier.model import resolve_base_model
+    from retrain.inputs import BootstrapSetup
+    from testkit.models import tiny_model
 
     settings = tiny_settings(tmp_path / "home", data=str(own_topics_csv(tmp_path / "own.csv")))
     ag_news_model = (tiny_model(), AutoTokenizer.from_pretrained(resolve_base_model("")))
@@ -139,7 +140,7 @@ def test_a_data_file_it_refuses_stops_the_bootstrap_and_the_app_naming_file_and_
 def test_the_tfidf_baseline_reads_the_datas_topics_and_a_test_file_by_name(tmp_path: Path) -> None:
     from core.data import DataSourceError
     from core.settings.policies import DataSource
-    from retrain.baseline import tfidf_svm_baseline
+    from retrain.training.baseline import tfidf_svm_baseline
 
     data = DataSource(source=str(own_topics_csv(tmp_path / "own.csv")))
     test_csv = tmp_path / "test.csv"

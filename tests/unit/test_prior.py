@@ -1,4 +1,4 @@
-"""A taught topic's prior (retrain.prior): its bias is moved until the model reads as much unlabelled traffic as that
+"""A taught topic's prior (retrain.topics.prior): its bias is moved until the model reads as much unlabelled traffic as that
 topic as the traffic answers name it, and only the topics only answers teach move."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrain.prior import MIN_TRAFFIC_ANSWERS, match_prior, matching_shifts, read_shares, topic_shares
+from retrain.topics.prior import MIN_TRAFFIC_ANSWERS, match_prior, matching_shifts, read_shares, topic_shares
 
 
 def _logits(rows: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -11,9 +11,10 @@ from transformers import AutoTokenizer
 from core.reading import Reading
 from core.serving.classifier import OnnxClassifier
 from core.storage.paths import FP32_FILE
-from retrain.export import PARITY_TOLERANCE, export_onnx, parity_check
-from retrain.model import resolve_base_model, tiny_model
-from retrain.train import predict_logits, token_ids
+from retrain.classifier.model import resolve_base_model
+from retrain.classifier.tokens import predict_logits, token_ids
+from retrain.export.onnx_file import PARITY_TOLERANCE, export_onnx, parity_check
+from testkit.models import tiny_model
 
 CLS, SEP = 101, 102
 LONG = ("The council met on Monday to discuss the budget. " * 40) + "The match ended in a late penalty shootout win."

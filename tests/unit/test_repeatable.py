@@ -13,9 +13,9 @@ from transformers import AutoTokenizer
 from core.serving.classifier import load_version
 from core.settings.config import SEED_CSV
 from retrain.bootstrap import bootstrap
-from retrain.model import resolve_base_model, tiny_model
-from retrain.setup import BootstrapSetup
-from testkit.models import tiny_settings
+from retrain.classifier.model import resolve_base_model
+from retrain.inputs import BootstrapSetup
+from testkit.models import tiny_model, tiny_settings
 
 
 def base_encoder(folder: Path) -> Path:

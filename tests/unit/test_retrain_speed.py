@@ -9,8 +9,9 @@ from transformers import AutoTokenizer
 
 from core.data import load_seed
 from core.settings.policies import TrainConfig
-from retrain.model import freeze_lower_layers, resolve_base_model, tiny_model
-from retrain.train import _param_groups, train
+from retrain.classifier.model import freeze_lower_layers, resolve_base_model
+from retrain.training.loop import _param_groups, train
+from testkit.models import tiny_model
 
 
 def snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:

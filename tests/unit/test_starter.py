@@ -60,8 +60,8 @@ def test_packed_starter_has_int8_onnx_fp16_weights_a_card_and_warm_starts_in_fp3
     from core.data import load_seed
     from core.registry.starter import MODEL_CARD
     from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE
-    from retrain.model import load_checkpoint
-    from retrain.starter import package_starter
+    from retrain.classifier.model import load_checkpoint
+    from retrain.export.starter import package_starter
 
     champion = ModelRegistry(tiny_champion_home / "models").champion()
     out = tmp_path / "starter"
@@ -92,8 +92,8 @@ def test_reexport_rebuilds_the_served_file_from_the_checkpoint_and_keeps_the_rec
     from core.data import load_seed
     from core.settings.policies import ExportConfig
     from core.storage.paths import CHECKPOINT_DIR, INT8_FILE
-    from retrain.model import load_checkpoint
-    from retrain.starter import package_starter, reexport_starter
+    from retrain.classifier.model import load_checkpoint
+    from retrain.export.starter import package_starter, reexport_starter
 
     champion = ModelRegistry(tiny_champion_home / "models").champion()
     out = tmp_path / "starter"
@@ -128,7 +128,7 @@ def test_calibrating_a_packed_starter_records_its_temperature_and_serves_with_it
     from core.data import load_seed
     from core.evaluation.calibration import log_probs, with_temperature
     from core.storage.paths import VALIDATION_PROBS
-    from retrain.starter import calibrate_starter, package_starter
+    from retrain.export.starter import calibrate_starter, package_starter
 
     champion = ModelRegistry(tiny_champion_home / "models").champion()
     out, validation = tmp_path / "starter", load_seed().validation
@@ -153,7 +153,7 @@ def test_calibrating_a_packed_starter_records_its_temperature_and_serves_with_it
 
 def test_the_rows_seen_are_every_row_of_every_file_but_validation(tmp_path: Path) -> None:
     from core.data import is_validation, load_corpus
-    from retrain.starter import rows_seen
+    from retrain.export.starter import rows_seen
 
     topics = ["World", "Sports", "Business", "Sci/Tech"]
     (tmp_path / "train.csv").write_text("label,title,description\n" + "".join(

@@ -71,7 +71,7 @@ def test_a_retrain_machine_on_an_empty_server_registers_and_mirrors_the_starter(
 
 
 def test_no_starter_is_registered_over_an_existing_champion(tiny_home_copy: Path, tmp_path: Path) -> None:
-    from retrain.tracking import Tracker, TrackingTarget
+    from retrain.tracking.tracker import Tracker, TrackingTarget
 
     starter = _starter(tiny_home_copy, tmp_path / "starter")
     uri = _server(tmp_path, "used")
@@ -83,7 +83,7 @@ def test_no_starter_is_registered_over_an_existing_champion(tiny_home_copy: Path
 
 
 def test_a_starter_after_versions_without_a_champion_takes_the_next_number(tiny_home_copy: Path, tmp_path: Path) -> None:
-    from retrain.tracking import Tracker, TrackingTarget
+    from retrain.tracking.tracker import Tracker, TrackingTarget
 
     starter = _starter(tiny_home_copy, tmp_path / "starter")
     uri = _server(tmp_path, "orphans")

@@ -26,12 +26,12 @@ from core.taxonomy import Taxonomy, starting
 from core.topic_maps import NewTopicScore, comparison, in_taxonomy, new_topic_scores
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import HOLDOUT_SALT
-from retrain.gate import EvalSet, decide
-from retrain.model import fit_head, tiny_model
+from retrain.classifier.model import fit_head
+from retrain.gate.rules import EvalSet, decide
+from retrain.inputs import RetrainSetup
 from retrain.run import retrain
-from retrain.setup import RetrainSetup
-from retrain.train import TrainResult, row_losses
-from testkit.models import tiny_settings
+from retrain.training.loop import TrainResult, row_losses
+from testkit.models import tiny_model, tiny_settings
 
 AG = starting(LABELS)
 
@@ -118,7 +118,7 @@ def test_a_champion_lacking_a_topic_is_compared_on_the_shared_ones() -> None:
 
 
 def test_answers_naming_a_topic_the_champion_lacks_are_the_challengers_gain_and_base_rows_cannot_refute_it() -> None:
-    from retrain.evaluate import compared
+    from retrain.gate.judge import compared
 
     classes = comparison(LABELS, AG.add("Health"))
     labels = np.array([4, 4, 4, 2, 2])  # three Health answers, two Business ones
@@ -141,7 +141,7 @@ def test_answers_naming_a_topic_the_champion_lacks_are_the_challengers_gain_and_
 
 
 def test_the_gate_promotes_a_taught_topic_on_its_answers_without_a_neighbour_regression_on_base_rows() -> None:
-    from retrain.evaluate import compared
+    from retrain.gate.judge import compared
 
     classes = comparison(LABELS, AG.add("Health"))
     rng = np.random.default_rng(3)
@@ -286,14 +286,14 @@ def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_with_too
     policy = RetrainSetup.from_settings(settings).policy
     assert params["teaching"] == "True" and call["config"].epochs == policy.teach_epochs
     assert (call["config"].lr_head, call["config"].lr_encoder) == (policy.teach_lr_head, policy.teach_lr_encoder)
-    # Imprinted from its answers: not the neutral start, the mean of the other rows (retrain.model.fit_head).
+    # Imprinted from its answers: not the neutral start, the mean of the other rows (retrain.classifier.model.fit_head).
     assert not torch.allclose(call["head"][4], call["head"][:4].mean(dim=0), atol=1e-3)
     local = client.download_artifacts(result.mlflow_run_id, "topics.json", str(tiny_home_copy))
     topics = json.loads(Path(local).read_text())
     assert topics["version"] == 2 and topics["topics"][-1] == {"key": "Health", "name": "Health",
                                                               "description": "health and medicine"}
     from core.data import load_seed
-    from retrain.starter import package_starter
+    from retrain.export.starter import package_starter
 
     challenger = ModelRegistry(tiny_home_copy / "models").get(result.challenger)
     package_starter(challenger, tiny_home_copy / "card", load_seed().validation, description="seed", data={}, command="")

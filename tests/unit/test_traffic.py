@@ -103,7 +103,7 @@ def test_traffic_labels_are_judged_on_and_never_trained_on(make_store: StoreFact
 
 
 def test_a_retrain_reads_the_traffic_items_no_trusted_answer_labels(make_store: StoreFactory, tmp_path: Path) -> None:
-    # What a taught topic's prior is matched on (retrain.prior): unlabelled traffic texts, never those that judge.
+    # What a taught topic's prior is matched on (retrain.topics.prior): unlabelled traffic texts, never those that judge.
     location = make_store.location(tmp_path / "feedback.db")
     store = FeedbackStore(location, StoreLimits(writes_per_minute=10_000))
     filled(store, 120)

@@ -11,8 +11,11 @@ from transformers import AutoTokenizer
 from core.data import load_seed
 from core.reading import Reading
 from core.settings.policies import TrainConfig
-from retrain.model import NewsClassifier, resolve_base_model, tiny_model
-from retrain.train import make_batches, plan_steps, predict_logits, soft_targets, train
+from retrain.classifier.model import NewsClassifier, resolve_base_model
+from retrain.classifier.tokens import predict_logits
+from retrain.training.loop import make_batches, plan_steps, train
+from retrain.training.targets import soft_targets
+from testkit.models import tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +178,7 @@ def test_unknown_input_form_is_refused_with_the_known_ones() -> None:
 
 def test_assemble_leaves_out_and_counts_feedback_on_base_validation_texts() -> None:
     from core.data import Corpus, Example
-    from retrain.targets import assemble
+    from retrain.training.targets import assemble
 
     validation = [Example("a validation story about the cup final", 1)]
     corpus = Corpus(train=[Example(f"base story {i}", i % 4) for i in range(5)], validation=validation)
@@ -186,7 +189,7 @@ def test_assemble_leaves_out_and_counts_feedback_on_base_validation_texts() -> N
 
 def test_feedback_repeats_train_each_feedback_row_k_times_and_count_it_once() -> None:
     from core.data import Corpus, Example
-    from retrain.targets import assemble
+    from retrain.training.targets import assemble
 
     corpus = Corpus(train=[Example(f"base story {i}", i % 4) for i in range(5)], validation=[])
     feedback = [Example("chips story", 3), Example("cup final", 1)]

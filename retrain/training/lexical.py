@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from core.serving.lexical import LexicalModel, log_softmax, vectorizer
 from core.settings.policies import TrainConfig
 from core.text import clean_text
-from retrain.targets import TrainingRows
+from retrain.training.targets import TrainingRows
 
 # Weights tried for the lexical model's log-probabilities beside the encoder's; 0 serves the encoder alone.
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)

@@ -18,6 +18,7 @@ from core.registry.mlflow_champion import HISTORY_TAG, REGISTERED_MODEL, VERSION
 from core.registry.versions import ModelRegistry
 from core.settings.policies import TrainConfig
 from core.storage.paths import CHECKPOINT_DIR, LEXICAL_FILE, META_FILE, ONNX_FILES, TOKENIZER_FILE
+from core.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,12 @@ def train_params(config: TrainConfig, base_model: str, dropout: float, **rows: i
     } | {f"rows_{k}": v for k, v in rows.items()}
 
 
+def topic_list(taxonomy: Taxonomy) -> list[dict[str, str]]:
+    """The topics a model is trained on, in its output order: key, name and description (MLflow's topics.json,
+    the version's meta)."""
+    return [{"key": t.key, "name": t.name, "description": t.description} for t in taxonomy.topics]
+
+
 def flatten_metrics(metrics: dict[str, Any], prefix: str) -> dict[str, float]:
     """accuracy, macro-F1, per-label precision/recall/F1, AUROC/AUPRC, as flat MLflow metric names."""
     out: dict[str, float] = {}
@@ -105,7 +112,7 @@ class Tracker:
         self.run_id = mlflow.start_run(run_name=self.run_name).info.run_id
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+    def __exit__(self, exc_type: object, *_: object) -> None:  # only whether the block raised matters
         if self._mlflow is not None:
             self._mlflow.end_run(status="FAILED" if exc_type else "FINISHED")
 
@@ -129,6 +136,10 @@ class Tracker:
         if self._mlflow:
             self._mlflow.log_dict(json.loads(json.dumps(payload, default=str)), name)
 
+    def log_topics(self, taxonomy: Taxonomy) -> None:
+        """The topics the run trains toward, in the model's output order, and their taxonomy's version."""
+        self.log_dict({"version": taxonomy.version, "topics": topic_list(taxonomy)}, "topics.json")
+
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         if self._mlflow:
             self._mlflow.log_artifact(str(path), artifact_path)
@@ -137,7 +148,7 @@ class Tracker:
         """Final metrics, metrics JSON, confusion matrix and ROC/PR curves of one model on one set."""
         if not self._mlflow:
             return
-        from retrain.plots import confusion_matrix_png, curves_png
+        from retrain.tracking.plots import confusion_matrix_png, curves_png
 
         self.log_metrics(flatten_metrics(metrics, f"{name}_"))
         self.log_dict(metrics, f"metrics/{name}.json")

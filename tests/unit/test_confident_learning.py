@@ -1,19 +1,18 @@
-"""Confident learning (core.evaluation.label_issues) against the paper's definition (Northcutt et al. 2021, eq. 1)."""
+"""Confident learning (core.evaluation.confident_learning) against the paper's definition (Northcutt et al. 2021, eq. 1)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.evaluation.label_issues import (
+from core.evaluation.confident_learning import (
     NO_CLASS,
     RankBy,
     confident_classes,
-    confident_joint,
     find_label_issues,
-    recall_precision,
     thresholds,
 )
+from testkit.label_noise import confident_joint, recall_precision
 
 # Worked by hand: t = (0.6, 0.7, 0.64). Row 2 (labelled 0) reaches only class 1's threshold; row 6 (labelled 2)
 # only class 0's; row 4 reaches none; the rest their own class.

@@ -18,7 +18,7 @@ from core.settings.policies import (
     TrustPolicy,
 )
 from core.storage.paths import HomePaths
-from retrain.tracking import TrackingTarget
+from retrain.tracking.tracker import TrackingTarget
 
 
 def tracking_target(settings: Settings) -> TrackingTarget:

@@ -8,7 +8,7 @@ when j != i (an off-diagonal entry, cleanlab's `filter_by="confident_learning"`)
 self-confidence (p of the given label, lowest first) or by normalized margin (p_given - max other p).
 
 Why written here rather than imported from cleanlab: cleanlab is AGPL-3.0, so a host serving NewsLoop publicly
-would have to offer its whole source to every user. The method is a few lines; `tests/unit/test_label_issues.py`
+would have to offer its whole source to every user. The method is a few lines; `tests/unit/test_confident_learning.py`
 checks them against the paper's definition on a matrix worked by hand.
 """
 
@@ -60,16 +60,6 @@ def confident_classes(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.where(above.any(axis=1), best, NO_CLASS)
 
 
-def confident_joint(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """C[i, j]: how many rows labelled i count for class j (the paper's equation 1, before calibration)."""
-    probs, labels = _check(probs, labels)
-    classes = confident_classes(probs, labels)
-    joint = np.zeros((probs.shape[1], probs.shape[1]), dtype=np.int64)
-    counted = classes != NO_CLASS
-    np.add.at(joint, (labels[counted], classes[counted]), 1)
-    return joint
-
-
 def scores(probs: np.ndarray, labels: np.ndarray, rank_by: RankBy = RankBy.SELF_CONFIDENCE) -> np.ndarray:
     """How sure the model is of the given label (lower: likelier an error)."""
     probs, labels = _check(probs, labels)
@@ -109,15 +99,3 @@ def find_label_issues(
     # Sorted by (not a candidate, score, index): a stable, total order.
     order = np.lexsort((np.arange(len(labels)), score, ~is_candidate))
     return LabelIssues(order=order, candidates=int(is_candidate.sum()), suggested=suggested, score=score)
-
-
-def recall_precision(order: np.ndarray, flipped: np.ndarray) -> tuple[float, float]:
-    """Of k flipped rows: the share found in the ranking's top 2k (recall@2k), and the share of its top k that
-    are flipped (precision@k): the bench's two figures."""
-    flipped_set = set(np.asarray(flipped).tolist())
-    k = len(flipped_set)
-    if k == 0:
-        return 0.0, 0.0
-    top2k = set(np.asarray(order[: 2 * k]).tolist())
-    topk = set(np.asarray(order[:k]).tolist())
-    return len(top2k & flipped_set) / k, len(topk & flipped_set) / k

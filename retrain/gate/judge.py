@@ -1,11 +1,9 @@
-"""Scores models through the serving path (ONNX Runtime), reusing validation probabilities cached at export,
-and judges champion against challenger with the gate."""
+"""The gate's evidence: both models scored through the same serving path on the same sets, in the classes they are
+compared on, then the pure gate's decision (`retrain.gate.rules`)."""
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -15,45 +13,11 @@ from core.evaluation.metrics import classification_metrics, evaluate_probabiliti
 from core.registry.versions import ModelVersion
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import GateConfig
-from core.storage.paths import VALIDATION_PROBS
 from core.taxonomy import Taxonomy, starting
-from core.text import text_hash
 from core.topic_maps import Comparison, comparison, meaning_kept, new_topic_scores
-from retrain.gate import BASE_SET, GOLDEN_SET, HOLDOUT_SET, TRAFFIC_SET, EvalSet, decide
-from retrain.tracking import Tracker
-
-
-def validation_key(examples: list[Example]) -> str:
-    """Identifies a validation set (texts and labels), so cached scores are reused only for the same set."""
-    digest = hashlib.sha256()
-    for ex in examples:
-        digest.update(f"{text_hash(ex.text)}:{ex.label}\n".encode())
-    return digest.hexdigest()
-
-
-def score_file(model_dir: Path, onnx_file: str | None, examples: list[Example]) -> tuple[dict[str, Any], np.ndarray]:
-    """Metrics and probabilities (columns in the model's own label order, which `examples` index) of one ONNX file
-    of a model directory; None = the file the directory serves."""
-    classifier = OnnxClassifier(model_dir, onnx_file=onnx_file)
-    probs = classifier.predict_proba([ex.text for ex in examples])
-    return evaluate_probabilities([ex.label for ex in examples], probs, classifier.labels), probs
-
-
-def model_labels(version: ModelVersion) -> tuple[str, ...]:
-    """The topic keys a model version predicts, in its output order (its meta, else its ONNX metadata)."""
-    labels = version.meta.get("labels")
-    return tuple(labels) if labels else OnnxClassifier(version.path).labels
-
-
-def served_probs(version: ModelVersion, examples: list[Example]) -> np.ndarray:
-    """The version's served probabilities on `examples` (columns in its own label order): cached at export when the
-    set is the same, else scored."""
-    cached = version.path / VALIDATION_PROBS
-    if cached.is_file() and version.meta.get("validation", {}).get("key") == validation_key(examples):
-        probs = np.load(cached)
-        if probs.shape[0] == len(examples):
-            return probs
-    return OnnxClassifier(version.path).predict_proba([ex.text for ex in examples])
+from retrain.export.scoring import model_labels, served_probs
+from retrain.gate.rules import BASE_SET, GOLDEN_SET, HOLDOUT_SET, TRAFFIC_SET, EvalSet, decide
+from retrain.tracking.tracker import Tracker
 
 
 def validation_scores(champion: ModelVersion, challenger: ModelVersion, as_labelled: list[Example],
@@ -103,20 +67,32 @@ def compared(name: str, classes: Comparison, labels: np.ndarray, allowed: list[t
     return EvalSet(name, truth, champion_classes, challenger_classes)
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """The rows a gate judges on: base validation, the feedback held out, the traffic set's trusted answers and the
+    golden set (the last two may be empty)."""
+
+    validation: list[Example]
+    holdout: list[Example]
+    traffic: list[Example] = field(default_factory=list)
+    golden: list[Example] = field(default_factory=list)
+
+    def by_set(self) -> tuple[tuple[str, list[Example]], ...]:
+        return ((BASE_SET, self.validation), (HOLDOUT_SET, self.holdout), (TRAFFIC_SET, self.traffic),
+                (GOLDEN_SET, self.golden))
+
+
 def judge(
     champion: ModelVersion,
     challenger: ModelVersion,
-    validation: list[Example],
-    holdout: list[Example],
+    evidence: Evidence,
     config: GateConfig,
     tracker: Tracker,
-    traffic: list[Example] | None = None,
     taxonomy: Taxonomy | None = None,
-    golden: list[Example] | None = None,
 ) -> GateResult:
     """Score both models through the same serving path on the same sets, then apply the pure gate.
 
-    The examples index `taxonomy`'s current topics (the challenger's; default: the champion's own). Both models
+    `evidence`'s rows index `taxonomy`'s current topics (the challenger's; default: the champion's own). Both models
     are compared on the rows of topics both predict (`core.topic_maps.comparison`: a merged pair as one) and on the
     answers naming a topic the champion lacks (`compared`); such a topic is also judged on its own held-out answers
     (the gate's NEW_TOPIC rule)."""
@@ -127,8 +103,7 @@ def judge(
     labels: list[int] = []
     allowed: list[tuple[int, ...]] = []
     predicted: list[int] = []
-    for name, examples in ((BASE_SET, validation), (HOLDOUT_SET, holdout), (TRAFFIC_SET, traffic or []),
-                           (GOLDEN_SET, golden or [])):
+    for name, examples in evidence.by_set():
         if not examples:
             continue
         champion_probs = served_probs(champion, examples)

@@ -1,39 +1,10 @@
 """The champion/challenger promotion gate, a pure function of both models' predictions on the evaluation sets.
 
 It returns one typed record per rule (`core.evaluation.decision`); the challenger is promoted when every rule passes.
-Which rules depends on whose articles there are enough of (GateMode):
-
-The own mode, once the newsroom's own held-out articles (golden set, traffic set, feedback holdout; labelled in its
-current topics) number `own_rows`: they decide, pooled, and the base data only guards against forgetting.
-
-- OWN_GAIN: the challenger is right on more own articles than the champion, by at least `margin`;
-- OWN_NOT_WORSE: a loss of `own_margin` or more on them is ruled out (one-sided, at `alpha`; Tango's score test);
-- TOPIC_NOT_WORSE: no topic of them is read significantly worse (one-sided exact McNemar, Bonferroni over topics);
-- FORGETTING: on base validation, all together and per topic whose meaning is unchanged (not renamed, not split:
-  the newsroom's "Politics" is not AG News's "World"), no loss of `forget_margin` or more that is not chance;
-- NEW_TOPIC as below.
-
-A significance test on a few hundred own articles cannot see a one-point gain; "a gain seen, and a loss ruled out"
-can, and the decision says what its articles could see (`Power`). Why: docs/decisions/own-evidence.md.
-
-The base mode, with fewer own articles:
-
-- MARGIN: the combined macro-F1 (base validation blended with the users' sets) gains at least `margin`;
-- DISCORDANT, GAIN: the challenger is significantly better, by a one-sided exact McNemar test, on at least
-  one of: the traffic set, the feedback holdout, base validation, all rows pooled (Bonferroni over the
-  tests made). The traffic set is the unbiased one: labels on pool items drawn at random, never trained on;
-- NOT_WORSE: it is not significantly worse on a users' set (traffic, feedback holdout);
-- BASE_ACCURACY, LABEL_RECALL: non-inferiority on base validation: a drop of `base_margin` in accuracy,
-  or of `recall_margin` in any label's recall, is ruled out at `noninferiority_alpha` (one-sided; Tango's
-  score test on the paired rows). Every one must hold, so no multiplicity correction is needed there.
-- NEW_TOPIC (after a taxonomy change): each topic the champion lacks is judged on its own held-out answers: at
-  least `min_new_topic_answers` of them, and recall and precision that are shown, at `alpha` (one-sided exact
-  Clopper-Pearson bounds), to be at least `min_new_topic_recall` and `min_new_topic_precision`. A bound rather than
-  a count: 14 of 15 answers found shows more than 25 of 30 does.
-
-Every rule above compares the two models on the topics both have (`core.topic_maps.comparison`), and in the users'
-sets also on the answers naming a topic the champion lacks (class K there: the champion cannot be right on them,
-and what the challenger finds of them is its gain; `retrain.evaluate.judge`).
+Which rules decide depends on whose articles there are enough of (GateMode): the newsroom's own held-out articles
+(`_decide_own`: OWN_GAIN, OWN_NOT_WORSE, TOPIC_NOT_WORSE, FORGETTING), or else the base rules (MARGIN, DISCORDANT,
+GAIN, NOT_WORSE, BASE_ACCURACY, LABEL_RECALL); NEW_TOPIC in both. Each rule, and why: docs/concepts/gate.md,
+docs/decisions/gate-tests.md and docs/decisions/own-evidence.md.
 """
 
 from __future__ import annotations
@@ -144,15 +115,8 @@ def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABE
                                   base.challenger_pred[rows] == index, config.recall_margin,
                                   config.noninferiority_alpha))
     rules.extend(new_topic_rule(score, config) for score in new_topics)
-    return GateResult(
-        promote=all(r.passed for r in rules),
-        rules=tuple(rules),
-        sets=tuple(_set_scores(s, weights[name], labels) for name, s in by_name.items()),
-        champion_score=champion_score,
-        challenger_score=challenger_score,
-        p_value=gain_p,
-        power=evidence_power(_own(by_name), config),
-    )
+    return _verdict(rules, by_name, weights, labels, scores=(champion_score, challenger_score), p_value=gain_p,
+                    mode=GateMode.BASE, power=evidence_power(_own(by_name), config))
 
 
 def _decide_own(by_name: dict[str, EvalSet], own: list[EvalSet], config: GateConfig, labels: Sequence[str],
@@ -176,15 +140,23 @@ def _decide_own(by_name: dict[str, EvalSet], own: list[EvalSet], config: GateCon
         *(new_topic_rule(score, config) for score in new_topics),
     ]
     weights = {name: (1.0 if any(s.name == name for s in own) else 0.0) for name in by_name}
+    return _verdict(rules, by_name, weights, labels, scores=(champion, challenger), p_value=gain_p,
+                    mode=GateMode.OWN, power=evidence_power(own, config))
+
+
+def _verdict(rules: list[RuleResult], by_name: dict[str, EvalSet], weights: dict[str, float], labels: Sequence[str],
+             *, scores: tuple[float, float], p_value: float, mode: GateMode, power: Power) -> GateResult:
+    """Promote only when every rule passed; each set's scores, at its weight in the decision; `scores`: the
+    champion's and the challenger's headline score."""
     return GateResult(
         promote=all(r.passed for r in rules),
         rules=tuple(rules),
         sets=tuple(_set_scores(s, weights[name], labels) for name, s in by_name.items()),
-        champion_score=champion,
-        challenger_score=challenger,
-        p_value=gain_p,
-        mode=GateMode.OWN.value,
-        power=evidence_power(own, config),
+        champion_score=scores[0],
+        challenger_score=scores[1],
+        p_value=p_value,
+        mode=mode.value,
+        power=power,
     )
 
 

@@ -59,9 +59,13 @@ class NewsClassifier(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         # token_type_ids are all zero for single texts; leaving them out keeps the ONNX inputs minimal.
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
-        return self.head(pooled)
+        return self.head(mean_pooled(hidden, attention_mask))
+
+
+def mean_pooled(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Each text's mean hidden state over its tokens, padding left out: what the head reads."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
 
 
 def encoder_layers(encoder: nn.Module) -> nn.ModuleList:
@@ -143,6 +147,11 @@ def save_checkpoint(model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, d
     (directory / _HEAD_CONFIG).write_text(json.dumps({"dropout": model.dropout, "labels": list(model.labels)}))
 
 
+def is_checkpoint(directory: Path) -> bool:
+    """Whether `directory` holds a classifier saved by `save_checkpoint` (not a bare encoder)."""
+    return (Path(directory) / _HEAD_CONFIG).is_file()
+
+
 def load_checkpoint(directory: Path) -> tuple[NewsClassifier, PreTrainedTokenizerBase]:
     """A classifier saved by `save_checkpoint` (a champion's weights, for warm starts and parity)."""
     directory = Path(directory)
@@ -165,19 +174,3 @@ def starting_point(base_model: str, dropout: float, warm_start: bool, seed: int)
         return load_base(base_model, dropout, seed=seed)
 
     return factory
-
-
-def tiny_model(vocab_size: int = 30522, seed: int = 0, labels: Sequence[str] = LABELS) -> NewsClassifier:
-    """A small random BERT classifier for tests of mechanics; its vocabulary fits the base tokenizer."""
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=256,
-    )
-    return NewsClassifier(BertModel(config, add_pooling_layer=False), labels, dropout=0.1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +17,8 @@ from transformers import PreTrainedTokenizerBase
 from core.reading import Reading
 from core.serving.classifier import OnnxClassifier
 from core.storage.paths import FP32_FILE, INT8_FILE, TOKENIZER_FILE
-from retrain.model import NewsClassifier
-from retrain.train import predict_logits
+from retrain.classifier.model import NewsClassifier
+from retrain.classifier.tokens import predict_logits
 
 log = logging.getLogger(__name__)
 
@@ -29,15 +28,10 @@ def quiet_onnxruntime_tools() -> None:
     for name in ("onnx_model", "fusion_base", "fusion_utils", "onnx_model_bert", "fusion_options"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
+
 OPSET = 17
 PARITY_TOLERANCE = 1e-4
 _RAW_FILE = "model.raw.onnx"
-# Ops that tests and benchmarks count in an exported file: ONNX Runtime's transformer fusions and the plain
-# layer norms that the export keeps instead of SkipLayerNormalization.
-FUSED_OPS = (
-    "Attention", "EmbedLayerNormalization", "Gelu", "BiasGelu", "FastGelu", "SkipLayerNormalization",
-    "LayerNormalization",
-)
 
 
 class ExportError(RuntimeError):
@@ -117,12 +111,6 @@ def _eager_attention(model: NewsClassifier) -> Iterator[None]:
         yield
     finally:
         encoder.set_attn_implementation(before)
-
-
-def fused_op_counts(path: Path) -> dict[str, int]:
-    """How many of ONNX Runtime's fused transformer ops (plain or quantized) a file holds."""
-    counts = Counter(node.op_type for node in onnx.load(str(path)).graph.node)
-    return {op: counts[op] + counts.get(f"Q{op}", 0) for op in FUSED_OPS}
 
 
 def _optimizer_errors() -> tuple[type[BaseException], ...]:

@@ -13,8 +13,8 @@ from typing import Any
 
 from core.registry.versions import ANY, ModelRegistry
 from core.taxonomy import Taxonomy
-from retrain.evaluate import model_labels
-from retrain.tracking import RETRAIN_EXPERIMENT, Tracker, TrackingTarget
+from retrain.export.scoring import model_labels
+from retrain.tracking.tracker import RETRAIN_EXPERIMENT, Tracker, TrackingTarget
 
 MAX_REASON_CHARS = 500
 

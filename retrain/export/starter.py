@@ -20,8 +20,9 @@ from core.registry.versions import ModelRegistry, ModelVersion
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import ExportConfig
 from core.storage.paths import CHECKPOINT_DIR, FP32_FILE, INT8_FILE, META_FILE, TOKENIZER_FILE, VALIDATION_PROBS
-from retrain.model import load_checkpoint, save_checkpoint
-from retrain.publish import calibrate, calibrated_probs, publish
+from retrain.classifier.model import load_checkpoint, save_checkpoint
+from retrain.export.calibration import calibrate, calibrated_probs
+from retrain.export.publish import publish
 
 
 def data_files(source: str) -> dict[str, dict[str, Any]]:
@@ -71,7 +72,7 @@ def package_starter(
 ) -> dict[str, Any]:
     """Write `out_dir` (replacing it) with the served int8 ONNX file, fp16 warm-start weights and a model card.
 
-    fp16 weights halve the repository's cost of warm starts; `retrain.model.load_checkpoint` loads them
+    fp16 weights halve the repository's cost of warm starts; `retrain.classifier.model.load_checkpoint` loads them
     back in fp32, and the fp32/int8 ONNX figures on the card are measured here on `validation`.
     `provenance` (source_version, trained_at) names the original training when `version` is a re-export.
     """
@@ -135,7 +136,7 @@ def reexport_starter(
 
 def calibrate_starter(starter_dir: Path, validation: list[Example]) -> dict[str, Any]:
     """Fit the shipped starter's temperature on its validation in every input form (as every export now does,
-    retrain.publish.calibrate) and write it, with each form's ECE and Brier score before and after, into its
+    retrain.export.calibration.calibrate) and write it, with each form's ECE and Brier score before and after, into its
     meta and card, in place. The weights and files do not change; its figures are measured again, calibrated."""
     meta = starter_meta(starter_dir)
     if meta is None:
@@ -180,10 +181,17 @@ def model_topics(meta: dict[str, Any]) -> tuple[str, ...]:
 
 def model_card(meta: dict[str, Any]) -> str:
     """The model card: data and its hash, recipe, seed, the reproducing command, validation metrics, sizes."""
-    report = meta["validation_report"]
-    config = meta.get("train_config", {})
     labels = model_topics(meta)
-    lines = [
+    lines = [*_card_intro(meta, labels), *_card_data(meta), *_card_recipe(meta), *_card_validation(meta, labels),
+             *_card_calibration(meta), *_card_tries(meta), *_card_confident_errors(meta)]
+    lines += ["", "## Files", "", "| file | bytes |", "|---|---:|",
+              *[f"| `{name}` | {size} |" for name, size in meta["file_bytes"].items()], ""]
+    return "\n".join(lines)
+
+
+def _card_intro(meta: dict[str, Any], labels: tuple[str, ...]) -> list[str]:
+    """The title, what the model is, and its topics (when the meta names them)."""
+    return [
         "# NewsLoop starter model",
         "",
         f"A {meta.get('base_model', 'BERT-family')} encoder with a small MLP head, fine-tuned on "
@@ -194,6 +202,12 @@ def model_card(meta: dict[str, Any]) -> str:
             "| key | name | description |", "|---|---|---|",
             *[f"| {t['key']} | {t['name']} | {t.get('description', '')} |" for t in meta["topics"]], ""]
           if meta.get("topics") else []),
+    ]
+
+
+def _card_data(meta: dict[str, Any]) -> list[str]:
+    """What it trained on: the data, its rows, how validation was cut, and each file's size and hash."""
+    return [
         "## Data",
         "",
         f"- {meta.get('data', 'unknown')}",
@@ -209,6 +223,13 @@ def model_card(meta: dict[str, Any]) -> str:
         "|---|---:|---|",
         *[f"| `{name}` | {f['bytes']} | `{f['sha256']}` |" for name, f in meta.get("data_files", {}).items()],
         "",
+    ]
+
+
+def _card_recipe(meta: dict[str, Any]) -> list[str]:
+    """The training settings, its time, and the command that reproduces it."""
+    config = meta.get("train_config", {})
+    return [
         "## Recipe",
         "",
         "| setting | value |",
@@ -222,6 +243,13 @@ def model_card(meta: dict[str, Any]) -> str:
         meta.get("command", ""),
         "```",
         "",
+    ]
+
+
+def _card_validation(meta: dict[str, Any], labels: tuple[str, ...]) -> list[str]:
+    """Validation scores: each file's headline, the served file's per label, and per input form."""
+    report = meta["validation_report"]
+    lines = [
         f"## Validation ({report['n']} rows)",
         "",
         "| file | accuracy | macro-F1 | macro AUROC | macro AUPRC |",
@@ -249,40 +277,54 @@ def model_card(meta: dict[str, Any]) -> str:
         for form, m in by_form.items():
             recalls = " | ".join(f"{m['recall'][label]:.4f}" for label in labels)
             lines.append(f"| {form} | {m['n']} | {m['accuracy']:.4f} | {m['macro_f1']:.4f} | {recalls} |")
+    return lines
+
+
+def _card_calibration(meta: dict[str, Any]) -> list[str]:
+    """The calibration's temperatures and each form's calibration error and Brier score (none: no section)."""
     calibration = meta.get("calibration") or {}
-    if calibration:
-        per_form = ", ".join(f"{form} {t:.3f}" for form, t in sorted((meta.get("temperatures") or {}).items()))
-        lines += ["", f"## Calibration (temperature {meta.get('temperature', 1.0):.3f}"
-                  + (f"; by the form a text is read as: {per_form}" if per_form else "") + ")", "",
-                  "Fitted on the validation rows in every input form together (`core.evaluation.calibration`): per form "
-                  "as serving reads a text, a temperature, then an isotonic map of the top probability. Expected "
-                  "calibration error (15 bins of the top probability) and Brier score of the served file, by the rows' "
-                  "true form: before, after (fitted and measured on the same rows), cross-validated (each row "
-                  "calibrated by a fit on the other four fifths), and with a pooled temperature or temperatures only:",
-                  "", "| input | rows | ECE before | ECE after | ECE cross-validated | ECE, pooled temperature | "
-                  "ECE, temperatures only | Brier before | Brier after |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    if not calibration:
+        return []
+    per_form = ", ".join(f"{form} {t:.3f}" for form, t in sorted((meta.get("temperatures") or {}).items()))
+    lines = ["", f"## Calibration (temperature {meta.get('temperature', 1.0):.3f}"
+             + (f"; by the form a text is read as: {per_form}" if per_form else "") + ")", "",
+             "Fitted on the validation rows in every input form together (`core.evaluation.calibration`): per form "
+             "as serving reads a text, a temperature, then an isotonic map of the top probability. Expected "
+             "calibration error (15 bins of the top probability) and Brier score of the served file, by the rows' "
+             "true form: before, after (fitted and measured on the same rows), cross-validated (each row "
+             "calibrated by a fit on the other four fifths), and with a pooled temperature or temperatures only:",
+             "", "| input | rows | ECE before | ECE after | ECE cross-validated | ECE, pooled temperature | "
+             "ECE, temperatures only | Brier before | Brier after |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
-        def cell(c: dict[str, Any], key: str) -> str:
-            return f"{c[key]:.4f}" if key in c else "-"
+    def cell(c: dict[str, Any], key: str) -> str:
+        return f"{c[key]:.4f}" if key in c else "-"
 
-        for form, c in calibration.items():
-            lines.append(f"| {form} | {c['n']} | {c['ece_before']:.4f} | {c['ece_after']:.4f} | "
-                         f"{cell(c, 'ece_cross_validated')} | {cell(c, 'ece_pooled')} | {cell(c, 'ece_temperatures')} | "
-                         f"{c['brier_before']:.4f} | {c['brier_after']:.4f} |")
-    if meta.get("tries"):
-        lines += ["", "## What each try bought", "", "Served int8, the same validation rows; from the previous starter's "
-                  "checkpoint (docs/results/starter.md has the details):", "",
-                  "| try | command | title + description | headline only | body only | macro AUROC |",
-                  "|---|---|---:|---:|---:|---:|"]
-        lines += [f"| {t['try']} | {t['command']} | {t['full']} | {t['title']} | {t['body']} | {t['auroc']} |"
-                  for t in meta["tries"]]
-    if meta.get("confident_errors"):
-        note = f" ({meta['confident_errors_note']})" if meta.get("confident_errors_note") else ""
-        lines += ["", "## The most confident errors, judged", "", "Whole articles, each read by a person and judged "
-                  f"the model's mistake, a label that looks wrong, or a text either label fits{note}:", "",
-                  "| confidence | label -> predicted | article (its start) | judged |", "|---:|---|---|---|"]
-        lines += [f"| {e['confidence']} | {e['labels']} | {e['article']} | {e['judged']} |"
-                  for e in meta["confident_errors"]]
-    lines += ["", "## Files", "", "| file | bytes |", "|---|---:|",
-              *[f"| `{name}` | {size} |" for name, size in meta["file_bytes"].items()], ""]
-    return "\n".join(lines)
+    for form, c in calibration.items():
+        lines.append(f"| {form} | {c['n']} | {c['ece_before']:.4f} | {c['ece_after']:.4f} | "
+                     f"{cell(c, 'ece_cross_validated')} | {cell(c, 'ece_pooled')} | {cell(c, 'ece_temperatures')} | "
+                     f"{c['brier_before']:.4f} | {c['brier_after']:.4f} |")
+    return lines
+
+
+def _card_tries(meta: dict[str, Any]) -> list[str]:
+    """What each try of the recipe bought, when the meta records them."""
+    if not meta.get("tries"):
+        return []
+    return ["", "## What each try bought", "", "Served int8, the same validation rows; from the previous starter's "
+            "checkpoint (docs/results/starter.md has the details):", "",
+            "| try | command | title + description | headline only | body only | macro AUROC |",
+            "|---|---|---:|---:|---:|---:|",
+            *[f"| {t['try']} | {t['command']} | {t['full']} | {t['title']} | {t['body']} | {t['auroc']} |"
+              for t in meta["tries"]]]
+
+
+def _card_confident_errors(meta: dict[str, Any]) -> list[str]:
+    """The most confident errors, each judged by a person, when the meta records them."""
+    if not meta.get("confident_errors"):
+        return []
+    note = f" ({meta['confident_errors_note']})" if meta.get("confident_errors_note") else ""
+    return ["", "## The most confident errors, judged", "", "Whole articles, each read by a person and judged "
+            f"the model's mistake, a label that looks wrong, or a text either label fits{note}:", "",
+            "| confidence | label -> predicted | article (its start) | judged |", "|---:|---|---|---|",
+            *[f"| {e['confidence']} | {e['labels']} | {e['article']} | {e['judged']} |"
+              for e in meta["confident_errors"]]]

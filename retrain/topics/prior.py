@@ -1,18 +1,7 @@
 """A taught topic's prior: after a retrain that teaches a topic, move its output's bias so that the challenger reads
-as large a share of unlabelled traffic as that topic as the traffic set's answers say the topic holds.
-
-Why: a topic taught with a few hundred answers sits beside a thousand replayed rows of the others, so its share of
-what the model trains on is far below its share of what users send, and the model learns that lower prior: high
-precision, low recall (docs/results/taxonomy.md). Post-hoc logit adjustment (Menon et al., ICLR 2021) would add the
-log ratio of the two priors; but a few answers seen several times per epoch are fitted more closely than articles
-the model has not seen, so the training share is not the prior the model ends up with. The shift is therefore
-matched on the model's own reading of texts it never trained on: the traffic set's items (a random draw of the pool,
-`feedback.traffic.traffic_set`) that no trusted answer labels, against the topic's share of the traffic set's
-trusted answers, the one unbiased sample of labels there is. Only topics the champion lacked move: the others'
-priors were learned from all the base rows.
-
-Pure (numpy); `retrain.challenger` reads the model's logits and applies the shifts to its head.
-"""
+as large a share of unlabelled traffic as that topic as the traffic set's trusted answers say it holds. Pure
+(numpy); `retrain.topics.taught` reads the model's logits and applies the shifts to its head. Why matched this way
+rather than by logit adjustment: docs/decisions/new-topics.md."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from sklearn.svm import LinearSVC
 from core.data import DataSourceError, Example, load_corpus_or_seed, read_labelled
 from core.evaluation.metrics import classification_metrics
 from core.settings.policies import DataSource
-from retrain.targets import cap_rows
+from retrain.training.targets import cap_rows
 
 NAME = "TF-IDF + linear SVM"
 

@@ -14,7 +14,6 @@ from core.serving.classifier import OnnxClassifier
 from core.taxonomy import Taxonomy, starting
 from core.text import text_hash
 from core.topic_maps import in_taxonomy
-from retrain.train import soft_targets
 
 
 def cap_rows(examples: list[Example], max_rows: int, seed: int) -> list[Example]:
@@ -104,6 +103,28 @@ def assemble(
     base = [e for e in corpus.train if text_hash(e.text) not in judged] if judged else corpus.train
     return TrainingRows(cap_rows(base, base_rows, seed), kept, holdout, corpus.validation,
                         on_validation=len(feedback) - len(kept), feedback_repeats=feedback_repeats, taxonomy=taxonomy)
+
+
+def soft_targets(
+    labels: Sequence[int], num_labels: int, smoothing: float, teacher: np.ndarray | None = None, teacher_weight: float = 0.0
+) -> np.ndarray:
+    """Per-example target distributions: label-smoothed one-hot, blended with a teacher's probabilities.
+
+    With a teacher (the serving champion) the student is pulled toward what the champion already says on
+    these rows, so a retrain that replays base data changes only what the feedback asks it to change
+    ("learning without forgetting"); without one this is exactly cross-entropy with label smoothing.
+    """
+    if not 0.0 <= teacher_weight <= 1.0:
+        raise ValueError(f"teacher_weight must lie in [0, 1], got {teacher_weight}")
+    y = np.asarray(labels, dtype=int)
+    targets: np.ndarray = np.full((y.size, num_labels), smoothing / num_labels, dtype=np.float32)
+    targets[np.arange(y.size), y] += 1.0 - smoothing
+    if teacher is not None and teacher_weight > 0:
+        teacher = np.asarray(teacher, dtype=np.float32)
+        if teacher.shape != targets.shape:
+            raise ValueError(f"teacher probabilities have shape {teacher.shape}, expected {targets.shape}")
+        targets = (1.0 - teacher_weight) * targets + teacher_weight * teacher
+    return targets
 
 
 def replay_targets(
