@@ -24,7 +24,6 @@ MAX_DESCRIPTION_CHARS = 200
 CONFIRM_ANSWER = "Right"  # the page's answer that confirms the prediction on screen; no topic may take its name
 
 ChangeKind = Literal["start", "add", "rename", "merge", "split", "describe"]
-CHANGE_KINDS: tuple[str, ...] = ("start", "add", "rename", "merge", "split", "describe")
 
 # Spellings people use for the AG News topic whose key has a slash; only used while that key exists.
 _KEY_ALIASES = {"sci-tech": "Sci/Tech", "scitech": "Sci/Tech", "sci_tech": "Sci/Tech",
@@ -230,9 +229,6 @@ class Taxonomy:
             raise UnknownTopicError(f"topic {value!r} is out of range; expected 0-{len(self.topics) - 1} or a topic name")
         return self.topics[index].key
 
-    def index_of(self, value: object) -> int:
-        return self.keys.index(self.key_of(value))
-
     def allowed(self, key: str, version: int | None = None) -> frozenset[str]:
         """The current keys a label `key`, given under taxonomy `version` (None: the first), may mean now.
 
@@ -326,9 +322,6 @@ class Taxonomy:
     def _next(self, topics: tuple[Topic, ...], change: Change, who: dict[str, str]) -> Taxonomy:
         step = TaxonomyVersion(self.version + 1, topics, change, who.get("by", ""), who.get("at", ""), who.get("why", ""))
         return Taxonomy((*self.versions, step))
-
-    def to_json(self) -> str:
-        return json.dumps([v.to_row() for v in self.versions])
 
 
 def starting(labels: Sequence[str], *, by: str = "", at: str = "", why: str = "") -> Taxonomy:
