@@ -25,8 +25,9 @@ from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from feedback.topics import changes, home
 from feedback.topics import commands as topic_commands
+from feedback.trust.bulk import MAX_SHOWN
 from feedback.trust.label_errors import Action, Source
-from feedback.trust.review import HELD, MAX_SHOWN, ReviewFilter
+from feedback.trust.review import HELD, ReviewFilter
 from feedback.trust.rules import MAINTAINER
 from feedback.validate import EXPORT_FORMATS, STATUSES
 

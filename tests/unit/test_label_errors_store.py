@@ -168,7 +168,7 @@ def test_limit_0_lists_every_candidate_and_decision_as_the_search_stores_every_o
     """`newsloop label-errors --limit 0` stores all; `review label-errors list --limit 0` lists all (it was an error)."""
     import json
 
-    from feedback.trust.label_errors import MAX_SHOWN
+    from feedback.trust.bulk import MAX_SHOWN
     from newsloop.cli import main
 
     monkeypatch.setenv("NEWSLOOP_HOME", str(tmp_path))
