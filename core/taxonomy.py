@@ -21,6 +21,8 @@ MIN_TOPICS = 2
 MAX_TOPICS = 50
 MAX_NAME_CHARS = 40
 MAX_DESCRIPTION_CHARS = 200
+# How the pages and the command line mark a topic the serving model does not predict yet (`Taxonomy.learning`).
+LEARNING = "new: the model is still learning it"
 CONFIRM_ANSWER = "Right"  # the page's answer that confirms the prediction on screen; no topic may take its name
 
 ChangeKind = Literal["start", "add", "rename", "merge", "split", "describe"]
@@ -189,7 +191,7 @@ class Taxonomy:
         return key
 
     def learning(self, model_labels: Iterable[str]) -> tuple[str, ...]:
-        """The current topics the given model does not predict: "new, the model is still learning it"."""
+        """The current topics the given model does not predict (shown as LEARNING)."""
         known = set(model_labels)
         return tuple(k for k in self.keys if k not in known)
 

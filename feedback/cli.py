@@ -19,19 +19,17 @@ from core.command_line import ExitCode
 from core.data import DataSourceError
 from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
-from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
+from core.taxonomy import LEARNING, Taxonomy, TaxonomyConflict, TaxonomyError
 from feedback import commands
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
 from feedback.topics import changes, home
 from feedback.topics import commands as topic_commands
-from feedback.trust.bulk import MAX_SHOWN
+from feedback.trust.bulk import ANY, MAX_SHOWN, narrowing
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.review import HELD, ReviewFilter
 from feedback.trust.rules import MAINTAINER
 from feedback.validate import EXPORT_FORMATS, STATUSES
-
-ANY = "any"
 
 
 @contextlib.contextmanager
@@ -128,10 +126,6 @@ def review() -> None:
     """`newsloop review`."""
 
 
-def _any(value: str | None) -> str | None:
-    return None if value in (None, "", ANY) else value
-
-
 @review.command("list", help="List the answers the filters match (signed-in or checked people's first, newest "
                 "first) and how many match in all.")
 @click.option("--status", type=click.Choice([*STATUSES, HELD, ANY]), default="suspicious", show_default=True,
@@ -144,7 +138,7 @@ def _any(value: str | None) -> str | None:
 @_with_store
 def review_list(settings: Settings, store: FeedbackStore, status: str, reason: str | None, label: str | None,
                 annotator: str | None, text: str, limit: int) -> None:
-    where = ReviewFilter(status=_any(status), reason=_any(reason), label=_any(label), annotator=_any(annotator),
+    where = ReviewFilter(status=narrowing(status), reason=narrowing(reason), label=narrowing(label), annotator=narrowing(annotator),
                          text=text, limit=limit)
     commands.review_list(store, where, settings.trust_policy())
 
@@ -195,7 +189,7 @@ _BY = click.option("--by", default=MAINTAINER, show_default=True, help="who deci
               help="candidates listed; 0 = all (as `newsloop label-errors --limit 0` stores all)")
 @_with_store
 def label_errors_list(settings: Settings, store: FeedbackStore, source: str, limit: int) -> None:
-    commands.label_errors_list(store, _any(source), limit)
+    commands.label_errors_list(store, narrowing(source), limit)
 
 
 def _decide(action: Action) -> click.Command:
@@ -252,7 +246,7 @@ def _current(settings: Settings, store: FeedbackStore) -> Taxonomy:
 
 
 @topics.command("list", help="The topics in order (the keys 1-9 on the page follow it), with their descriptions, and "
-                "which the serving model does not predict yet ('new: the model is still learning it').")
+                f"which the serving model does not predict yet ('{LEARNING}').")
 @click.option("--json", "as_json", is_flag=True, help="print JSON (version, topics, every change so far)")
 @_with_store
 def topics_list(settings: Settings, store: FeedbackStore, as_json: bool) -> None:

@@ -8,11 +8,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.taxonomy import Taxonomy
+from core.taxonomy import LEARNING, Taxonomy
 from feedback.store import FeedbackStore
 from feedback.topics.changes import BaseData, Impact, impact
-
-LEARNING = "new: the model is still learning it"
 
 
 def listing(taxonomy: Taxonomy, model_labels: Sequence[str]) -> dict[str, Any]:

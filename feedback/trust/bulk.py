@@ -1,5 +1,6 @@
-"""A maintainer's work on many rows at once (reviewing answers, deciding on label-error candidates): how many rows one
-action may name and one listing shows, and what an action did, in words that name every row."""
+"""A maintainer's work on many rows at once (reviewing answers, deciding on label-error candidates): the listing
+filters' choice that narrows nothing, how many rows one action may name and one listing shows, and what an action
+did, in words that name every row."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ from collections.abc import Collection, Iterable, Sequence
 from feedback.errors import FeedbackError
 from feedback.validate import check_row_id
 
+ANY = "any"  # a listing filter's choice that narrows nothing (the command line's and the admin page's)
 MAX_IDS = 1000  # rows one bulk action may name
 MAX_SHOWN = 500  # rows one listing returns
 _IDS_NAMED = 60  # ids a message names before it says "and N more"
+
+
+def narrowing(value: object) -> str | None:
+    """A listing filter's value as a filter takes it: None when it narrows nothing (not given, empty, or ANY)."""
+    return value if isinstance(value, str) and value and value != ANY else None
 
 
 def chosen_ids(ids: Iterable[object], what: str) -> list[int]:

@@ -18,13 +18,13 @@ import gradio as gr
 from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
 from feedback.topics.meaning import shown
+from feedback.trust.bulk import ANY, narrowing
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import MAINTAINER
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only, guarded_by
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
-ANY = "any"
 SUGGESTED = "suggested"  # relabel each ticked row to its own suggested topic
 SHOWN = 100  # candidates listed at once
 DECISIONS_SHOWN = 20  # recent decisions offered for undo
@@ -70,7 +70,7 @@ class LabelErrorsPanel:
         if store is None:
             return NOTHING, gr.skip(), gr.skip()
         try:
-            rows, total = store.label_errors.open_candidates(SHOWN, None if source in (None, "", ANY) else source)
+            rows, total = store.label_errors.open_candidates(SHOWN, narrowing(source))
         except (FeedbackError, ValueError) as exc:
             return f"Cannot list: {exc}", gr.update(choices=[], value=[]), gr.skip()
         search = store.label_errors.latest_search()

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.labels import LABELS, descriptions
-from core.taxonomy import Taxonomy, TaxonomyError, starting
+from core.taxonomy import LEARNING, Taxonomy, TaxonomyError, starting
 from feedback.topics.home import ADOPT, foreign
 
-LEARNING = "new: the model is still learning it"
 MAX_KEYS = 9  # the queue's number keys, 1-9, in the taxonomy's order; later topics are clicked
 
 
