@@ -22,7 +22,7 @@ from feedback.store import FeedbackStore
 def write_many(db: Path, worker: int, writes: int, durable: bool) -> None:
     store = FeedbackStore(db, StoreLimits(writes_per_minute=1_000_000), durable=durable)
     for i in range(writes):
-        store.record(
+        store.answers.record(
             text=f"worker {worker} article {i}: markets and matches", user_label=LABELS[i % 4],
             annotator=f"bench-{worker}", kind="correct",
         )
@@ -44,7 +44,7 @@ def run(kind: str, workers: int, writes: int, durable: bool) -> tuple[int, int, 
         for job in jobs:
             job.join()
         seconds = time.perf_counter() - start
-        found = FeedbackStore(db).count()
+        found = FeedbackStore(db).answers.count()
     return workers * writes, found, seconds
 
 

@@ -35,7 +35,7 @@ def write_rate(location: Path | str, writers: int, writes: int) -> tuple[float, 
 
     def work(w: int) -> None:
         for i in range(writes):
-            stores[w].record(text=f"writer {w} article {i}: markets", user_label=LABELS[i % 4],
+            stores[w].answers.record(text=f"writer {w} article {i}: markets", user_label=LABELS[i % 4],
                              annotator=f"bench-{w}", kind="correct", address="addr:bench")
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(writers)]
@@ -45,7 +45,7 @@ def write_rate(location: Path | str, writers: int, writes: int) -> tuple[float, 
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - start
-    found = stores[0].count()
+    found = stores[0].answers.count()
     for store in stores:
         store.close()
     return writers * writes / seconds, found

@@ -374,7 +374,7 @@ def _ids(value: str) -> list[int]:
 @_with_store
 def topics_unlisted_create(settings: Settings, store: FeedbackStore, name: str, ids: str, description: str,
                            by: str | None) -> None:
-    placed = store.place_unlisted(_ids(ids), name, by=by or _os_user(), description=description,
+    placed = store.unlisted.place(_ids(ids), name, by=by or _os_user(), description=description,
                                   taxonomy=_current(settings, store))
     print(placed.words())
 
@@ -384,7 +384,7 @@ def topics_unlisted_create(settings: Settings, store: FeedbackStore, name: str, 
 @click.option("--by", default=None, help="who decides, recorded with them (default: the OS user)")
 @_with_store
 def topics_unlisted_dismiss(settings: Settings, store: FeedbackStore, ids: str, by: str | None) -> None:
-    print(f"dismissed {store.dismiss_unlisted(_ids(ids), by=by or _os_user())} answer(s)")
+    print(f"dismissed {store.unlisted.dismiss(_ids(ids), by=by or _os_user())} answer(s)")
 
 
 @click.group(help="The golden set: your own labelled articles that judge every new model and are never trained on. "

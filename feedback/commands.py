@@ -15,6 +15,7 @@ import sqlite_utils
 
 from core.settings.policies import TrustPolicy
 from feedback.errors import FeedbackError
+from feedback.export.files import export_answers, write_answers
 from feedback.store import FeedbackStore
 from feedback.topics.meaning import shown
 from feedback.trust.label_errors import Action
@@ -29,7 +30,7 @@ def import_pool(store: FeedbackStore, file: Path, *, source: str | None = None, 
                 skip_bad: bool = False) -> None:
     """Add the texts of a CSV or JSONL file to the labelling pool (all or nothing; with `skip_bad`, the good rows,
     every bad line listed), as known-answer checks with `checks`."""
-    report = store.import_pool(file, source=source, checks=checks, skip_bad=skip_bad)
+    report = store.pool.import_file(file, source=source, checks=checks, skip_bad=skip_bad)
     what = "known-answer checks" if checks else "items"
     print(f"imported {report.added} new {what} from {file} ({report.duplicates} duplicates skipped)")
     if report.demo_removed:
@@ -55,21 +56,21 @@ def golden_status(store: FeedbackStore) -> None:
 
 def queue_push(store: FeedbackStore, query: str, count: int, by: str) -> None:
     """Push the pool articles nearest `query` to the front of the queue, saying how many and how many wait."""
-    pushed = store.push_search(query, count, by)
-    print(f"pushed {pushed} articles to the front of the queue ({store.pushed_waiting()} pushed articles waiting)")
+    pushed = store.pool.push_search(query, count, by)
+    print(f"pushed {pushed} articles to the front of the queue ({store.pool.pushed_waiting()} pushed articles waiting)")
 
 
 def queue_clear(store: FeedbackStore) -> None:
     """Take every pushed article out of the front of the queue."""
-    print(f"cleared {store.clear_pushed()} pushed articles")
+    print(f"cleared {store.pool.clear_pushed()} pushed articles")
 
 
 def export(store: FeedbackStore, *, fmt: str, out: Path | None = None) -> None:
     """Every answer, oldest first, as CSV or JSONL: to standard output, or to `out` (saying how many)."""
     if out is None:
-        store.write_export(sys.stdout, fmt)
+        write_answers(store, sys.stdout, fmt)
     else:
-        count = store.export(out, fmt)
+        count = export_answers(store, out, fmt)
         print(f"exported {count} answers to {out}", file=sys.stderr)
 
 
@@ -107,7 +108,7 @@ def review_list(store: FeedbackStore, where: ReviewFilter, trust: TrustPolicy) -
 
 def review_set(store: FeedbackStore, ids: Sequence[int], status: str) -> None:
     """Accept (they may train) or reject (they never will) the named answers at once; says what changed, by id."""
-    report = store.set_statuses(ids, status)
+    report = store.reviews.set_statuses(ids, status)
     _print_json(asdict(report) | {"message": review_message(report)})
 
 
@@ -119,7 +120,7 @@ def review_resolve(store: FeedbackStore, text_hash: str, label: str) -> None:
 def label_errors_list(store: FeedbackStore, source: str | None, limit: int) -> None:
     """The newest search's undecided candidates, most likely error first, and how many there are in all."""
     found, total = store.label_errors.open_candidates(limit, source)
-    taxonomy = store.taxonomy()  # labels are stored as keys (a split's earlier one as a set): named as people see them
+    taxonomy = store.topics.current()  # labels are stored as keys (a split's earlier one as a set): named as people see them
     named = [c | {"given_as": shown(taxonomy, c["given_label"]), "suggested_as": shown(taxonomy, c["suggested_label"])}
              for c in found]
     _print_json({"search": store.label_errors.latest_search(), "total": total, "listed": len(found),

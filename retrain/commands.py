@@ -131,7 +131,7 @@ def promote(settings: Settings, *, version: str, reason: str, by: str | None = N
 
     registry = ModelRegistry(settings.paths.models_dir)
     with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
-        topics = store.taxonomy()
+        topics = store.topics.current()
     try:
         done = promote_by_hand(registry, version, reason, by=by or getpass.getuser(), topics=topics,
                                expected_champion=ANY if expect is None else expect)
@@ -256,7 +256,7 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
             ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate, last_run)
             traffic = traffic_report(store, report["champion"], report.get("champion_meta") or {}, settings.monitor,
                                      settings.trust_policy())
-            suspicious = store.count("suspicious")  # what the admin view's tile counts
+            suspicious = store.answers.count("suspicious")  # what the admin view's tile counts
         # The feedback a retrain would see, and whose held-out articles would judge it (and what they could see).
         report["feedback"] = asdict(ready) | {"enough": ready.enough, "judged_by": ready.evidence.mode,
                                               "evidence_words": ready.evidence.words(), "suspicious": suspicious}

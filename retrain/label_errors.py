@@ -96,12 +96,12 @@ def _csv_rows(path: Path) -> dict[str, str]:
 def answer_rows(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes, taxonomy: Taxonomy) -> list[Row]:
     """Every trusted answer's text (read through the fixes, labels as they mean under `taxonomy`), named by its
     newest answer giving that label."""
-    answers = store.answers(taxonomy=taxonomy)  # newest first
+    answers = store.answers.rows(taxonomy=taxonomy)  # newest first
     newest: dict[tuple[str, str], dict[str, Any]] = {}
     for answer in answers:
         newest.setdefault((answer["text_hash"], answer["user_label"]), answer)
     rows = []
-    for trusted in fixes.trusted(select_trusted(answers, store.gold_labels(taxonomy=taxonomy), policy)):
+    for trusted in fixes.trusted(select_trusted(answers, store.pool.gold_labels(taxonomy=taxonomy), policy)):
         digest = trusted.text_hash or text_hash(trusted.text)
         named = newest.get((digest, trusted.label))
         origin = (f"answer #{named['id']} by {named['annotator']}, {str(named['created_at'])[:10]}"
@@ -291,7 +291,7 @@ def search(
     docs/results/label-errors.md)."""
     started = time.perf_counter()
     fixes = read_fixes(store)
-    taxonomy = store.taxonomy()
+    taxonomy = store.topics.current()
     read = (base_rows(under_taxonomy(corpus, taxonomy), data_source, fixes)
             + answer_rows(store, policy, fixes, taxonomy))
     small = small_topics(read, len(taxonomy.keys), min_topic_rows)

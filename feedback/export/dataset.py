@@ -60,7 +60,7 @@ def _row(answer: dict[str, Any], taxonomy: Taxonomy) -> dict[str, Any]:
         probabilities = json.loads(probabilities)
     predicted = answer.get("predicted_label")
     given_under = int(answer.get("taxonomy_version") or 1)
-    now = allowed_keys(str(answer["user_label"]))  # read as it means now by FeedbackStore.answers
+    now = allowed_keys(str(answer["user_label"]))  # read as it means now by Answers.rows
     allowed = [taxonomy.keys.index(k) for k in now if k in taxonomy.keys]
     predicted_now = taxonomy.exact(predicted, given_under) if predicted else None
     return {
@@ -88,8 +88,8 @@ def answers_dataset(store: FeedbackStore, taxonomy: Taxonomy | None = None) -> d
     `taxonomy` (default: the store's current one)."""
     import datasets
 
-    taxonomy = taxonomy or store.taxonomy()
-    rows = [_row(answer, taxonomy) for answer in reversed(store.answers(taxonomy=taxonomy))]
+    taxonomy = taxonomy or store.topics.current()
+    rows = [_row(answer, taxonomy) for answer in reversed(store.answers.rows(taxonomy=taxonomy))]
     schema = features(taxonomy)
     columns = {name: [row[name] for row in rows] for name in schema}
     names = ", ".join(taxonomy.names)

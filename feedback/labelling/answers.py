@@ -20,9 +20,9 @@ from feedback.database.db import Database, iso_time, parse_iso_time
 from feedback.database.query import count, first, inserted_id, rows
 from feedback.database.tables import answers, pool, unlisted
 from feedback.errors import FeedbackError, RateLimited
-from feedback.labelling.pool import check_item, pool_counts, read_gold
+from feedback.labelling.pool import check_item
 from feedback.topics.meaning import read_now
-from feedback.trust.rules import check_scores, contradiction_reason
+from feedback.trust.rules import contradiction_reason
 from feedback.validate import (
     KINDS,
     NOT_COUNTED,
@@ -104,7 +104,7 @@ def path_of(kind: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RecordResult:
-    """Outcome of `FeedbackStore.record`: the answer's id, whether it was already stored, its status, and the
+    """Outcome of `Answers.record`: the answer's id, whether it was already stored, its status, and the
     ids of the annotator's earlier answers on this text and path that it replaced."""
 
     id: int
@@ -124,6 +124,34 @@ def answers_on_checks(db: sa.Connection, *where: sa.ColumnElement[bool]) -> list
     `feedback.trust.rules.check_scores` scores."""
     on_checks = answers.join(pool, pool.c.text_hash == answers.c.text_hash)
     return rows(db, sa.select(answers).select_from(on_checks).where(pool.c.gold_label.is_not(None), *where))
+
+
+def answer_counts(db: sa.Connection, taxonomy: Taxonomy) -> dict[str, Any]:
+    """The answers counted for a dashboard, on this connection: every answer, and by status; the live ones by label
+    (what they mean under `taxonomy`: old ones of a merged topic count as its target), by kind, and their
+    annotators."""
+
+    def grouped(column: sa.ColumnElement[str], *where: sa.ColumnElement[bool]) -> dict[str, int]:
+        query = sa.select(column, sa.func.count()).where(*where).group_by(column)
+        return {key: int(n) for key, n in db.execute(query)}
+
+    by_status = grouped(answers.c.status)
+    by_given = db.execute(sa.select(answers.c.user_label, answers.c.taxonomy_version, sa.func.count())
+                          .where(LIVE).group_by(answers.c.user_label, answers.c.taxonomy_version)).all()
+    by_kind = grouped(answers.c.kind, LIVE)
+    annotators = count(db, sa.select(sa.func.count(sa.distinct(answers.c.annotator))).where(LIVE))
+    by_label = dict.fromkeys(taxonomy.keys, 0)
+    for key, version, n in by_given:
+        now = taxonomy.exact(key, version)
+        if now is not None:
+            by_label[now] += int(n)
+    return {
+        "answers": sum(by_status.values()),
+        "by_status": {str(status): by_status.get(status, 0) for status in STATUSES},
+        "by_label": by_label,
+        "by_kind": {kind: by_kind.get(kind, 0) for kind in KINDS},
+        "annotators": annotators,
+    }
 
 
 class Answers:
@@ -150,8 +178,21 @@ class Answers:
         verified: bool = False,
         address: str | None = None,
     ) -> RecordResult:
-        """Store one answer unless the annotator already gave it, replacing their earlier live answer on the same
-        text and path; see `FeedbackStore.record`."""
+        """Store one answer; an identical live answer from the same annotator on the same path is returned, not
+        repeated. A person has one live answer per text and path (a one-click answer on Classify, kinds
+        'confirm'/'correct', or a 'queue' answer): a different label replaces their earlier answer, which is
+        kept with status 'replaced' and counted nowhere (`RecordResult.replaced` names it).
+
+        `user_label` names a topic of the current taxonomy (a name, key, former name or 0-based position); its key
+        is stored, with the taxonomy's version. `probabilities` is {label: p} keyed by the model's own labels, or
+        one number per topic in the taxonomy's order; when `predicted_label` is omitted it is their argmax. The
+        answer is 'suspicious' when the model was at least `limits.suspicious_confidence` sure of another label.
+        Raises FeedbackError for bad input and RateLimited when the annotator has written
+        `limits.writes_per_minute` answers in the last 60 s (`limits.verified_writes_per_minute` when `verified`),
+        or the client `address` (a keyed hash the page supplies) `limits.address_writes_per_minute`.
+        `verified` says the host signed the annotator in (the trust rules weigh such answers, see
+        `feedback.trust.rules`).
+        """
         if not isinstance(text, str):
             raise FeedbackError("text must be a string")
         problem = text_problem(text, self._limits.max_text_chars)
@@ -221,7 +262,8 @@ class Answers:
     def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
         """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it.
 
-        Answers it replaced stay replaced: an undo withdraws a change of mind, it never revives the old answer."""
+        Answers it replaced stay replaced: an undo withdraws a change of mind, it never revives the old answer.
+        A "None of these" is undone by `FeedbackStore.undo_last`, which looks at both kinds of answer."""
         annotator = check_annotator(annotator)
         kinds = [check_kind(kind) for kind in kinds]
         with self._db.write() as db:
@@ -258,8 +300,9 @@ class Answers:
 
     def rows(self, status: str | None = None, limit: int | None = None,
              taxonomy: Taxonomy | None = None) -> list[dict[str, Any]]:
-        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict; each label read
-        as it means under `taxonomy` (default: the store's current one; see `feedback.topics.meaning.read_now`)."""
+        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict. Each
+        `user_label` is read as it means under `taxonomy` (default: the current one): a merged topic's answers as
+        its target, a split topic's earlier answers as the set "parent or child" (`feedback.topics.meaning`)."""
         query = sa.select(answers).order_by(answers.c.id.desc())
         if status is not None:
             query = query.where(answers.c.status == str(check_status(status)))
@@ -282,41 +325,10 @@ class Answers:
         with self._db.read() as db:
             return count(db, sa.select(sa.func.count()).where(answers.c.id > answer_id, COUNTED))
 
-    def per_day(self, days: int) -> dict[str, int]:
-        """Live answers per UTC day (YYYY-MM-DD), the newest `days` days that have any; see `FeedbackStore`."""
+    def per_day(self, days: int = 30) -> dict[str, int]:
+        """Live answers (undone and replaced ones not counted) per UTC day (YYYY-MM-DD), for the newest `days` days
+        that have any: counted by the database, whatever the number of answers."""
         day = sa.func.substr(answers.c.created_at, 1, 10)  # ISO times: the date is their first 10 characters
         query = sa.select(day, sa.func.count()).where(LIVE).group_by(day).order_by(day.desc()).limit(days)
         with self._db.read() as db:
             return {str(d): int(n) for d, n in db.execute(query)}
-
-    def stats(self) -> dict[str, Any]:
-        """Counts for a dashboard; see `FeedbackStore.stats`."""
-        taxonomy = self._taxonomy()
-        with self._db.read() as db:
-
-            def grouped(column: sa.ColumnElement[str], *where: sa.ColumnElement[bool]) -> dict[str, int]:
-                query = sa.select(column, sa.func.count()).where(*where).group_by(column)
-                return {key: int(n) for key, n in db.execute(query)}
-
-            by_status = grouped(answers.c.status)
-            by_given = db.execute(sa.select(answers.c.user_label, answers.c.taxonomy_version, sa.func.count())
-                                  .where(LIVE).group_by(answers.c.user_label, answers.c.taxonomy_version)).all()
-            by_kind = grouped(answers.c.kind, LIVE)
-            annotators = count(db, sa.select(sa.func.count(sa.distinct(answers.c.annotator))).where(LIVE))
-            pool_numbers = pool_counts(db)
-            check_rows, gold = read_now(answers_on_checks(db), taxonomy), read_gold(db, taxonomy)
-        scores = check_scores(check_rows, gold)
-        by_label = dict.fromkeys(taxonomy.keys, 0)  # what the answers mean now: old ones of a merged topic count as its target
-        for key, version, n in by_given:
-            now = taxonomy.exact(key, version)
-            if now is not None:
-                by_label[now] += int(n)
-        return {
-            "answers": sum(by_status.values()),
-            "by_status": {str(status): by_status.get(status, 0) for status in STATUSES},
-            "by_label": by_label,
-            "by_kind": {kind: by_kind.get(kind, 0) for kind in KINDS},
-            "annotators": annotators,
-            "pool": pool_numbers,
-            "checks_right": {name: f"{score.right}/{score.answered}" for name, score in scores.items()},
-        }

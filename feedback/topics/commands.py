@@ -62,7 +62,7 @@ def change_topics(store: FeedbackStore, before: Taxonomy, step: Callable[[Taxono
 def list_unlisted(store: FeedbackStore, *, as_json: bool = False) -> None:
     """Print the "None of these" answers waiting for a maintainer, grouped into candidate topics, largest first: each
     group's suggested name, answers and people, then its answers (id, the name given, who, the text's start)."""
-    listing = store.unlisted_listing()
+    listing = store.unlisted.listing()
     groups, rows = listing.groups, listing.rows
     if as_json:
         print(json.dumps([{"name": g.name, "named": g.named, "people": g.people,

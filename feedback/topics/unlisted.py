@@ -101,7 +101,11 @@ class UnlistedAnswers:
     def record(self, *, text: str, annotator: str, kind: str, item_id: int | None = None, name: object = None,
                predicted_label: str | None = None, model_version: str | None = None, verified: bool = False,
                address: str | None = None) -> UnlistedResult:
-        """Store that no topic fits `text`; see `FeedbackStore.record_unlisted`."""
+        """Store that no topic of the current taxonomy fits `text` ("None of these"), with `name`, the topic the
+        labeller thinks is missing, if they gave one (printable, at most 40 characters). `kind` is 'correct'
+        (Classify) or 'queue' (with `item_id`: the item then leaves their queue). Kept apart from the answers, so it
+        never trains as a topic. One per person and text: a repeat is a duplicate that may change the name. It counts
+        against the same rate limits as `Answers.record` (RateLimited). Raises FeedbackError for bad input."""
         if not isinstance(text, str):
             raise FeedbackError("text must be a string")
         problem = text_problem(text, self._limits.max_text_chars)

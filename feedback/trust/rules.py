@@ -245,7 +245,7 @@ def select_trusted(
 ) -> list[TrustedExample]:
     """The feedback texts to train on, one per text, with the label their annotators agree on.
 
-    `rows` are answer rows (as `FeedbackStore.answers` returns them), `gold` the known-answer checks
+    `rows` are answer rows (as `Answers.rows` returns them), `gold` the known-answer checks
     (text_hash -> label). Rules, in order:
     1. Undone and rejected answers are ignored. Of the rest, only each annotator's latest answer on a
        text counts (texts are identified by `core.text.text_hash`).

@@ -23,7 +23,7 @@ SUSPICIOUS = ("suspicious", ANY, ANY, ANY, "")
 
 
 def _suspicious(store: FeedbackStore, text: str) -> int:
-    return store.record(text=text, user_label="Sports", annotator="user:someone", kind="correct",
+    return store.answers.record(text=text, user_label="Sports", annotator="user:someone", kind="correct",
                         probabilities=SURE_OF_WORLD, verified=True).id
 
 
@@ -50,7 +50,7 @@ def test_a_relist_that_drops_answers_keeps_the_ticked_ones_still_listed(tmp_path
     panel = ReviewPanel(FakeAdmin(store))  # type: ignore[arg-type]
     kept, gone, other = (_suspicious(store, f"Story {i} on the summit") for i in range(3))
     panel.search([], *SUSPICIOUS, request=_tab("a"))
-    store.set_statuses([gone], "rejected")  # another admin rejects one: it leaves the suspicious list
+    store.reviews.set_statuses([gone], "rejected")  # another admin rejects one: it leaves the suspicious list
     _, relisted = panel.search([kept, gone], *SUSPICIOUS, request=_tab("a"))
     assert relisted["value"] == [kept] and {v for _, v in relisted["choices"]} == {kept, other}
 
@@ -91,7 +91,7 @@ def test_topic_dropdowns_stay_as_chosen_until_the_topics_change(tmp_path: Path) 
     message, *_, topic, _, label_filter = editor.confirm(plan, request=_tab("a"))
     assert message.startswith("Changed") and "Health" in topic["choices"]
     assert editor.load(request=_tab("a"))[1:] == ({"__type__": "update"},) * 3  # confirm gave it version 2 already
-    store.topics.commit(store.taxonomy().describe("Health", "Medicine and care"), 2)  # another admin, elsewhere
+    store.topics.commit(store.topics.current().describe("Health", "Medicine and care"), 2)  # another admin, elsewhere
     assert editor.load(request=_tab("a"))[1]["choices"] == [*editor.topics.taxonomy().names]
 
 

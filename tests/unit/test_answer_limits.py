@@ -15,7 +15,7 @@ ADDRESS = "address-hash-of-one-newsroom"
 
 
 def _answer(store: FeedbackStore, who: str, i: int, *, verified: bool) -> None:
-    store.record(text=f"Story number {i} by {who}", user_label="World", annotator=who, kind="correct",
+    store.answers.record(text=f"Story number {i} by {who}", user_label="World", annotator=who, kind="correct",
                  predicted_label="Sports", verified=verified, address=ADDRESS)
 
 

@@ -114,7 +114,7 @@ def test_trusted_answers_read_through_answer_fixes_in_the_retrains_snapshot(make
     store = make_store(tmp_path / "feedback.db")
     texts = ["Market rallies on jobs data", "Goalkeeper saves late penalty"]
     for text in texts:
-        store.record(text=text, user_label="World", annotator="user:ann", kind="correct", verified=True)
+        store.answers.record(text=text, user_label="World", annotator="user:ann", kind="correct", verified=True)
     policy = TrustPolicy(labels_required=1)
     assert {t.text: t.label for t in read_trusted(store, policy)} == dict.fromkeys(texts, "World")
     store.label_errors.save_search("s1", [

@@ -107,7 +107,7 @@ def test_status_counts_the_suspicious_answers_the_admin_tile_counts(
     monkeypatch.setenv("NEWSLOOP_DATA", "seed")
     store = FeedbackStore(home / "feedback.db")
     for i in range(2):  # anonymous answers the model was very sure were another topic
-        store.record(text=f"Striker scores twice, story {i}", user_label="Business", annotator=f"anon{i}",
+        store.answers.record(text=f"Striker scores twice, story {i}", user_label="Business", annotator=f"anon{i}",
                      kind="correct", probabilities={"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0.01})
     assert '<div class="n">2</div><div class="what">suspicious waiting</div>' in tiles(store.stats(), None, 0)
     store.close()

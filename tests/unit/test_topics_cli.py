@@ -20,13 +20,13 @@ def test_impact_counts_rows_answers_checks_and_queued_items(make_store: StoreFac
     store = make_store(tmp_path / "f.db")
     checks = tmp_path / "checks.csv"
     checks.write_text("label,text\nBusiness,Oil prices climb\nBusiness,Bank fined\nWorld,Summit ends\n")
-    store.import_pool(checks, checks=True)
-    store.record(text="Oil prices climb", user_label="Business", annotator="anna", kind="correct")  # answers a check
-    store.record(text="Shares fall", user_label="Business", annotator="ben", kind="correct")
-    store.record(text="Shares fall", user_label="World", annotator="cleo", kind="correct")
-    undone = store.record(text="Rates rise", user_label="Business", annotator="dan", kind="correct")
+    store.pool.import_file(checks, checks=True)
+    store.answers.record(text="Oil prices climb", user_label="Business", annotator="anna", kind="correct")  # answers a check
+    store.answers.record(text="Shares fall", user_label="Business", annotator="ben", kind="correct")
+    store.answers.record(text="Shares fall", user_label="World", annotator="cleo", kind="correct")
+    undone = store.answers.record(text="Rates rise", user_label="Business", annotator="dan", kind="correct")
     assert undone and store.undo_last("dan")  # taken back: touched by nothing
-    before = store.taxonomy()
+    before = store.topics.current()
 
     merged = impact(store, before, before.merge("Business", "World"), BASE)
     assert merged == Impact(3, 2, 2, 1, "merging Business into World", "as World")
@@ -85,8 +85,8 @@ def test_changes_are_stored_with_who_and_why_and_listed(home: Path, capsys: pyte
     assert "1. International [key World]" in out and "6. Health: medicine and public health (new: the model is still learning it)" in out
     # The store answers by the stored topics.
     store = FeedbackStore(home / "feedback.db")
-    store.record(text="Flu season", user_label="health", annotator="anna", kind="correct")
-    assert store.answers()[0]["user_label"] == "Health"
+    store.answers.record(text="Flu season", user_label="health", annotator="anna", kind="correct")
+    assert store.answers.rows()[0]["user_label"] == "Health"
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -124,4 +124,4 @@ def test_a_change_planned_on_an_old_version_is_told_to_look_again(home: Path, ca
     monkeypatch.setattr(commands, "change_topics", someone_else_first)
     assert main(["topics", "add", "Health"]) == ExitCode.BUSY
     assert "look at them again" in capsys.readouterr().err
-    assert FeedbackStore(home / "feedback.db").taxonomy().names[-1] == "Weather"
+    assert FeedbackStore(home / "feedback.db").topics.current().names[-1] == "Weather"

@@ -95,7 +95,7 @@ class LabelErrorsPanel:
         if self.searching():
             summary = f"**Searching for label errors…** the list refreshes itself when it ends. {summary}"
         decisions = store.label_errors.decisions(DECISIONS_SHOWN, live_only=True)
-        taxonomy = store.taxonomy()
+        taxonomy = store.topics.current()
         return (summary, gr.update(choices=[(candidate_label(r, taxonomy), int(r["id"])) for r in rows], value=[]),
                 gr.update(choices=[(decision_label(r, taxonomy), int(r["id"])) for r in decisions], value=[]))
 

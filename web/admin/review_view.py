@@ -113,7 +113,7 @@ class ReviewPanel:
             if not ids:
                 return "Tick one or more answers first (Space ticks the focused one).", gr.skip(), gr.skip()
             try:
-                message = review_message(store.set_statuses(ids, verdict))
+                message = review_message(store.reviews.set_statuses(ids, verdict))
             except FeedbackError as exc:
                 return f"Nothing changed: {exc}", gr.skip(), gr.skip()
             summary, update = self.search([], status, reason, label, annotator, text, request, profile)
