@@ -31,6 +31,7 @@ from core.samples import Samples, data_samples
 from core.settings.config import ConfigError, Settings, ensure_home, load_settings
 from core.storage.locks import LockBusy, file_lock
 from core.storage.snapshot_schedule import SnapshotSchedule, restore_if_fresh
+from feedback import home_topics
 from feedback.database.shared_state import (
     Busy,
     SharedAdminSessions,
@@ -42,7 +43,6 @@ from feedback.database.shared_state import (
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
 from feedback.topics import changes as topic_changes
-from feedback.topics import home as home_topics
 from feedback.traffic.served import save_tallies
 from web.admin import page as admin_page
 from web.admin.actions import AdminActions
@@ -277,7 +277,7 @@ def seed_topics(store: FeedbackStore, service: Classifier) -> None:
     none yet (a no-op otherwise, and when no champion serves yet). Data of your own topics is served with its own
     topics from the first answer; the AG News four for a fresh clone, as before. A stored list that does not fit
     the champion's topics (a champion of other data) is refused, in one sentence naming the fix, before any page
-    (`feedback.topics.home`); one nobody worked under becomes the champion's."""
+    (`feedback.home_topics`); one nobody worked under becomes the champion's."""
     if service.version is None:
         return
     labels = PageTopics(service, store).model_labels()

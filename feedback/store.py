@@ -14,7 +14,7 @@ from feedback.evaluation.golden import GoldenSet
 from feedback.labelling.answers import Answers, answer_counts, answers_on_checks
 from feedback.labelling.guidelines import GuidelineBook
 from feedback.labelling.pool import Pool, pool_counts, read_gold
-from feedback.topics.meaning import read_now
+from feedback.meaning import read_now
 from feedback.topics.store import TopicBook
 from feedback.topics.unlisted import UnlistedAnswers
 from feedback.traffic.traffic_set import TrafficShare

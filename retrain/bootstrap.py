@@ -15,7 +15,7 @@ from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.versions import ModelRegistry
 from core.storage.paths import INT8_FILE
 from core.taxonomy import starting
-from feedback.topics.home import data_fits_home
+from feedback.home_topics import data_fits_home
 from retrain.baseline import baseline_scores
 from retrain.challenger import topic_list
 from retrain.lexical import fit_lexical

@@ -15,7 +15,7 @@ from core.settings.config import Settings
 
 if TYPE_CHECKING:
     from core.registry.stages import RunRecord
-    from feedback.traffic.monitoring import TrafficReport
+    from feedback.monitoring import TrafficReport
     from feedback.training.readiness import Readiness
 
 
@@ -44,7 +44,7 @@ def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
 def bootstrap(settings: Settings, **choices: Any) -> int:
     """Train the first champion from the configured data (or the seed set); `choices` are those of
     BootstrapSetup.from_settings (max_rows, max_minutes, forms, init_from), which checks them."""
-    from feedback.topics.home import HomeMismatch
+    from feedback.home_topics import HomeMismatch
     from retrain.bootstrap import BootstrapError
     from retrain.bootstrap import bootstrap as train_first
     from retrain.setup import BootstrapSetup
@@ -97,7 +97,7 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
         expected = ANY if expect is None else expect
         previous = registry.status()["previous"]
         if previous:  # a model of other topics than the home's list would leave the pages nothing to answer
-            from feedback.topics.home import rollback_refusal
+            from feedback.home_topics import rollback_refusal
 
             meta = registry.get(previous[0]).meta
             refused = rollback_refusal(settings.storage.database_url or settings.paths.feedback_db, previous[0],
@@ -243,8 +243,8 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
     from core.evaluation.monitor import alert_lines
     from core.registry.stages import read_last_run
     from core.registry.versions import ModelRegistry
+    from feedback.monitoring import traffic_report
     from feedback.store import FeedbackStore
-    from feedback.traffic.monitoring import traffic_report
     from feedback.training.readiness import readiness
 
     report = ModelRegistry(settings.paths.models_dir).status()
@@ -321,8 +321,8 @@ def traffic_alerts(settings: Settings) -> list[str]:
 
     from core.evaluation.monitor import alert_lines
     from core.registry.versions import ModelRegistry
+    from feedback.monitoring import traffic_report
     from feedback.store import FeedbackStore
-    from feedback.traffic.monitoring import traffic_report
 
     if not (settings.storage.database_url or settings.paths.feedback_db.is_file()):
         return []

@@ -35,8 +35,8 @@ from core.settings.policies import LabelErrorPolicy, TrustPolicy
 from core.storage.paths import CHECKPOINT_DIR
 from core.taxonomy import Taxonomy
 from core.text import text_hash
+from feedback.meaning import SET_MARK, allowed_keys
 from feedback.store import FeedbackStore
-from feedback.topics.meaning import SET_MARK, allowed_keys
 from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.trust.label_errors import Candidate, Source
 from feedback.trust.rules import select_trusted
@@ -62,7 +62,7 @@ class Row:
     allowed: tuple[int, ...] = ()
 
     def given(self, keys: Sequence[str]) -> str:
-        """The label as stored on a candidate: a key, or a set's keys joined as `feedback.topics.meaning` joins them."""
+        """The label as stored on a candidate: a key, or a set's keys joined as `feedback.meaning` joins them."""
         return SET_MARK.join(keys[i] for i in self.allowed) if self.allowed else keys[self.label]
 
 

@@ -2,7 +2,7 @@
 
 The label names are the taxonomy's, in its order, at the version the export was made under: the dataset's
 description names that version and every row carries it (`taxonomy_version`), beside the version the answer was
-given under. An answer means what it means now (`feedback.topics.meaning`): a merged topic's answers carry the
+given under. An answer means what it means now (`feedback.meaning`): a merged topic's answers carry the
 target, and a split topic's earlier answers carry `label` -1 with their allowed topics in `allowed_labels`: a set,
 not a guess.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.taxonomy import Taxonomy
-from feedback.topics.meaning import allowed_keys
+from feedback.meaning import allowed_keys
 from feedback.validate import KINDS, STATUSES
 
 if TYPE_CHECKING:

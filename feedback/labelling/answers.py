@@ -21,8 +21,7 @@ from feedback.database.query import count, first, inserted_id, rows
 from feedback.database.tables import answers, pool, unlisted
 from feedback.errors import FeedbackError, RateLimited
 from feedback.labelling.pool import check_item
-from feedback.topics.meaning import read_now
-from feedback.trust.rules import contradiction_reason
+from feedback.meaning import read_now
 from feedback.validate import (
     KINDS,
     NOT_COUNTED,
@@ -95,6 +94,20 @@ def _check_window(db: sa.Connection, column: str, key: str, limit: int, now: flo
         wait_s = max(1, math.ceil(wait))
         who = " from this address" if column == "address" else ""
         raise RateLimited(f"too many answers{who}: at most {limit} a minute; try again in {wait_s} s", wait_s)
+
+
+def contradiction_reason(
+    predicted: str | None, probabilities: Mapping[str, float] | None, user_label: str, threshold: float
+) -> str | None:
+    """Why an answer looks suspicious (the model was very sure of another label), or None. An answer naming a topic
+    the model does not predict (added, or split off, since it was trained) contradicts nothing it said: its
+    certainty among its own topics is no evidence against one it lacks, and those answers are what teach it."""
+    if predicted is None or not probabilities or user_label == predicted or user_label not in probabilities:
+        return None
+    confidence = probabilities.get(predicted, 0.0)
+    if confidence < threshold:
+        return None
+    return f"model was {confidence:.0%} sure of {predicted}"
 
 
 def path_of(kind: str) -> tuple[str, ...]:
@@ -302,7 +315,7 @@ class Answers:
              taxonomy: Taxonomy | None = None) -> list[dict[str, Any]]:
         """Answers newest first, optionally only those with `status`; probabilities decoded to a dict. Each
         `user_label` is read as it means under `taxonomy` (default: the current one): a merged topic's answers as
-        its target, a split topic's earlier answers as the set "parent or child" (`feedback.topics.meaning`)."""
+        its target, a split topic's earlier answers as the set "parent or child" (`feedback.meaning`)."""
         query = sa.select(answers).order_by(answers.c.id.desc())
         if status is not None:
             query = query.where(answers.c.status == str(check_status(status)))

@@ -24,9 +24,8 @@ from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE, drop_unanswered_demo
 from feedback.labelling.focus import Teaching, focus_scores, is_focus_turn, teaching
 from feedback.labelling.neighbours import nearest, similarities
 from feedback.labelling.pool_files import cleaned, read_pool_file
-from feedback.topics.meaning import gold_now
+from feedback.meaning import gold_now
 from feedback.traffic.traffic_set import maintained_share, mark_new_items, traffic_turn, turn_position
-from feedback.trust.rules import check_due
 from feedback.validate import (
     NOT_COUNTED,
     WITHDRAWN,
@@ -90,7 +89,7 @@ def margin_uncertainty(probabilities: np.ndarray) -> np.ndarray:
 
 def read_gold(db: sa.Connection, taxonomy: Taxonomy) -> dict[str, str]:
     """The known-answer checks on this connection: text_hash -> the label a maintainer gave, read as it means under
-    `taxonomy` (given under the version in force when the check was added; see `feedback.topics.meaning`)."""
+    `taxonomy` (given under the version in force when the check was added; see `feedback.meaning`)."""
     query = sa.select(pool.c.text_hash, pool.c.gold_label, pool.c.added_at).where(pool.c.gold_label.is_not(None))
     return gold_now(((d, label, at) for d, label, at in db.execute(query)), taxonomy)
 
@@ -179,6 +178,21 @@ def _draw(
     if item is not None:
         item.pop("gold_label")
     return item
+
+
+# Share of a new annotator's items that are checks until they have answered `min_checks` of them.
+EARLY_CHECK_SHARE = 1 / 3
+
+
+def check_due(checks_answered: int, draw: float, *, min_checks: int, share: float) -> bool:
+    """Whether an annotator's next queue item should be a known-answer check.
+
+    `draw` is a number in [0, 1) the caller derives from something the client cannot predict, so checks
+    sit at random positions of each annotator's stream: a fresh identity is not served checks first,
+    and rotating identities does not reveal them. Until `min_checks` are answered about one item in
+    three is a check, then about `share` of them.
+    """
+    return draw < (max(share, EARLY_CHECK_SHARE) if checks_answered < min_checks else share)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from core.settings.policies import TrustPolicy
 from core.taxonomy import Taxonomy
 from core.text import text_hash
 from feedback.database.db import Database, is_database_url
+from feedback.meaning import allowed_keys
 from feedback.store import FeedbackStore
-from feedback.topics.meaning import allowed_keys
 from feedback.traffic.traffic_set import read_traffic, traffic_texts
 from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.trust.rules import TrustedExample, select_trusted
@@ -54,7 +54,7 @@ class FeedbackSplit:
 def read_trusted(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes | None = None,
                  taxonomy: Taxonomy | None = None) -> list[TrustedExample]:
     """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`), each read as it
-    means under `taxonomy` (default: the store's current one; `feedback.topics.meaning`), read through the label
+    means under `taxonomy` (default: the store's current one; `feedback.meaning`), read through the label
     fixes (`fixes`, else the store's own): relabelled texts with their new label, excluded ones left out. Not
     logged here: what matters is how many of them train, which the run logs once it knows (`FeedbackParts.words`)."""
     fixes = read_fixes(store) if fixes is None else fixes
@@ -122,7 +122,7 @@ def traffic_hashes(store: FeedbackStore) -> set[str]:
 
 
 def as_example(text: str, label: str, taxonomy: Taxonomy) -> Example | None:
-    """A trusted text as a training example in `taxonomy`: `label` (read by `feedback.topics.meaning`) indexes its
+    """A trusted text as a training example in `taxonomy`: `label` (read by `feedback.meaning`) indexes its
     keys, and a set-valued label (a split topic's earlier answers) trains as its set (`Example.allowed`). None when
     the label names a topic the taxonomy does not have."""
     keys = allowed_keys(label)

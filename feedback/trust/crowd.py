@@ -19,7 +19,7 @@ from feedback.database.query import rows
 from feedback.database.tables import answers
 from feedback.labelling.answers import COUNTED, LIVE, answers_on_checks
 from feedback.labelling.pool import read_gold
-from feedback.topics.meaning import read_now
+from feedback.meaning import read_now
 from feedback.trust.checks import CheckScore
 from feedback.trust.rules import MAINTAINER, check_scores
 
@@ -46,7 +46,7 @@ class Crowd:
 
     def __init__(self, db: Database, taxonomy: Callable[[], Taxonomy]) -> None:
         self._db = db
-        self._taxonomy = taxonomy  # answers are compared by what they mean now (feedback.topics.meaning)
+        self._taxonomy = taxonomy  # answers are compared by what they mean now (feedback.meaning)
 
     def counts(self, now: datetime | None = None, limit: int = 50) -> list[PersonCounts]:
         """The `limit` annotators with the most live answers, most first (ties by id), at `now` (default: now)."""

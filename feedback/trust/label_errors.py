@@ -23,7 +23,7 @@ from feedback.database.db import Database, iso_time
 from feedback.database.query import first, inserted_id, rows
 from feedback.database.tables import label_candidates, label_fixes, label_searches
 from feedback.errors import FeedbackError
-from feedback.topics.meaning import allowed_keys
+from feedback.meaning import allowed_keys
 from feedback.trust.bulk import chosen_ids, ids_in_words, outcome_in_words, shown_limit
 from feedback.validate import canonical_label
 
@@ -216,7 +216,7 @@ class LabelErrors:
 
 def _given(label: str, taxonomy: Taxonomy) -> str:
     """A candidate's given label: a topic's key, or a split topic's earlier label as its set of current keys
-    (`feedback.topics.meaning`), kept as it is so a decision on it matches the row training reads."""
+    (`feedback.meaning`), kept as it is so a decision on it matches the row training reads."""
     keys = allowed_keys(label)
     if len(keys) > 1 and all(k in taxonomy.keys for k in keys):
         return label

@@ -21,7 +21,7 @@ from feedback.database.query import count, inserted_id, rows
 from feedback.database.tables import answers, pool
 from feedback.errors import FeedbackError
 from feedback.labelling.answers import LIVE, decoded
-from feedback.topics.meaning import read_now
+from feedback.meaning import read_now
 from feedback.trust.bulk import chosen_ids, outcome_in_words, shown_limit
 from feedback.trust.credible import credible
 from feedback.trust.rules import MAINTAINER

@@ -9,14 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.settings.policies import TrustPolicy
-from feedback.trust.checks import (  # noqa: F401 - check_due, CheckScore, EARLY_CHECK_SHARE: imported from here too
-    EARLY_CHECK_SHARE,
-    CheckScore,
-    check_due,
-    failed_checks,
-    passed_checks,
-    score_checks,
-)
+from feedback.trust.checks import CheckScore, failed_checks, passed_checks, score_checks
 from feedback.validate import NOT_COUNTED, Status
 
 log = logging.getLogger(__name__)
@@ -34,7 +27,7 @@ class TrustedExample:
     """A text with the label its annotators agree on."""
 
     text: str
-    label: str  # a topic key as it means now, or a split topic's set of keys (feedback.topics.meaning)
+    label: str  # a topic key as it means now, or a split topic's set of keys (feedback.meaning)
     votes: int  # counted answers giving `label`
     agreement: float  # votes / all counted answers on this text
     annotators: tuple[str, ...]  # who gave `label`, sorted
@@ -64,20 +57,6 @@ class AnnotatorAgreement:
     @property
     def rate(self) -> float:
         return self.agreed / self.compared if self.compared else 1.0
-
-
-def contradiction_reason(
-    predicted: str | None, probabilities: Mapping[str, float] | None, user_label: str, threshold: float
-) -> str | None:
-    """Why an answer looks suspicious (the model was very sure of another label), or None. An answer naming a topic
-    the model does not predict (added, or split off, since it was trained) contradicts nothing it said: its
-    certainty among its own topics is no evidence against one it lacks, and those answers are what teach it."""
-    if predicted is None or not probabilities or user_label == predicted or user_label not in probabilities:
-        return None
-    confidence = probabilities.get(predicted, 0.0)
-    if confidence < threshold:
-        return None
-    return f"model was {confidence:.0%} sure of {predicted}"
 
 
 def counted_answers(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

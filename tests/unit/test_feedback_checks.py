@@ -11,9 +11,10 @@ from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.__main__ import main
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling.pool import check_due
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
-from feedback.trust.rules import check_due, check_scores
+from feedback.trust.rules import check_scores
 from testkit.pg_cluster import StoreFactory
 
 CHECKS = {

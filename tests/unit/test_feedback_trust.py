@@ -9,8 +9,9 @@ import pytest
 
 from core.labels import LABELS
 from core.settings.policies import TrustPolicy
+from feedback.labelling.answers import contradiction_reason
 from feedback.training.snapshot import read_trusted
-from feedback.trust.rules import aggregate, annotator_agreement, contradiction_reason, select_trusted
+from feedback.trust.rules import aggregate, annotator_agreement, select_trusted
 from testkit.pg_cluster import StoreFactory
 
 _ids = itertools.count(1)

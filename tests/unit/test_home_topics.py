@@ -1,5 +1,5 @@
 """A home knows its data: a champion or data of other topics than the home's topic list is refused in one sentence
-naming the fix, before anything is trained or served (feedback.topics.home); a list nobody worked under simply
+naming the fix, before anything is trained or served (feedback.home_topics); a list nobody worked under simply
 becomes the new topics; `newsloop topics adopt` is the fix that keeps the home; a page never offers topics the model
 cannot answer."""
 
@@ -18,8 +18,8 @@ from core.labels import LABELS
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT
 from feedback.__main__ import main as feedback_main
+from feedback.home_topics import ADOPT, HomeMismatch, adopt, data_fits_home, fits, foreign
 from feedback.store import FeedbackStore
-from feedback.topics.home import ADOPT, HomeMismatch, adopt, data_fits_home, fits, foreign
 from testkit.data import OWN_TOPICS, own_topics_csv
 from testkit.models import build_tiny_champion, tiny_settings
 from testkit.pg_cluster import StoreFactory
@@ -125,7 +125,7 @@ def test_a_bootstrap_into_a_home_nobody_worked_in_says_in_one_line_that_the_list
     settings.paths.feedback_db.parent.mkdir(parents=True)
     store = FeedbackStore(settings.paths.feedback_db)
     ag_news_home(store)
-    with caplog.at_level("WARNING", logger="feedback.topics.home"):
+    with caplog.at_level("WARNING", logger="feedback.home_topics"):
         data_fits_home(settings.paths.feedback_db, settings.data)
     assert [r.getMessage() for r in caplog.records] == [
         "this home's topic list was World, Sports, Business, Sci/Tech, with nothing answered under it: it is now "

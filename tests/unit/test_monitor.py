@@ -1,6 +1,6 @@
 """Watching served traffic: the alert rule and the drift (core.evaluation.monitor), the served tallies kept in the
 feedback store on both backends (feedback.traffic.served), a server's tallies written as it serves (ServedTallies), and
-the day-by-day report of estimated beside measured accuracy (feedback.traffic.monitoring)."""
+the day-by-day report of estimated beside measured accuracy (feedback.monitoring)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from core.labels import LABELS
 from core.settings.policies import MonitorPolicy, TrustPolicy
 from feedback.database.db import parse_iso_time
 from feedback.database.tables import pool
+from feedback.monitoring import traffic_report
 from feedback.store import FeedbackStore
-from feedback.traffic.monitoring import traffic_report
 from feedback.traffic.served import TallyKey, read_tallies, save_tallies, utc_day
 from testkit.pg_cluster import StoreFactory
 from web.server.metrics import ServedTallies

@@ -17,8 +17,8 @@ from core.registry.versions import write_json_atomic
 from core.settings.config import load_settings
 from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
 from core.storage.paths import HomePaths
+from feedback.monitoring import TrafficReport
 from feedback.store import FeedbackStore
-from feedback.traffic.monitoring import TrafficReport
 from feedback.training.readiness import count_new_trusted, readiness
 from feedback.trust.credible import credible_waiting
 from feedback.trust.review import ReviewFilter

@@ -28,22 +28,22 @@ def test_impact_counts_rows_answers_checks_and_queued_items(make_store: StoreFac
     assert undone and store.undo_last("dan")  # taken back: touched by nothing
     before = store.topics.current()
 
-    merged = impact(store, before, before.merge("Business", "World"), BASE)
+    merged = impact(store.database, before, before.merge("Business", "World"), BASE)
     assert merged == Impact(3, 2, 2, 1, "merging Business into World", "as World")
     assert merged.words() == "merging Business into World relabels 3 base rows, 2 answers, 2 checks and 1 queued item as World"
 
-    split = impact(store, before, before.split("Business", "Finance"), BASE)
+    split = impact(store.database, before, before.split("Business", "Finance"), BASE)
     assert (split.base_rows, split.answers, split.checks, split.queued) == (3, 2, 2, 1)
     assert '"Business or Finance"' in split.words()
 
     for after, said in ((before.add("Health"), "touches no data"), (before.rename("World", "International"), "only the name"),
                         (before.describe("World", "news from abroad"), "only its description")):
-        found = impact(store, before, after, BASE)
+        found = impact(store.database, before, after, BASE)
         assert (found.base_rows, found.answers, found.checks, found.queued) == (0, 0, 0, 0) and said in found.words()
 
     # After a split, a merge of the new topic touches the parent's earlier rows too: they may mean it.
     split_first = before.split("Business", "Finance")
-    assert impact(store, split_first, split_first.merge("Finance", "World"), BASE).base_rows == 3
+    assert impact(store.database, split_first, split_first.merge("Finance", "World"), BASE).base_rows == 3
 
 
 @pytest.fixture
@@ -113,15 +113,15 @@ def test_a_merge_that_would_leave_one_topic_is_refused(home: Path, capsys: pytes
 
 def test_a_change_planned_on_an_old_version_is_told_to_look_again(home: Path, capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from feedback.topics import commands
+    from feedback import actions
 
-    real = commands.change_topics
+    real = actions.change_topics
 
     def someone_else_first(store: FeedbackStore, before, *args, **kwargs):  # type: ignore[no-untyped-def]
         store.topics.commit(before.add("Weather"), before.version)  # another maintainer, between read and write
         return real(store, before, *args, **kwargs)
 
-    monkeypatch.setattr(commands, "change_topics", someone_else_first)
+    monkeypatch.setattr(actions, "change_topics", someone_else_first)
     assert main(["topics", "add", "Health"]) == ExitCode.BUSY
     assert "look at them again" in capsys.readouterr().err
     assert FeedbackStore(home / "feedback.db").topics.current().names[-1] == "Weather"

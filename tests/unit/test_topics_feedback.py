@@ -11,8 +11,8 @@ import pytest
 from core.settings.policies import TrustPolicy
 from core.taxonomy import Taxonomy, TaxonomyConflict
 from feedback.errors import FeedbackError
+from feedback.meaning import SET_MARK
 from feedback.store import FeedbackStore
-from feedback.topics.meaning import SET_MARK
 from feedback.training.snapshot import read_trusted, split_trusted
 from feedback.trust.agreement import pairwise_agreement
 from feedback.trust.label_errors import Candidate, Source

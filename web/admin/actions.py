@@ -35,7 +35,7 @@ from web.server.session_memory import SessionMap
 from web.server.topics import PageTopics
 
 if TYPE_CHECKING:
-    from feedback.traffic.monitoring import TrafficReport
+    from feedback.monitoring import TrafficReport
 
 log = logging.getLogger("newsloop.app")
 EXPORTS = ("csv", "jsonl", "parquet")
@@ -252,7 +252,7 @@ class AdminActions:
         """The champion on its traffic: estimated and measured by day and form, the window's alert and drift."""
         if self.store is None:
             return None
-        from feedback.traffic.monitoring import traffic_report  # here: only the overview and the preview need it
+        from feedback.monitoring import traffic_report  # here: only the overview and the preview need it
 
         self.flush_served()
         status = self.registry.status()

@@ -17,7 +17,7 @@ import gradio as gr
 
 from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
-from feedback.topics.meaning import shown
+from feedback.meaning import shown
 from feedback.trust.bulk import ANY, narrowing
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import MAINTAINER

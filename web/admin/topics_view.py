@@ -129,7 +129,7 @@ class TopicsEditor:
         except TaxonomyError as exc:
             return f"Refused: {exc}.", None, gr.update(visible=False), ""
         base = self.base_data()
-        words = impact(self.admin.store, before, after, base.labels, base.description).words()
+        words = impact(self.admin.store.database, before, after, base.labels, base.description).words()
         text = f"{words[:1].upper()}{words[1:]}. {TRAINING.get(after.current.change.kind, '')}".strip()
         return (f"{text}\n\nConfirm to make it (version {before.version} → {after.version}).", plan,
                 gr.update(visible=True), "")

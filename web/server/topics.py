@@ -13,7 +13,7 @@ from typing import Any
 
 from core.labels import LABELS, descriptions
 from core.taxonomy import LEARNING, Taxonomy, TaxonomyError, starting
-from feedback.topics.home import ADOPT, foreign
+from feedback.home_topics import ADOPT, foreign
 
 MAX_KEYS = 9  # the queue's number keys, 1-9, in the taxonomy's order; later topics are clicked
 
@@ -53,7 +53,7 @@ class PageTopics:
     def mismatch(self, taxonomy: Taxonomy | None = None) -> str | None:
         """Why no answer can be taken: the served model predicts topics this site's topic list never had (a champion
         of other data, swapped in while the app serves; `newsloop serve` refuses to start so), in one sentence with
-        the fix; None when they fit (`feedback.topics.home`)."""
+        the fix; None when they fit (`feedback.home_topics`)."""
         taxonomy = taxonomy or self.taxonomy()
         labels = self.model_labels()
         if not foreign(taxonomy, labels):

@@ -19,8 +19,8 @@ from core.evaluation.estimate import Tally
 from core.evaluation.monitor import Baseline, TrafficCheck, check_traffic, wilson_interval
 from core.input_forms import guess_form
 from core.settings.policies import MonitorPolicy, TrustPolicy
+from feedback.meaning import agrees
 from feedback.store import FeedbackStore
-from feedback.topics.meaning import agrees
 from feedback.traffic.served import read_tallies, utc_day
 from feedback.training.snapshot import traffic_hashes
 from feedback.trust.rules import select_trusted
