@@ -20,7 +20,7 @@ from core.settings.policies import TrustPolicy
 from core.taxonomy import LEARNING, Taxonomy
 from feedback.errors import FeedbackError
 from feedback.export.files import export_answers, write_answers
-from feedback.meaning import shown
+from feedback.meaning import label_in_words
 from feedback.store import FeedbackStore
 from feedback.topics.changes import BaseData, Impact, impact
 from feedback.trust.label_errors import Action
@@ -125,9 +125,10 @@ def review_resolve(store: FeedbackStore, text_hash: str, label: str) -> None:
 def label_errors_list(store: FeedbackStore, source: str | None, limit: int) -> None:
     """The newest search's undecided candidates, most likely error first, and how many there are in all."""
     found, total = store.label_errors.open_candidates(limit, source)
-    taxonomy = store.topics.current()  # labels are stored as keys (a split's earlier one as a set): named as people see them
-    named = [c | {"given_as": shown(taxonomy, c["given_label"]), "suggested_as": shown(taxonomy, c["suggested_label"])}
-             for c in found]
+    # Labels are stored as keys (a split's earlier one as a set): named as people see them.
+    taxonomy = store.topics.current()
+    named = [c | {"given_as": label_in_words(taxonomy, c["given_label"]),
+                  "suggested_as": label_in_words(taxonomy, c["suggested_label"])} for c in found]
     _print_json({"search": store.label_errors.latest_search(), "total": total, "listed": len(found),
                  "candidates": named})
 

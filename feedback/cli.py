@@ -137,8 +137,8 @@ def review() -> None:
 @_with_store
 def review_list(settings: Settings, store: FeedbackStore, status: str, reason: str | None, label: str | None,
                 annotator: str | None, text: str, limit: int) -> None:
-    where = ReviewFilter(status=narrowing(status), reason=narrowing(reason), label=narrowing(label), annotator=narrowing(annotator),
-                         text=text, limit=limit)
+    where = ReviewFilter(status=narrowing(status), reason=narrowing(reason), label=narrowing(label),
+                         annotator=narrowing(annotator), text=text, limit=limit)
     actions.review_list(store, where, settings.trust_policy())
 
 

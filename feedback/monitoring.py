@@ -73,7 +73,8 @@ def measured_traffic(store: FeedbackStore, trust: TrustPolicy, version: str) -> 
     if not traffic:
         return {}
     rows = store.answers.rows()
-    truth = {t.text_hash: t.label for t in select_trusted(rows, store.pool.gold_labels(), trust) if t.text_hash in traffic}
+    trusted = select_trusted(rows, store.pool.gold_labels(), trust)
+    truth = {t.text_hash: t.label for t in trusted if t.text_hash in traffic}
     counts: dict[tuple[str, str], list[int]] = {}
     seen: set[str] = set()
     for row in sorted(rows, key=lambda r: r["id"]):  # the first answer on an item dates it

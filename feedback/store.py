@@ -14,7 +14,7 @@ from feedback.evaluation.golden import GoldenSet
 from feedback.labelling.answers import Answers, answer_counts, answers_on_checks
 from feedback.labelling.guidelines import GuidelineBook
 from feedback.labelling.pool import Pool, pool_counts, read_gold
-from feedback.meaning import read_now
+from feedback.meaning import answers_as_meant
 from feedback.topics.store import TopicBook
 from feedback.topics.unlisted import UnlistedAnswers
 from feedback.traffic.traffic_set import TrafficShare
@@ -103,7 +103,7 @@ class FeedbackStore:
         with self.database.read() as db:
             counted = answer_counts(db, taxonomy)
             pool_numbers = pool_counts(db)
-            check_rows, gold = read_now(answers_on_checks(db), taxonomy), read_gold(db, taxonomy)
+            check_rows, gold = answers_as_meant(answers_on_checks(db), taxonomy), read_gold(db, taxonomy)
         scores = check_scores(check_rows, gold)
         return {**counted, "pool": pool_numbers,
                 "checks_right": {name: f"{score.right}/{score.answered}" for name, score in scores.items()}}

@@ -25,11 +25,11 @@ class Status(StrEnum):
     ACCEPTED = "accepted"  # reviewed: counts for training
     REJECTED = "rejected"  # reviewed: never trains
     UNDONE = "undone"  # taken back by its annotator
-    REPLACED = "replaced"  # its annotator gave another label later on the same text and path
+    REPLACED = "replaced"  # its annotator gave another label later on the same text and channel
 
 
 STATUSES: tuple[Status, ...] = tuple(Status)
-# Answers their annotator took back: undone, or replaced by a later answer on the same text and path. They
+# Answers their annotator took back: undone, or replaced by a later answer on the same text and channel. They
 # stay for audit but nothing counts them.
 WITHDRAWN = (Status.UNDONE, Status.REPLACED)
 # What neither trust nor any count of live answers counts: withdrawn, or rejected by a maintainer.

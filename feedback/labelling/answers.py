@@ -21,7 +21,7 @@ from feedback.database.query import count, first, inserted_id, rows
 from feedback.database.tables import answers, pool, unlisted
 from feedback.errors import FeedbackError, RateLimited
 from feedback.labelling.pool import check_item
-from feedback.meaning import read_now
+from feedback.meaning import answers_as_meant
 from feedback.validate import (
     KINDS,
     NOT_COUNTED,
@@ -43,9 +43,9 @@ from feedback.validate import (
 log = logging.getLogger(__name__)
 
 RATE_WINDOW_S = 60.0
-# The two paths an answer comes by: one click on a prediction (Classify), or the labelling queue. A person
-# has at most one live answer per text on each path: a change of mind replaces the earlier one.
-PATHS = (("confirm", "correct"), ("queue",))
+# The two channels an answer comes by: one click on a prediction (Classify), or the labelling queue. A person
+# has at most one live answer per text on each channel: a change of mind replaces the earlier one.
+CHANNELS = (("confirm", "correct"), ("queue",))
 LIVE = answers.c.status.not_in(WITHDRAWN)  # not taken back by their annotator
 COUNTED = answers.c.status.not_in(NOT_COUNTED)  # live and not rejected
 
@@ -110,15 +110,15 @@ def contradiction_reason(
     return f"model was {confidence:.0%} sure of {predicted}"
 
 
-def path_of(kind: str) -> tuple[str, ...]:
-    """The kinds of answer that share `kind`'s path (see PATHS)."""
-    return next(kinds for kinds in PATHS if kind in kinds)
+def channel_of(kind: str) -> tuple[str, ...]:
+    """The kinds of answer that share `kind`'s channel (see CHANNELS)."""
+    return next(kinds for kinds in CHANNELS if kind in kinds)
 
 
 @dataclass(frozen=True)
 class RecordResult:
     """Outcome of `Answers.record`: the answer's id, whether it was already stored, its status, and the
-    ids of the annotator's earlier answers on this text and path that it replaced."""
+    ids of the annotator's earlier answers on this text and channel that it replaced."""
 
     id: int
     duplicate: bool
@@ -191,8 +191,8 @@ class Answers:
         verified: bool = False,
         address: str | None = None,
     ) -> RecordResult:
-        """Store one answer; an identical live answer from the same annotator on the same path is returned, not
-        repeated. A person has one live answer per text and path (a one-click answer on Classify, kinds
+        """Store one answer; an identical live answer from the same annotator on the same channel is returned, not
+        repeated. A person has one live answer per text and channel (a one-click answer on Classify, kinds
         'confirm'/'correct', or a 'queue' answer): a different label replaces their earlier answer, which is
         kept with status 'replaced' and counted nowhere (`RecordResult.replaced` names it).
 
@@ -251,11 +251,11 @@ class Answers:
             "address": address,
             "taxonomy_version": taxonomy.version,
         }
-        same_path = (answers.c.annotator == annotator, answers.c.text_hash == digest,
-                     answers.c.kind.in_(path_of(kind)), LIVE)
+        same_channel = (answers.c.annotator == annotator, answers.c.text_hash == digest,
+                     answers.c.kind.in_(channel_of(kind)), LIVE)
         with self._db.write() as db:
             earlier = rows(db, sa.select(answers.c.id, answers.c.status, answers.c.user_label)
-                           .where(*same_path).order_by(answers.c.id))
+                           .where(*same_channel).order_by(answers.c.id))
             # A rejected answer stays the maintainer's verdict: repeating it is a duplicate, not a new answer.
             existing = next((r for r in earlier if r["user_label"] == label), None)
             if existing:
@@ -265,7 +265,7 @@ class Answers:
             check_rate(db, self._limits, annotator, address, verified, now)
             replaced = tuple(int(r["id"]) for r in earlier if r["status"] != Status.REJECTED)
             if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
-                db.execute(sa.update(answers).where(*same_path, answers.c.status != Status.REJECTED)
+                db.execute(sa.update(answers).where(*same_channel, answers.c.status != Status.REJECTED)
                            .values(status=str(Status.REPLACED)))
             answer_id = inserted_id(db, sa.insert(answers).values(row))
         if reason:
@@ -323,7 +323,7 @@ class Answers:
             query = query.limit(int(limit))
         with self._db.read() as db:
             found = [decoded(row) for row in rows(db, query)]
-        return read_now(found, taxonomy or self._taxonomy())
+        return answers_as_meant(found, taxonomy or self._taxonomy())
 
     def count(self, status: str | None = None) -> int:
         """Number of answers, all or with one status."""

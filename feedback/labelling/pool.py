@@ -24,7 +24,7 @@ from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE, drop_unanswered_demo
 from feedback.labelling.focus import Teaching, focus_scores, is_focus_turn, teaching
 from feedback.labelling.neighbours import nearest, similarities
 from feedback.labelling.pool_files import cleaned, read_pool_file
-from feedback.meaning import gold_now
+from feedback.meaning import checks_as_meant
 from feedback.traffic.traffic_set import maintained_share, mark_new_items, traffic_turn, turn_position
 from feedback.validate import (
     NOT_COUNTED,
@@ -91,7 +91,7 @@ def read_gold(db: sa.Connection, taxonomy: Taxonomy) -> dict[str, str]:
     """The known-answer checks on this connection: text_hash -> the label a maintainer gave, read as it means under
     `taxonomy` (given under the version in force when the check was added; see `feedback.meaning`)."""
     query = sa.select(pool.c.text_hash, pool.c.gold_label, pool.c.added_at).where(pool.c.gold_label.is_not(None))
-    return gold_now(((d, label, at) for d, label, at in db.execute(query)), taxonomy)
+    return checks_as_meant(((d, label, at) for d, label, at in db.execute(query)), taxonomy)
 
 
 def pool_counts(db: sa.Connection) -> dict[str, int]:

@@ -21,7 +21,7 @@ from feedback.database.db import Database, iso_time
 from feedback.database.query import first, inserted_id, rows
 from feedback.database.tables import answers, unlisted
 from feedback.errors import FeedbackError
-from feedback.labelling.answers import LIVE, check_rate, path_of
+from feedback.labelling.answers import LIVE, channel_of, check_rate
 from feedback.labelling.pool import check_item
 from feedback.topics.store import TopicBook
 from feedback.topics.unlisted_groups import Group, group_unlisted
@@ -270,10 +270,10 @@ def _current_topic(taxonomy: Taxonomy, name: object) -> str | None:
 
 def _insert_answer(db: sa.Connection, row: dict[str, Any], key: str, version: int, now: str) -> int:
     """The labeller's answer, confirmed by a maintainer: 'accepted' under `key`. Their earlier live answer on the same
-    text and path (a topic they chose before) is replaced, as a change of mind would."""
-    same_path = (answers.c.annotator == row["annotator"], answers.c.text_hash == row["text_hash"],
-                 answers.c.kind.in_(path_of(row["kind"])), LIVE, answers.c.status != Status.REJECTED)
-    db.execute(sa.update(answers).where(*same_path).values(status=str(Status.REPLACED)))
+    text and channel (a topic they chose before) is replaced, as a change of mind would."""
+    same_channel = (answers.c.annotator == row["annotator"], answers.c.text_hash == row["text_hash"],
+                 answers.c.kind.in_(channel_of(row["kind"])), LIVE, answers.c.status != Status.REJECTED)
+    db.execute(sa.update(answers).where(*same_channel).values(status=str(Status.REPLACED)))
     return inserted_id(db, sa.insert(answers).values(
         text=row["text"], text_hash=row["text_hash"], predicted_label=row["predicted_label"], probabilities=None,
         model_version=row["model_version"], user_label=key, kind=row["kind"], annotator=row["annotator"],

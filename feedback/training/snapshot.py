@@ -59,7 +59,8 @@ def read_trusted(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes | 
     logged here: what matters is how many of them train, which the run logs once it knows (`FeedbackParts.words`)."""
     fixes = read_fixes(store) if fixes is None else fixes
     taxonomy = taxonomy or store.topics.current()
-    return fixes.trusted(select_trusted(store.answers.rows(taxonomy=taxonomy), store.pool.gold_labels(taxonomy), policy))
+    rows = store.answers.rows(taxonomy=taxonomy)
+    return fixes.trusted(select_trusted(rows, store.pool.gold_labels(taxonomy), policy))
 
 
 def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Path | None:

@@ -21,7 +21,7 @@ from feedback.database.query import count, inserted_id, rows
 from feedback.database.tables import answers, pool
 from feedback.errors import FeedbackError
 from feedback.labelling.answers import LIVE, decoded
-from feedback.meaning import read_now
+from feedback.meaning import answers_as_meant
 from feedback.trust.bulk import chosen_ids, outcome_in_words, shown_limit
 from feedback.trust.credible import credible
 from feedback.trust.rules import MAINTAINER
@@ -133,7 +133,7 @@ class Reviews:
         with self._db.read() as conn:
             total = count(conn, sa.select(sa.func.count()).select_from(answers).where(*conditions))
             found = [decoded(row) for row in rows(conn, query)]
-        return read_now(found, taxonomy), total
+        return answers_as_meant(found, taxonomy), total
 
 
     def reason_choices(self) -> list[tuple[str, str]]:
@@ -193,9 +193,10 @@ class Reviews:
             raise FeedbackError("name the text by its 64-character text hash")
         with self._db.write() as conn:
             # Compared by what each answer means now: an old answer of a topic merged into `label` gave `label`.
-            live = read_now(rows(conn, sa.select(answers.c.id, answers.c.text, answers.c.user_label, answers.c.status,
-                                                 answers.c.annotator, answers.c.taxonomy_version)
-                                 .where(answers.c.text_hash == text_hash, LIVE).order_by(answers.c.id)), taxonomy)
+            on_text = (sa.select(answers.c.id, answers.c.text, answers.c.user_label, answers.c.status,
+                                 answers.c.annotator, answers.c.taxonomy_version)
+                       .where(answers.c.text_hash == text_hash, LIVE).order_by(answers.c.id))
+            live = answers_as_meant(rows(conn, on_text), taxonomy)
             if not live:
                 raise FeedbackError("no live answers on that text")
             people = [row for row in live if row["annotator"] != MAINTAINER]

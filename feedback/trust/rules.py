@@ -201,7 +201,7 @@ def independently_agreed(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, An
     """`rows` less the self-brought answers no independent answer agrees with.
 
     An answer on a text its annotator brought in stays only when another annotator, on another client
-    address, gave the same label to that text on a path the annotator did not choose: a queue answer (the
+    address, gave the same label to that text on a channel the annotator did not choose: a queue answer (the
     server picked what they saw), an answer a maintainer accepted, or the maintainer's own label. Two
     identities pasting the same text agree only with each other, so they count for nothing.
     """

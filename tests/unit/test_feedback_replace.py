@@ -1,4 +1,4 @@
-"""One live answer per person, text and path: a change of mind replaces the earlier answer (kept as 'replaced'),
+"""One live answer per person, text and channel: a change of mind replaces the earlier answer (kept as 'replaced'),
 undo withdraws the live one and revives nothing, and nothing counts a replaced answer. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def statuses(store: FeedbackStore) -> list[tuple[str, str, str]]:
 
 def test_a_change_of_mind_replaces_the_earlier_answer(store: FeedbackStore) -> None:
     first = one_click(store, "Sci/Tech")
-    second = one_click(store, "Business")  # "Right" after a correction: the same path, so it replaces it
+    second = one_click(store, "Business")  # "Right" after a correction: the same channel, so it replaces it
     assert second.replaced == (first.id,) and not second.duplicate
     assert statuses(store) == [("correct", "Sci/Tech", "replaced"), ("confirm", "Business", "ok")]
     assert one_click(store, "Business").duplicate  # the live answer again: stored once

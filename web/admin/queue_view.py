@@ -40,8 +40,9 @@ class QueueSearch:
         store = self.admin.store
         if store is None:
             return NO_STORE
+        by = self.admin.signed_in_as(request, profile)
         try:
-            pushed = store.pool.push_search(query, int(count or DEFAULT_COUNT), self.admin.signed_in_as(request, profile))
+            pushed = store.pool.push_search(query, int(count or DEFAULT_COUNT), by)
         except FeedbackError as exc:
             return f"Nothing pushed: {exc}."
         if not pushed:
