@@ -29,6 +29,7 @@ from bench import options
 from core.labels import LABELS
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import QueuePolicy, TrustPolicy
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 
@@ -84,8 +85,8 @@ def main(argv: list[str] | None = None) -> None:
             item = store.pool.next_item(who, queue)
             if item is None:
                 return
-            store.answers.record(text=item["text"], user_label=choose(item["text"]), annotator=who, kind="queue",
-                         item_id=item["id"], probabilities=proba[item["text"]], address=address)
+            store.answers.record(AnswerInput(text=item["text"], user_label=choose(item["text"]), annotator=who, kind="queue",
+                         item_id=item["id"], probabilities=proba[item["text"]], address=address))
 
     sybils = [(f"anon:sybil-{i}", f"addr:sybil-{i}") for i in range(4)]
     for who, address in sybils:
@@ -93,8 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     for t, (text, _) in enumerate(unsure):
         least = min(proba[text], key=proba[text].__getitem__)
         for who, address in (sybils[t % 4], sybils[(t + 1) % 4]):
-            result = store.answers.record(text=text, user_label=least, annotator=who, kind="correct",
-                                  probabilities=proba[text], address=address)
+            result = store.answers.record(AnswerInput(text=text, user_label=least, annotator=who, kind="correct",
+                                  probabilities=proba[text], address=address))
             if not result.duplicate:  # what web.page.actions does with a correction
                 held = {"held": (who, "correction by a visitor not signed in")} if can_hold else {}
                 store.pool.add([text], source="correction", **held)

@@ -33,6 +33,7 @@ from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT, load_settings
 from core.settings.policies import StoreLimits
+from feedback.labelling.answers import AnswerInput
 
 OUT = PROJECT_ROOT / "docs" / "screenshots"
 CHROMIUM = Path(os.environ.get("NEWSLOOP_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -82,9 +83,9 @@ def stage(home: Path, examples: list[Example], answered: list[Example]) -> str:
             for annotator in ANNOTATORS:
                 # chen disagrees now and then, as people do; a confident model flags such answers for review
                 label = (example.label + 1) % len(LABELS) if annotator == "chen" and i % 6 == 5 else example.label
-                store.answers.record(text=example.text, user_label=LABELS[label], annotator=f"user:{annotator}",
+                store.answers.record(AnswerInput(text=example.text, user_label=LABELS[label], annotator=f"user:{annotator}",
                              kind="confirm" if p.argmax() == label else "correct", probabilities=p,
-                             model_version=champion.version, verified=True)
+                             model_version=champion.version, verified=True))
     finally:
         store.close()
     return article

@@ -117,6 +117,14 @@ def check_row_id(value: object, what: str = "id") -> int:
     return int(digits)
 
 
+def check_model_text(value: object, what: str) -> str | None:
+    """What an answer says of the model (`what`: its "model_version", its "predicted_label"): None, or text of at most
+    200 characters."""
+    if value is not None and (not isinstance(value, str) or len(value) > _MAX_ID_CHARS):
+        raise FeedbackError(f"{what} must be text of at most {_MAX_ID_CHARS} characters")
+    return value
+
+
 def check_model_version(model_version: object) -> str:
     """The model version a pool rescore is tagged with; never empty."""
     if not isinstance(model_version, str) or not model_version.strip():
@@ -210,6 +218,16 @@ def text_problem(text: str, max_chars: int) -> str | None:
     if len(text) > max_chars:
         return f"text is {len(text):,} characters; at most {max_chars:,} are allowed"
     return None
+
+
+def check_answer_text(text: object, max_chars: int) -> str:
+    """The text an answer is about: a string `text_problem` finds nothing wrong with."""
+    if not isinstance(text, str):
+        raise FeedbackError("text must be a string")
+    problem = text_problem(text, max_chars)
+    if problem:
+        raise FeedbackError(f"cannot store this answer: {problem}")
+    return text
 
 
 def check_pool_row(

@@ -13,6 +13,7 @@ from core.data import Example
 from core.labels import LABELS
 from core.settings.policies import QueuePolicy
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 
 if TYPE_CHECKING:
     from core.serving.classifier import OnnxClassifier
@@ -110,12 +111,12 @@ class Labellers:
         else:
             label = true_label
         kind = "queue" if item_id is not None else "confirm" if label == predicted else "correct"
-        result = self.store.answers.record(
+        result = self.store.answers.record(AnswerInput(
             text=text, user_label=label, annotator=annotator, kind=kind, predicted_label=predicted,
             probabilities={name: float(p) for name, p in zip(clf.labels, probs, strict=True)},
             model_version=version, item_id=item_id,
             verified=not sybil, address="addr:sybil" if sybil else f"addr:{annotator}",
-        )
+        ))
         self.tally.labels += 1
         self.tally.corrections += label != predicted
         self.tally.suspicious += result.status == "suspicious"

@@ -31,13 +31,14 @@ from feedback.validate import (
     canonical_label,
     check_address,
     check_annotator,
+    check_answer_text,
     check_kind,
+    check_model_text,
     check_review_status,
     check_row_id,
     check_status,
     model_label,
     normalise_probabilities,
-    text_problem,
 )
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,26 @@ def channel_of(kind: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class AnswerInput:
+    """One answer with a topic, as the page, the API or a caller gives it, before any check (`Answers.record` checks
+    every field): the text and the topic given (`user_label`); who gave it (`verified`: the host signed them in;
+    `address`: a keyed hash of their client address, which the page supplies) and how (`kind`: 'confirm' or 'correct'
+    on Classify, or 'queue' with the queue `item_id`); and what the model said (`predicted_label`; `probabilities`,
+    keyed by its labels or in the taxonomy's order; `model_version`)."""
+
+    text: str
+    user_label: str
+    annotator: str
+    kind: str
+    predicted_label: str | None = None
+    probabilities: Mapping[str, float] | Sequence[float] | np.ndarray | None = None
+    model_version: str | None = None
+    item_id: int | None = None
+    verified: bool = False
+    address: str | None = None
+
+
+@dataclass(frozen=True)
 class RecordResult:
     """Outcome of `Answers.record`: the answer's id, whether it was already stored, its status, and the
     ids of the annotator's earlier answers on this text and channel that it replaced."""
@@ -177,26 +198,13 @@ class Answers:
         self._clock = clock
         self._taxonomy = taxonomy  # the store's current topics: what an answer may name
 
-    def record(
-        self,
-        *,
-        text: str,
-        user_label: str,
-        annotator: str,
-        kind: str,
-        predicted_label: str | None = None,
-        probabilities: Mapping[str, float] | Sequence[float] | np.ndarray | None = None,
-        model_version: str | None = None,
-        item_id: int | None = None,
-        verified: bool = False,
-        address: str | None = None,
-    ) -> RecordResult:
+    def record(self, answer: AnswerInput) -> RecordResult:
         """Store one answer; an identical live answer from the same annotator on the same channel is returned, not
         repeated. A person has one live answer per text and channel (a one-click answer on Classify, kinds
         'confirm'/'correct', or a 'queue' answer): a different label replaces their earlier answer, which is
         kept with status 'replaced' and counted nowhere (`RecordResult.replaced` names it).
 
-        `user_label` names a topic of the current taxonomy (a name, key, former name or 0-based position); its key
+        `answer.user_label` names a topic of the current taxonomy (a name, key, former name or 0-based position); its key
         is stored, with the taxonomy's version. `probabilities` is {label: p} keyed by the model's own labels, or
         one number per topic in the taxonomy's order; when `predicted_label` is omitted it is their argmax. The
         answer is 'suspicious' when the model was at least `limits.suspicious_confidence` sure of another label.
@@ -206,24 +214,45 @@ class Answers:
         `verified` says the host signed the annotator in (the trust rules weigh such answers, see
         `feedback.trust.rules`).
         """
-        if not isinstance(text, str):
-            raise FeedbackError("text must be a string")
-        problem = text_problem(text, self._limits.max_text_chars)
-        if problem:
-            raise FeedbackError(f"cannot store this answer: {problem}")
+        row = self._checked(answer)
+        now = self._clock()
+        same_channel = (answers.c.annotator == row["annotator"], answers.c.text_hash == row["text_hash"],
+                        answers.c.kind.in_(channel_of(row["kind"])), LIVE)
+        with self._db.write() as db:
+            earlier = rows(db, sa.select(answers.c.id, answers.c.status, answers.c.user_label)
+                           .where(*same_channel).order_by(answers.c.id))
+            # A rejected answer stays the maintainer's verdict: repeating it is a duplicate, not a new answer.
+            existing = next((r for r in earlier if r["user_label"] == row["user_label"]), None)
+            if existing:
+                return RecordResult(id=existing["id"], duplicate=True, status=existing["status"])
+            if row["item_id"] is not None:
+                check_item(db, row["item_id"], row["text_hash"])
+            check_rate(db, self._limits, row["annotator"], row["address"], answer.verified, now)
+            replaced = tuple(int(r["id"]) for r in earlier if r["status"] != Status.REJECTED)
+            if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
+                db.execute(sa.update(answers).where(*same_channel, answers.c.status != Status.REJECTED)
+                           .values(status=str(Status.REPLACED)))
+            answer_id = inserted_id(db, sa.insert(answers).values({**row, "created_at": iso_time(now)}))
+        if row["suspicious_reason"]:
+            log.warning("answer %s from %s marked suspicious: %s", answer_id, row["annotator"], row["suspicious_reason"])
+        return RecordResult(id=answer_id, duplicate=False, status=Status(row["status"]), replaced=replaced)
+
+    def _checked(self, answer: AnswerInput) -> dict[str, Any]:
+        """The row to store for `answer` (but its time): every field checked, in order (FeedbackError says what is
+        wrong with the first bad one), the labels read in the current taxonomy, and its status: 'suspicious' when the
+        model was sure of another label."""
+        text = check_answer_text(answer.text, self._limits.max_text_chars)
         taxonomy = self._taxonomy()
-        label = canonical_label(user_label, taxonomy, "label")
-        annotator = check_annotator(annotator)
-        address = check_address(address)
-        kind = check_kind(kind)
-        if item_id is not None:
-            item_id = check_row_id(item_id, "queue item")
-        if model_version is not None and (not isinstance(model_version, str) or len(model_version) > 200):
-            raise FeedbackError("model_version must be text of at most 200 characters")
+        label = canonical_label(answer.user_label, taxonomy, "label")
+        annotator = check_annotator(answer.annotator)
+        address = check_address(answer.address)
+        kind = check_kind(answer.kind)
+        item_id = check_row_id(answer.item_id, "queue item") if answer.item_id is not None else None
+        model_version = check_model_text(answer.model_version, "model_version")
         # The model's labels may differ from the taxonomy's (a topic it does not predict yet, one merged away).
-        probs = normalise_probabilities(probabilities, taxonomy) if probabilities is not None else None
-        if predicted_label is not None:
-            predicted: str | None = model_label(predicted_label, taxonomy, tuple(probs or ()))
+        probs = normalise_probabilities(answer.probabilities, taxonomy) if answer.probabilities is not None else None
+        if answer.predicted_label is not None:
+            predicted: str | None = model_label(answer.predicted_label, taxonomy, tuple(probs or ()))
         else:
             predicted = max(probs, key=probs.__getitem__) if probs else None
         if kind == "confirm" and predicted != label:
@@ -231,46 +260,13 @@ class Answers:
         if kind == "queue" and item_id is None:
             raise FeedbackError("a 'queue' answer needs the item_id of the queue item it answers")
         reason = contradiction_reason(predicted, probs, label, self._limits.suspicious_confidence)
-        status = Status.SUSPICIOUS if reason else Status.OK
-        digest = text_hash(text)
-        now = self._clock()
-        row = {
-            "text": text,
-            "text_hash": digest,
-            "predicted_label": predicted,
-            "probabilities": json.dumps(probs) if probs else None,
-            "model_version": model_version,
-            "user_label": label,
-            "kind": kind,
-            "annotator": annotator,
-            "item_id": item_id,
-            "created_at": iso_time(now),
-            "status": str(status),
-            "suspicious_reason": reason,
-            "verified": int(bool(verified)),
-            "address": address,
-            "taxonomy_version": taxonomy.version,
+        return {
+            "text": text, "text_hash": text_hash(text), "predicted_label": predicted,
+            "probabilities": json.dumps(probs) if probs else None, "model_version": model_version,
+            "user_label": label, "kind": kind, "annotator": annotator, "item_id": item_id,
+            "status": str(Status.SUSPICIOUS if reason else Status.OK), "suspicious_reason": reason,
+            "verified": int(bool(answer.verified)), "address": address, "taxonomy_version": taxonomy.version,
         }
-        same_channel = (answers.c.annotator == annotator, answers.c.text_hash == digest,
-                     answers.c.kind.in_(channel_of(kind)), LIVE)
-        with self._db.write() as db:
-            earlier = rows(db, sa.select(answers.c.id, answers.c.status, answers.c.user_label)
-                           .where(*same_channel).order_by(answers.c.id))
-            # A rejected answer stays the maintainer's verdict: repeating it is a duplicate, not a new answer.
-            existing = next((r for r in earlier if r["user_label"] == label), None)
-            if existing:
-                return RecordResult(id=existing["id"], duplicate=True, status=existing["status"])
-            if item_id is not None:
-                check_item(db, item_id, digest)
-            check_rate(db, self._limits, annotator, address, verified, now)
-            replaced = tuple(int(r["id"]) for r in earlier if r["status"] != Status.REJECTED)
-            if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
-                db.execute(sa.update(answers).where(*same_channel, answers.c.status != Status.REJECTED)
-                           .values(status=str(Status.REPLACED)))
-            answer_id = inserted_id(db, sa.insert(answers).values(row))
-        if reason:
-            log.warning("answer %s from %s marked suspicious: %s", answer_id, annotator, reason)
-        return RecordResult(id=answer_id, duplicate=False, status=status, replaced=replaced)
 
     def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
         """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it.

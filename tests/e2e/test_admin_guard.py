@@ -21,6 +21,7 @@ from starlette.routing import Mount
 
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import ChampionService
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from tests.e2e.raw_http import ADMIN, Visitor
@@ -61,11 +62,11 @@ def app(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     store = FeedbackStore(home / "feedback.db")
     store.pool.add([f"Pool story {i} on trade talks" for i in range(5)], source="test")
     for i in range(3):
-        store.answers.record(text=f"Harbour strike talks, day {i}", user_label="Sports", annotator="user:dana",
-                     kind="correct", probabilities=SURE_OF_WORLD, verified=True)
-    store.answers.record(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct")
-    store.answers.record(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
-                 kind="correct", verified=True)
+        store.answers.record(AnswerInput(text=f"Harbour strike talks, day {i}", user_label="Sports", annotator="user:dana",
+                     kind="correct", probabilities=SURE_OF_WORLD, verified=True))
+    store.answers.record(AnswerInput(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct"))
+    store.answers.record(AnswerInput(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
+                 kind="correct", verified=True))
     server_app = build_app(ChampionService(registry), settings, store)
     [mount] = [route for route in server_app.routes if isinstance(route, Mount) and route.path == ADMIN]
     port = free_port()

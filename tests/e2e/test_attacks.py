@@ -26,6 +26,7 @@ from pydantic import SecretStr
 
 from core.labels import LABELS
 from core.settings.config import ConfigError, Settings
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.models import tiny_settings
@@ -129,8 +130,8 @@ def test_forty_minted_identities_get_no_wrong_label_trusted(space: Served) -> No
     # An honest, signed-in annotator outvoted on the same texts by minted identities is not excluded.
     texts = [text for text in sorted(wrong) if text not in CHECKS][:6]
     for text in texts:
-        space.store.answers.record(text=text, user_label="World", annotator="user:honest", kind="correct",
-                           verified=True, address="addr:honest")
+        space.store.answers.record(AnswerInput(text=text, user_label="World", annotator="user:honest", kind="correct",
+                           verified=True, address="addr:honest"))
     policy = space.settings.trust_policy().with_(labels_required=1)
     assert {e.text for e in read_trusted(space.store, policy) if "user:honest" in e.annotators} >= set(texts)
 
@@ -207,8 +208,8 @@ def test_an_export_downloads_once_for_the_admin_who_asked_and_leaves_no_file(spa
 def test_a_signed_in_admin_can_accept_and_reject_suspicious_answers(space: Served) -> None:
     probs = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
     ids = [
-        space.store.answers.record(text=f"Summit report {i} for review", user_label="Sports", annotator="user:someone",
-                           kind="correct", probabilities=probs, verified=True).id
+        space.store.answers.record(AnswerInput(text=f"Summit report {i} for review", user_label="Sports", annotator="user:someone",
+                           kind="correct", probabilities=probs, verified=True)).id
         for i in range(2)
     ]
     assert {space.store.answers.get(i)["status"] for i in ids} == {"suspicious"}

@@ -19,6 +19,7 @@ from core.registry.stages import RowCounts, RunRecord, state_payload
 from core.registry.versions import ModelRegistry
 from core.samples import AG_NEWS_EXAMPLES as EXAMPLES
 from core.settings.policies import TrustPolicy
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.server import launched_app, open_limits_settings, open_limits_store
@@ -63,15 +64,15 @@ def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -
     store = open_limits_store(tmp_path_factory.mktemp("admin_db") / "feedback.db",
                               [f"Queue story {i}: talks on trade and a chip plant" for i in range(10)])
     for i in range(20):  # the rows the bulk review filters for
-        store.answers.record(text=f"Harbour strike talks, day {i}: unions meet ministers", user_label="Sports",
-                     annotator="user:dana", kind="correct", probabilities=SURE_OF_WORLD, verified=True)
+        store.answers.record(AnswerInput(text=f"Harbour strike talks, day {i}: unions meet ministers", user_label="Sports",
+                     annotator="user:dana", kind="correct", probabilities=SURE_OF_WORLD, verified=True))
     for i in range(8):  # suspicious too, but from someone else or about something else: never touched
         who = "user:dana" if i % 2 else "anon:5f2a"
-        store.answers.record(text=f"Summit story {i} for another day", user_label="Sports", annotator=who, kind="correct",
-                     probabilities=SURE_OF_WORLD, verified=who.startswith("user:"))
-    store.answers.record(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct")
-    store.answers.record(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
-                 kind="correct", verified=True)
+        store.answers.record(AnswerInput(text=f"Summit story {i} for another day", user_label="Sports", annotator=who, kind="correct",
+                     probabilities=SURE_OF_WORLD, verified=who.startswith("user:")))
+    store.answers.record(AnswerInput(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct"))
+    store.answers.record(AnswerInput(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
+                 kind="correct", verified=True))
     with launched_app(settings, store) as (url, _):
         yield url, store
 

@@ -16,6 +16,7 @@ import pytest
 from pydantic import SecretStr
 
 from core.settings.config import PROJECT_ROOT
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import STEP_TIMEOUT_MS, _wait_for_text
@@ -237,8 +238,8 @@ def test_admin_view_loads_on_sign_in_and_survives_a_reload(browser, served, size
 def test_admin_reviews_a_suspicious_answer_by_clicking_its_row(browser, served) -> None:  # type: ignore[no-untyped-def]
     url, store = served
     probs = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
-    answer = store.answers.record(text="Summit report flagged for the browser review", user_label="Sports",
-                          annotator="user:someone", kind="correct", probabilities=probs, verified=True)
+    answer = store.answers.record(AnswerInput(text="Summit report flagged for the browser review", user_label="Sports",
+                          annotator="user:someone", kind="correct", probabilities=probs, verified=True))
     assert store.answers.get(answer.id)["status"] == "suspicious"
     page = open_page(browser, url)
     sign_in(page)
@@ -257,8 +258,8 @@ def test_a_reload_the_maintainer_did_not_ask_for_undoes_nothing(browser, served)
     probs = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
 
     def suspicious(text: str) -> int:
-        return store.answers.record(text=text, user_label="Sports", annotator="user:someone", kind="correct",
-                            probabilities=probs, verified=True).id
+        return store.answers.record(AnswerInput(text=text, user_label="Sports", annotator="user:someone", kind="correct",
+                            probabilities=probs, verified=True)).id
 
     ticked = suspicious("Harbour talks ticked before the refresh")
     page = open_page(browser, url)

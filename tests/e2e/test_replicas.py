@@ -28,6 +28,7 @@ from core.registry.mlflow_champion import REGISTERED_MODEL
 from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import Cluster
 from testkit.races import at_once
@@ -194,7 +195,7 @@ def test_replicas_share_feedback_survive_a_kill_and_follow_the_champion(stack: S
 
     # More trusted answers (as a labelling team would give), then a retrain on two machines at once.
     for i, (text, label) in enumerate(texts[:60]):
-        store.answers.record(text=text, user_label=label, annotator=f"team-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label=label, annotator=f"team-{i % 3}", kind="correct"))
     store.close()
     # The second machine's home holds the shipped starter as its own v0001 (as app.py installs it): the retrain
     # must not take it for the server's v0001 (the starter as the first replica registered it, committed apart).

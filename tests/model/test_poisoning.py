@@ -23,6 +23,7 @@ from core.registry.versions import ModelRegistry
 from core.serving.classifier import OnnxClassifier
 from core.settings.config import load_settings
 from core.settings.policies import StoreLimits
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from retrain.run import retrain
 from retrain.setup import RetrainSetup
@@ -57,8 +58,8 @@ def validation_accuracy(home: Path) -> float:
 def record_with_predictions(store: FeedbackStore, champion: OnnxClassifier, texts: list[str], labels: list[str],
                             annotators: list[str]) -> None:
     for pred, text, label, who in zip(champion.predict(texts), texts, labels, annotators, strict=True):
-        store.answers.record(text=text, user_label=label, annotator=who, kind="correct" if label != pred.label else "confirm",
-                     predicted_label=pred.label, probabilities=pred.probabilities, model_version=pred.model_version)
+        store.answers.record(AnswerInput(text=text, user_label=label, annotator=who, kind="correct" if label != pred.label else "confirm",
+                     predicted_label=pred.label, probabilities=pred.probabilities, model_version=pred.model_version))
 
 
 def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.fakes import FakeAdmin
 from web.admin.guidelines_view import GuidelinesEditor
@@ -23,8 +24,8 @@ SUSPICIOUS = ("suspicious", ANY, ANY, ANY, "")
 
 
 def _suspicious(store: FeedbackStore, text: str) -> int:
-    return store.answers.record(text=text, user_label="Sports", annotator="user:someone", kind="correct",
-                        probabilities=SURE_OF_WORLD, verified=True).id
+    return store.answers.record(AnswerInput(text=text, user_label="Sports", annotator="user:someone", kind="correct",
+                        probabilities=SURE_OF_WORLD, verified=True)).id
 
 
 def _tab(name: str) -> Any:

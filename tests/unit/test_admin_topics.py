@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.labels import LABELS
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.topics.changes import BaseData
 from testkit.fakes import FakeAdmin
@@ -56,7 +57,7 @@ def test_add_is_previewed_then_made_with_who_and_why(make_store: StoreFactory, t
 def test_rename_merge_and_split_say_what_they_touch(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "feedback.db")
     for i, label in enumerate(["Business", "Business", "Sci/Tech"]):
-        store.answers.record(text=f"Answered article {i}", user_label=label, annotator=f"a{i}", kind="correct")
+        store.answers.record(AnswerInput(text=f"Answered article {i}", user_label=label, annotator=f"a{i}", kind="correct"))
     editor = _editor(store)
     shown, plan, _ = _preview(editor, "rename", topic="World", name="International")
     assert shown.startswith("Renaming World to International changes only the name people see")

@@ -16,6 +16,7 @@ import pytest
 from core.labels import LABELS
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from feedback.trust.checks import CheckScore, passed_checks
@@ -62,13 +63,13 @@ def label_queue(store: FeedbackStore, who: str, address: str, answers: int, choo
     for _ in range(answers):
         item = store.pool.next_item(who, EVERY_ITEM_A_CHECK)
         assert item is not None
-        store.answers.record(text=item["text"], user_label=choose(item["text"]), annotator=who, kind="queue",
-                     item_id=item["id"], probabilities=model(item["text"]), address=address)
+        store.answers.record(AnswerInput(text=item["text"], user_label=choose(item["text"]), annotator=who, kind="queue",
+                     item_id=item["id"], probabilities=model(item["text"]), address=address))
 
 
 def one_click(store: FeedbackStore, who: str, address: str, text: str, label: str) -> None:
-    store.answers.record(text=text, user_label=label, annotator=who, kind="confirm" if label == model_label(text) else "correct",
-                 probabilities=model(text), address=address)
+    store.answers.record(AnswerInput(text=text, user_label=label, annotator=who, kind="confirm" if label == model_label(text) else "correct",
+                 probabilities=model(text), address=address))
 
 
 def attack(store: FeedbackStore) -> list[str]:
@@ -122,13 +123,13 @@ def test_a_one_click_answer_needs_an_independent_checked_voice(store: FeedbackSt
     store.pool.add([text], source="correction")  # the queue serves it, say, to cat
     with sqlite3.connect(store.path) as db:
         [(item_id,)] = db.execute("SELECT id FROM pool WHERE text_hash = ?", [text_hash(text)]).fetchall()
-    store.answers.record(text=text, user_label=TRUTH[text], annotator="anon:cat", kind="queue", item_id=item_id,
-                 probabilities=model(text), address="addr:ann")
+    store.answers.record(AnswerInput(text=text, user_label=TRUTH[text], annotator="anon:cat", kind="queue", item_id=item_id,
+                 probabilities=model(text), address="addr:ann"))
     [example] = [e for e in read_trusted(store, policy) if e.text == text]
     assert set(example.annotators) == {"anon:bob", "anon:cat"}  # cat is independent of bob, not of ann
 
-    accepted = store.answers.record(text=PASTED[1], user_label=TRUTH[PASTED[1]], annotator="anon:ann", kind="correct",
-                            probabilities=model(PASTED[1]), address="addr:ann")
+    accepted = store.answers.record(AnswerInput(text=PASTED[1], user_label=TRUTH[PASTED[1]], annotator="anon:ann", kind="correct",
+                            probabilities=model(PASTED[1]), address="addr:ann"))
     store.answers.set_status(accepted.id, "accepted")  # a maintainer vouches for it
     assert PASTED[1] in {e.text for e in read_trusted(store, policy)}
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from core.labels import LABELS
 from core.settings.policies import StoreLimits, TrustPolicy
 from feedback.database.tables import answers
+from feedback.labelling.answers import AnswerInput
 from feedback.trust.checks import passed_checks
 from feedback.trust.credible import credible
 
@@ -35,9 +36,9 @@ def test_python_and_sql_checked_rules_pick_the_same_people(make_store, tmp_path,
                 label = model
             else:
                 label = known if rng.random() < skill else rng.choice([lab for lab in LABELS if lab != known])
-            store.answers.record(text=text, user_label=label, annotator=f"anon:p{person}",
+            store.answers.record(AnswerInput(text=text, user_label=label, annotator=f"anon:p{person}",
                          kind="confirm" if label == model else "correct",
-                         predicted_label=model)
+                         predicted_label=model))
     policy = TrustPolicy(min_checks=4, min_check_accuracy=0.7)
     in_python = passed_checks(store.crowd.check_scores(), min_checks=policy.min_checks,
                               min_accuracy=policy.min_check_accuracy)

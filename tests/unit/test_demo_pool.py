@@ -13,6 +13,7 @@ from core.settings.config import SEED_CSV
 from core.settings.policies import QueuePolicy
 from core.text import text_hash
 from feedback.database.tables import pool
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE
 from testkit.data import SHARED_AG_NEWS
 from testkit.pg_cluster import StoreFactory
@@ -67,8 +68,8 @@ def test_a_first_import_replaces_the_unanswered_demo_articles(make_store: StoreF
     policy = QueuePolicy(traffic_share=0.0)
     answered = store.pool.next_item("anon:a", policy, holder="tab-a")
     assert answered is not None
-    store.answers.record(text=answered["text"], user_label="World", annotator="anon:a", kind="queue",
-                 item_id=answered["id"])
+    store.answers.record(AnswerInput(text=answered["text"], user_label="World", annotator="anon:a", kind="queue",
+                 item_id=answered["id"]))
     skipped = store.pool.next_item("anon:b", policy, holder="tab-b")  # skipped and held: both go with the item
     assert skipped is not None and skipped["id"] != answered["id"]
     store.pool.skip("anon:b", skipped["id"])

@@ -11,6 +11,7 @@ from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.__main__ import main
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.pool import check_due
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
@@ -42,7 +43,7 @@ def label_queue(store: FeedbackStore, annotator: str, answers: int, *, lie: bool
         assert item is not None and "gold_label" not in item  # the screen never learns the answer
         known = CHECKS.get(item["text"])
         label = ("World" if known != "World" else "Sports") if (lie and known) else (known or "Business")
-        store.answers.record(text=item["text"], user_label=label, annotator=annotator, kind="queue", item_id=item["id"])
+        store.answers.record(AnswerInput(text=item["text"], user_label=label, annotator=annotator, kind="queue", item_id=item["id"]))
         served.append(item["text"])
     return served
 
@@ -70,7 +71,7 @@ def test_the_draw_does_not_change_on_reload_and_one_click_answers_move_it(store:
     assert len(set(first)) == 1  # asking again (a reload) does not re-roll
     outcomes = set()
     for i in range(30):
-        store.answers.record(text=f"pasted story {i}", user_label="World", annotator="anna", kind="correct")
+        store.answers.record(AnswerInput(text=f"pasted story {i}", user_label="World", annotator="anna", kind="correct"))
         check = store.pool.due_check("anna", QueuePolicy())
         assert check is None or (check["text"] in CHECKS and "gold_label" not in check)
         outcomes.add(check is None)
@@ -106,12 +107,12 @@ def test_one_miss_in_three_checks_passes_and_fewer_checks_than_the_minimum_are_n
     store: FeedbackStore,
 ) -> None:
     texts = list(CHECKS)
-    store.answers.record(text=texts[0], user_label="World", annotator="unlucky", kind="correct")  # a miss
+    store.answers.record(AnswerInput(text=texts[0], user_label="World", annotator="unlucky", kind="correct"))  # a miss
     for text in texts[1:3]:
-        store.answers.record(text=text, user_label=CHECKS[text], annotator="unlucky", kind="correct")
-    store.answers.record(text=texts[0], user_label="World", annotator="newcomer", kind="correct")  # one miss, one check
+        store.answers.record(AnswerInput(text=text, user_label=CHECKS[text], annotator="unlucky", kind="correct"))
+    store.answers.record(AnswerInput(text=texts[0], user_label="World", annotator="newcomer", kind="correct"))  # one miss, one check
     for who in ("unlucky", "newcomer"):
-        store.answers.record(text=f"fresh story from {who}", user_label="Business", annotator=who, kind="correct")
+        store.answers.record(AnswerInput(text=f"fresh story from {who}", user_label="Business", annotator=who, kind="correct"))
     trusted_by = {a for e in read_trusted(store, TrustPolicy(min_checks=3, min_check_accuracy=0.6)) for a in e.annotators}
     assert trusted_by == {"unlucky", "newcomer"}
     stricter = {a for e in read_trusted(store, TrustPolicy(min_checks=1, min_check_accuracy=0.6)) for a in e.annotators}
@@ -156,7 +157,7 @@ def test_cli_imports_checks_and_stats_show_scores(
     store = FeedbackStore(tmp_path / "home" / "feedback.db")
     # With nothing else to label, a check is not served (an empty queue would give it away); answer it anyway.
     assert store.pool.next_item("anna", QueuePolicy()) is None
-    store.answers.record(text="Federer wins the final in straight sets", user_label="World", annotator="anna", kind="correct")
+    store.answers.record(AnswerInput(text="Federer wins the final in straight sets", user_label="World", annotator="anna", kind="correct"))
     assert main(["stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["pool"]["checks"] == 1 and stats["checks_right"] == {"anna": "0/1"}

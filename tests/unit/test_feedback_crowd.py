@@ -11,6 +11,7 @@ import pytest
 
 from core.settings.policies import TRAIN_ON, StoreLimits, TrustPolicy
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.trust.agreement import agreement, pairwise_agreement
 from feedback.trust.crowd import PersonCounts
@@ -32,8 +33,8 @@ def crowd_store(make_store: StoreFactory, tmp_path: Path) -> tuple[FeedbackStore
     store.pool.add(checks, source="t", labels=["World", "Sports", "Business", "Sci/Tech"])
 
     def answer(who: str, text: str, label: str, *, verified: bool = True, model: str | None = None) -> int:
-        return store.answers.record(text=text, user_label=label, annotator=who, kind="correct", predicted_label=model,
-                            verified=verified).id
+        return store.answers.record(AnswerInput(text=text, user_label=label, annotator=who, kind="correct", predicted_label=model,
+                            verified=verified)).id
 
     for i in range(5):  # dan's old answers: ten days before the rest, outside "the last 7 days"
         answer("anon:dan", f"Old story {i}", "World", verified=False)

@@ -18,6 +18,7 @@ import feedback
 import feedback.labelling.pool
 from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.pool import margin_uncertainty
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
@@ -256,7 +257,7 @@ def test_scorer_with_wrong_shape_is_refused(store: FeedbackStore) -> None:
 def test_answered_and_skipped_items_are_not_offered_again(store: FeedbackStore) -> None:
     store.pool.add(["first", "second", "third"], source="test")
     item = store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))
-    store.answers.record(text=item["text"], user_label="World", annotator="anna", kind="queue", item_id=item["id"])
+    store.answers.record(AnswerInput(text=item["text"], user_label="World", annotator="anna", kind="queue", item_id=item["id"]))
     store.pool.skip("anna", store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["id"])
     assert store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "third"
     assert store.pool.next_item("ben", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "second"  # one label is enough by default
@@ -273,7 +274,7 @@ def test_labels_required_two_keeps_item_until_two_agreeing_labels(make_store: St
     item_id = store.pool.next_item("a", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"]
 
     def label(annotator: str, topic: str) -> None:
-        store.answers.record(text="contested story", user_label=topic, annotator=annotator, kind="queue", item_id=item_id)
+        store.answers.record(AnswerInput(text="contested story", user_label=topic, annotator=annotator, kind="queue", item_id=item_id))
 
     label("a", "World")
     assert store.pool.next_item("b", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"] == item_id
@@ -288,9 +289,9 @@ def test_queue_answers_must_name_a_matching_item(store: FeedbackStore) -> None:
     store.pool.add(["pool story"], source="test")
     item_id = store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["id"]
     with pytest.raises(FeedbackError, match="needs the item_id"):
-        store.answers.record(text="pool story", user_label="World", annotator="anna", kind="queue")
+        store.answers.record(AnswerInput(text="pool story", user_label="World", annotator="anna", kind="queue"))
     with pytest.raises(FeedbackError, match="does not match queue item"):
-        store.answers.record(text="other story", user_label="World", annotator="anna", kind="queue", item_id=item_id)
+        store.answers.record(AnswerInput(text="other story", user_label="World", annotator="anna", kind="queue", item_id=item_id))
     with pytest.raises(FeedbackError, match="unknown queue item 99"):
         store.pool.skip("anna", 99)
     assert store.answers.count() == 0

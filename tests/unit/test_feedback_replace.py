@@ -9,6 +9,7 @@ import pytest
 
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from feedback.errors import FeedbackError, RateLimited
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.pg_cluster import StoreFactory
@@ -26,8 +27,8 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 def one_click(store: FeedbackStore, label: str, annotator: str = "anna", **fields: object):
     predicted = fields.pop("predicted_label", "Business")
     kind = "confirm" if label == predicted else "correct"
-    return store.answers.record(text=TEXT, user_label=label, annotator=annotator, kind=kind, predicted_label=predicted,
-                        **fields)
+    return store.answers.record(AnswerInput(text=TEXT, user_label=label, annotator=annotator, kind=kind, predicted_label=predicted,
+                        **fields))
 
 
 def statuses(store: FeedbackStore) -> list[tuple[str, str, str]]:
@@ -76,7 +77,7 @@ def test_each_path_keeps_its_own_live_answer(store: FeedbackStore) -> None:
     item = store.pool.next_item("anna", QueuePolicy(labels_required=1))
     assert item is not None and item["text"] == TEXT
     one_click(store, "World")
-    queue = [store.answers.record(text=TEXT, user_label=label, annotator="anna", kind="queue", item_id=item["id"])
+    queue = [store.answers.record(AnswerInput(text=TEXT, user_label=label, annotator="anna", kind="queue", item_id=item["id"]))
              for label in ("Sports", "Business")]
     assert queue[1].replaced == (queue[0].id,)
     assert statuses(store) == [("correct", "World", "ok"), ("queue", "Sports", "replaced"), ("queue", "Business", "ok")]
@@ -108,8 +109,8 @@ def test_signed_in_accounts_get_a_higher_answer_limit(make_store: StoreFactory, 
     def burst(annotator: str, verified: bool) -> int:
         for i in range(10):
             try:
-                store.answers.record(text=f"{annotator} story {i}", user_label="World", annotator=annotator, kind="correct",
-                             verified=verified)
+                store.answers.record(AnswerInput(text=f"{annotator} story {i}", user_label="World", annotator=annotator, kind="correct",
+                             verified=verified))
             except RateLimited:
                 return i
         return 10

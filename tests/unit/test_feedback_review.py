@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from core.settings.policies import StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.errors import FeedbackError
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.guidelines import DEFAULT, built_in
 from feedback.labelling.pool_files import cleaned
 from feedback.store import FeedbackStore
@@ -34,8 +35,8 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 
 def suspicious(store: FeedbackStore, n: int, who: str = "anon:a", probs: dict = SURE_OF_WORLD, label: str = "Sports",
                prefix: str = "Summit talk") -> list[int]:
-    ids = [store.answers.record(text=f"{prefix} number {i}", user_label=label, annotator=who, kind="correct",
-                        probabilities=probs).id for i in range(n)]
+    ids = [store.answers.record(AnswerInput(text=f"{prefix} number {i}", user_label=label, annotator=who, kind="correct",
+                        probabilities=probs)).id for i in range(n)]
     assert all(store.answers.get(i)["status"] == "suspicious" for i in ids)
     return ids
 
@@ -66,8 +67,8 @@ def test_bulk_review_changes_exactly_the_named_answers_and_says_what_it_did(stor
 def test_filters_narrow_by_status_reason_label_annotator_and_text(store: FeedbackStore) -> None:
     world = suspicious(store, 4, who="anon:a")
     sports = suspicious(store, 3, who="user:bea", probs=SURE_OF_SPORTS, label="World", prefix="Cup 100%_final")
-    plain = store.answers.record(text="A quiet day on the markets", user_label="Business", annotator="anon:a",
-                         kind="correct").id
+    plain = store.answers.record(AnswerInput(text="A quiet day on the markets", user_label="Business", annotator="anon:a",
+                         kind="correct")).id
     find = store.reviews.find
     rows, total = find(ReviewFilter())
     assert total == 7 and [r["id"] for r in rows] == sorted(world + sports, reverse=True)  # newest first
@@ -89,9 +90,9 @@ def test_filters_narrow_by_status_reason_label_annotator_and_text(store: Feedbac
 
 def test_held_corrections_are_found_and_released_by_a_bulk_accept(store: FeedbackStore) -> None:
     texts = [f"Pasted story {i} about a chip plant" for i in range(3)]
-    ids = [store.answers.record(text=t, user_label="Business", annotator="anon:x", kind="correct").id for t in texts]
+    ids = [store.answers.record(AnswerInput(text=t, user_label="Business", annotator="anon:x", kind="correct")).id for t in texts]
     store.pool.add(texts, source="correction", held=("anon:x", "a correction by a visitor not signed in"))
-    store.answers.record(text="Someone else's story", user_label="World", annotator="anon:y", kind="correct")
+    store.answers.record(AnswerInput(text="Someone else's story", user_label="World", annotator="anon:y", kind="correct"))
     held, total = store.reviews.find(ReviewFilter(status=HELD))
     assert total == 3 and sorted(r["id"] for r in held) == ids
     assert len(store.pool.held()) == 3
@@ -102,8 +103,8 @@ def test_held_corrections_are_found_and_released_by_a_bulk_accept(store: Feedbac
 
 def test_a_resolved_disagreement_trains_with_the_reviewed_label(store: FeedbackStore) -> None:
     text = "Chipmaker's quarterly profit beats forecasts as data-centre sales soar"
-    first = store.answers.record(text=text, user_label="Sci/Tech", annotator="anon:a", kind="correct").id
-    second = store.answers.record(text=text, user_label="Business", annotator="anon:b", kind="correct").id
+    first = store.answers.record(AnswerInput(text=text, user_label="Sci/Tech", annotator="anon:a", kind="correct")).id
+    second = store.answers.record(AnswerInput(text=text, user_label="Business", annotator="anon:b", kind="correct")).id
     policy = TrustPolicy(labels_required=2)
     assert read_trusted(store, policy) == []  # a tie, and too few votes
     [found] = disagreements(store.answers.rows(), store.pool.gold_labels())
@@ -163,12 +164,12 @@ def _pool(store: FeedbackStore) -> list[dict]:
 def test_people_are_named_and_measured_honestly(store: FeedbackStore) -> None:
     store.pool.add(["Known check story"], source="t", labels=["World"])
     for who in ("anon:a", "anon:b", "user:cleo"):
-        store.answers.record(text="Known check story", user_label="World" if who != "anon:b" else "Sports", annotator=who,
-                     kind="correct", verified=who.startswith("user:"))
+        store.answers.record(AnswerInput(text="Known check story", user_label="World" if who != "anon:b" else "Sports", annotator=who,
+                     kind="correct", verified=who.startswith("user:")))
     for i in range(6):  # a and cleo share six texts and agree on all; b shares none of these
         for who in ("anon:a", "user:cleo"):
-            store.answers.record(text=f"Shared story {i}", user_label="Business", annotator=who, kind="correct",
-                         verified=who == "user:cleo")
+            store.answers.record(AnswerInput(text=f"Shared story {i}", user_label="Business", annotator=who, kind="correct",
+                         verified=who == "user:cleo"))
     crowd = store.crowd
     rows = people(crowd.counts(datetime.fromtimestamp(1_750_000_100, UTC)), crowd.check_scores(), crowd.shared_answers(),
                   TrustPolicy())

@@ -16,6 +16,7 @@ from core.text import text_hash
 from feedback.database.schema import CURRENT_VERSION
 from feedback.database.shared_state import SharedMap
 from feedback.database.tables import metadata
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
 from tests.legacy_feedback_schema import STEPS, legacy_database
@@ -129,7 +130,7 @@ def test_a_database_made_by_the_old_runner_opens_and_reads_back_every_row(tmp_pa
     assert store.guidelines.current().text == "Label the subject.\n" and store.guidelines.current().version == 1
     assert SharedMap(store.database, "queue_item").get("session-a") == {"id": 1}
     assert store.pool.progress("anon:bob") == 1 and store.pool.queue_left("anon:bob", QueuePolicy()) == 0
-    assert store.answers.record(text="a new story", user_label="World", annotator="anon:new", kind="correct").id == 7
+    assert store.answers.record(AnswerInput(text="a new story", user_label="World", annotator="anon:new", kind="correct")).id == 7
     with sqlite3.connect(path) as check:
         # Every step the new runner added after the old one's last (max(STEPS)) was applied on top.
         assert check.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION > max(STEPS)

@@ -7,6 +7,7 @@ from pathlib import Path
 from core.data import Example, split_by_hash
 from core.labels import LABELS, label_index
 from core.settings.policies import StoreLimits, TrustPolicy
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import FeedbackSplit, backup_database, trusted_split
 from testkit.pg_cluster import StoreFactory
@@ -15,7 +16,7 @@ from testkit.pg_cluster import StoreFactory
 def filled_store(path: Path | str, texts: int) -> FeedbackStore:
     store = FeedbackStore(path, StoreLimits(writes_per_minute=10_000))
     for i in range(texts):
-        store.answers.record(text=f"story number {i}", user_label=LABELS[i % 4], annotator="anna", kind="correct")
+        store.answers.record(AnswerInput(text=f"story number {i}", user_label=LABELS[i % 4], annotator="anna", kind="correct"))
     return store
 
 
@@ -43,7 +44,7 @@ def test_trusted_split_is_the_salted_hash_split_of_the_trusted_answers(tmp_path:
     assert trusted_split(None, TrustPolicy(), 0.25) == FeedbackSplit(train=[], holdout=[], last_answer_id=0)
     db = tmp_path / "feedback.db"
     store = filled_store(db, 40)
-    rejected = store.answers.record(text="withdrawn story", user_label="World", annotator="ben", kind="correct")
+    rejected = store.answers.record(AnswerInput(text="withdrawn story", user_label="World", annotator="ben", kind="correct"))
     store.answers.set_status(rejected.id, "rejected")
     split = trusted_split(db, TrustPolicy(), 0.25)
     assert split.last_answer_id == rejected.id

@@ -17,6 +17,7 @@ from core.text import text_hash
 from feedback.database.schema import CURRENT_VERSION
 from feedback.errors import FeedbackError, RateLimited
 from feedback.export.files import export_answers
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
@@ -40,7 +41,7 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 
 def answer(store: FeedbackStore, text: str = "Stocks rally on Wall Street", **overrides: object):
     fields = {"text": text, "user_label": "Business", "annotator": "anna", "kind": "correct"} | overrides
-    return store.answers.record(**fields)
+    return store.answers.record(AnswerInput(**fields))
 
 
 # Recording and validation ---------------------------------------------------------------------------
@@ -306,9 +307,9 @@ def _write_from_process(db_path: str, worker: int, count: int) -> None:
     # Each process opens the store itself, so they also race on creating and migrating the database.
     store = FeedbackStore(db_path, StoreLimits(writes_per_minute=10_000))  # a file path or a postgresql:// URL
     for i in range(count):
-        store.answers.record(
+        store.answers.record(AnswerInput(
             text=f"process {worker} story {i}", user_label=LABELS[i % 4], annotator=f"p{worker}", kind="correct"
-        )
+        ))
 
 
 def test_four_processes_of_100_writes_lose_and_double_nothing(make_store: StoreFactory, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from core.settings.policies import QueuePolicy, TrustPolicy
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted, split_trusted, traffic_hashes
 from testkit.pg_cluster import StoreFactory
@@ -59,8 +60,8 @@ def test_golden_labels_follow_the_topics_and_their_texts_never_train(store: Feed
     football = examples["A late goal wins the cup"]
     assert {taxonomy.keys[i] for i in football.allowed} == {"Sports", "Football"}  # split: "parent or child"
     # An answer on a golden text is set aside: the golden label judges it, nothing trains on it.
-    store.answers.record(text="A late goal wins the cup", user_label="Football", annotator="ann", kind="correct")
-    store.answers.record(text="Rates rise again", user_label="Business", annotator="ann", kind="correct")
+    store.answers.record(AnswerInput(text="A late goal wins the cup", user_label="Football", annotator="ann", kind="correct"))
+    store.answers.record(AnswerInput(text="Rates rise again", user_label="Business", annotator="ann", kind="correct"))
     trusted = read_trusted(store, TrustPolicy(), taxonomy=taxonomy)
     split = split_trusted(trusted, traffic_hashes(store), 0.0, taxonomy, store.golden.hashes())
     assert [e.text for e in split.train] == ["Rates rise again"] and split.on_golden == 1

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.settings.policies import QueuePolicy, StoreLimits
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
 
@@ -29,7 +30,7 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 
 
 def correction(store: FeedbackStore, text: str, who: str = "anon:stranger") -> int:
-    answer = store.answers.record(text=text, user_label="Sports", annotator=who, kind="correct", address=f"addr:{who}")
+    answer = store.answers.record(AnswerInput(text=text, user_label="Sports", annotator=who, kind="correct", address=f"addr:{who}"))
     store.pool.add([text], source="correction", held=(who, f"answer {answer.id}: a stranger's correction"))
     return answer.id
 
@@ -44,8 +45,8 @@ def test_a_held_item_is_served_to_nobody_until_an_answer_on_it_is_accepted(store
 
     store.answers.set_status(answer_id, "rejected")
     assert store.pool.held() == [] and "Crafted story for everyone's queue" not in served(store, "anon:b")
-    second = store.answers.record(text="Crafted story for everyone's queue", user_label="World",
-                          annotator="anon:helper", kind="correct")
+    second = store.answers.record(AnswerInput(text="Crafted story for everyone's queue", user_label="World",
+                          annotator="anon:helper", kind="correct"))
     store.answers.set_status(second.id, "accepted")  # any accepted answer on the text releases it
     assert "Crafted story for everyone's queue" in served(store, "anon:c")
 

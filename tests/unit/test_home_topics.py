@@ -19,6 +19,7 @@ from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT
 from feedback.__main__ import main as feedback_main
 from feedback.home_topics import ADOPT, HomeMismatch, adopt, data_fits_home, fits, foreign
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.data import OWN_TOPICS, own_topics_csv
 from testkit.models import build_tiny_champion, tiny_settings
@@ -40,7 +41,7 @@ def ag_news_home(store: FeedbackStore, answers: int = 0) -> None:
     store.topics.seed(LABELS, why="the champion's topics, when the app first served it")
     store.pool.offer_demo()
     for i in range(answers):
-        store.answers.record(text=f"Ceasefire talks resume, day {i}", user_label="World", annotator="ann", kind="correct")
+        store.answers.record(AnswerInput(text=f"Ceasefire talks resume, day {i}", user_label="World", annotator="ann", kind="correct"))
 
 
 def test_labels_a_list_never_had_are_foreign_and_a_grown_list_still_fits() -> None:

@@ -18,6 +18,7 @@ from core.labels import LABELS
 from core.settings.policies import MonitorPolicy, TrustPolicy
 from feedback.database.db import parse_iso_time
 from feedback.database.tables import pool
+from feedback.labelling.answers import AnswerInput
 from feedback.monitoring import traffic_report
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, read_tallies, save_tallies, utc_day
@@ -157,8 +158,8 @@ def test_the_report_puts_the_traffic_sets_measured_accuracy_beside_the_estimate(
     with store.database.read() as conn:
         items = dict(conn.execute(sa.select(pool.c.text, pool.c.id)).all())
     for i, text in enumerate(texts):  # the champion predicted World on each; 7 of 10 truly are
-        store.answers.record(text=text, user_label="World" if i < 7 else "Sports", predicted_label="World",
-                     model_version="v1", annotator="user:ann", verified=True, kind="queue", item_id=items[text])
+        store.answers.record(AnswerInput(text=text, user_label="World" if i < 7 else "Sports", predicted_label="World",
+                     model_version="v1", annotator="user:ann", verified=True, kind="queue", item_id=items[text]))
     now = parse_iso_time(store.answers.rows()[0]["created_at"])  # the answers' day is the tallies' day
     save_tallies(store.database, "a", {TallyKey(utc_day(now), "title", "v1"): Tally().add(_sure(150, 0.75))})
     meta = {"validation_read_as": {"title": {"n": 500, "accuracy": 0.87, "confidence_counts": [0] * 10}}}

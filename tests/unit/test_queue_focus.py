@@ -15,6 +15,7 @@ from core.labels import LABELS
 from core.settings.policies import QueuePolicy
 from core.taxonomy import starting
 from feedback.database.tables import pool
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.focus import Teaching, focus_scores, interleaved, is_focus_turn, model_focus, teaching
 from feedback.store import FeedbackStore
 from feedback.traffic.traffic_set import is_traffic_turn
@@ -128,7 +129,7 @@ def test_the_queue_stops_teaching_a_topic_once_it_has_enough_answers(store: Feed
     policy = QueuePolicy(traffic_share=0.0, focus_share=1.0, spread=4, teach_until=3)
     assert store.pool.next_item("anna", policy)["text"].startswith("gadget")
     for i in range(3):
-        store.answers.record(text=f"A rocket launch {i}", user_label="Space", annotator=f"a{i}", kind="correct")
+        store.answers.record(AnswerInput(text=f"A rocket launch {i}", user_label="Space", annotator=f"a{i}", kind="correct"))
     assert store.pool.next_item("anna", policy)["text"].startswith("election")  # the most uncertain, as before
     assert store.pool.refocus(policy.teach_until) is None
     with store.database.read() as db:
@@ -164,7 +165,7 @@ def test_a_pushed_search_comes_first_for_every_annotator_until_cleared(store: Fe
         assert {item["text"] for item in store.pool.next_items(annotator, policy, 2)} == fires
     assert store.pool.pushed_waiting() == 2
     answered = store.pool.next_item("anna", policy)
-    store.answers.record(text=answered["text"], user_label=WORLD, annotator="anna", kind="queue", item_id=answered["id"])
+    store.answers.record(AnswerInput(text=answered["text"], user_label=WORLD, annotator="anna", kind="queue", item_id=answered["id"]))
     assert store.pool.pushed_waiting() == 1
     assert store.pool.next_item("ben", policy)["text"] == (fires - {answered["text"]}).pop()  # settled: not served again
     assert store.pool.clear_pushed() == 2 and store.pool.pushed_waiting() == 0

@@ -17,6 +17,7 @@ from core.registry.versions import write_json_atomic
 from core.settings.config import load_settings
 from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
 from core.storage.paths import HomePaths
+from feedback.labelling.answers import AnswerInput
 from feedback.monitoring import TrafficReport
 from feedback.store import FeedbackStore
 from feedback.training.readiness import count_new_trusted, readiness
@@ -35,7 +36,7 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 
 
 def answer(store: FeedbackStore, i: int, who: str, **extra: object) -> int:
-    return store.answers.record(text=f"story {i}", user_label=LABELS[i % 4], annotator=who, kind="correct", **extra).id
+    return store.answers.record(AnswerInput(text=f"story {i}", user_label=LABELS[i % 4], annotator=who, kind="correct", **extra)).id
 
 
 def test_only_trusted_answers_since_the_last_run_count(store: FeedbackStore) -> None:
@@ -44,8 +45,8 @@ def test_only_trusted_answers_since_the_last_run_count(store: FeedbackStore) -> 
         answer(store, i, "user:ann", verified=True)
     for i in range(5, 30):
         answer(store, i, "anon:burst")  # not signed in: stored, never trusted under train_on=signed_in
-    suspicious = store.answers.record(text="story 99", user_label="Sports", annotator="user:ann", kind="correct",
-                              probabilities=SURE_OF_WORLD, verified=True)
+    suspicious = store.answers.record(AnswerInput(text="story 99", user_label="Sports", annotator="user:ann", kind="correct",
+                              probabilities=SURE_OF_WORLD, verified=True))
     assert suspicious.status == "suspicious"  # waits for review: not trusted yet
     assert count_new_trusted(store, signed_in, None) == 5
     assert count_new_trusted(store, TrustPolicy(), None) == 30  # anyone may train: the burst counts too
@@ -64,10 +65,10 @@ def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: 
     with store.database.read() as db:
         pool = list(db.execute(sa.text("SELECT id, text, traffic FROM pool ORDER BY id")).mappings())
     for row in pool:
-        store.answers.record(text=row["text"], user_label="World", annotator="user:ann", kind="queue", item_id=row["id"],
-                     verified=True)
-    store.answers.record(text="a chip maker's earnings", user_label="Business", annotator="user:ann", kind="correct",
-                 probabilities=SURE_OF_WORLD, verified=True)
+        store.answers.record(AnswerInput(text=row["text"], user_label="World", annotator="user:ann", kind="queue", item_id=row["id"],
+                     verified=True))
+    store.answers.record(AnswerInput(text="a chip maker's earnings", user_label="Business", annotator="user:ann", kind="correct",
+                 probabilities=SURE_OF_WORLD, verified=True))
     ready = readiness(store, TrustPolicy(), RetrainPolicy(min_feedback=150), GateConfig(), None)
     traffic = sum(row["traffic"] for row in pool)
     assert ready.evidence.traffic == traffic > 0 and ready.train + ready.holdout + traffic == ready.trusted == 100
@@ -120,13 +121,13 @@ def test_true_looking_corrections_come_first_in_review(store: FeedbackStore) -> 
     with store.database.read() as db:
         checks = list(db.execute(sa.text("SELECT id, text FROM pool")).mappings())
     for row in checks:  # the model said Sports on the first: a telling check, which "checked" needs right
-        store.answers.record(text=row["text"], user_label="World", annotator=checked, kind="queue", item_id=row["id"],
-                     predicted_label="Sports" if row["text"] == "check one" else "World")
-        store.answers.record(text=row["text"], user_label="Sports", annotator=failing, kind="queue", item_id=row["id"])
+        store.answers.record(AnswerInput(text=row["text"], user_label="World", annotator=checked, kind="queue", item_id=row["id"],
+                     predicted_label="Sports" if row["text"] == "check one" else "World"))
+        store.answers.record(AnswerInput(text=row["text"], user_label="Sports", annotator=failing, kind="queue", item_id=row["id"]))
     ids = {}
     for who, verified in ((checked, False), ("user:signed", True), (failing, False), ("anon:new", False)):
-        ids[who] = store.answers.record(text=f"confident story for {who}", user_label="Sports", annotator=who,
-                                kind="correct", probabilities=SURE_OF_WORLD, verified=verified).id
+        ids[who] = store.answers.record(AnswerInput(text=f"confident story for {who}", user_label="Sports", annotator=who,
+                                kind="correct", probabilities=SURE_OF_WORLD, verified=verified)).id
     rows, total = store.reviews.find(ReviewFilter(status="suspicious"))
     assert total == 4
     order = [row["id"] for row in rows]

@@ -15,6 +15,7 @@ import pytest
 
 from core.storage.sqlite_guard import LiveDatabaseFile, is_live
 from feedback.errors import FeedbackError
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 
 
@@ -45,7 +46,7 @@ def descriptor_of(path: Path) -> str:
 def test_going_around_sqlite_is_refused_and_the_locks_stay(tmp_path: Path) -> None:
     db = tmp_path / "feedback.db"
     store = FeedbackStore(db)
-    store.answers.record(text="Markets rallied", user_label="Business", annotator="anna", kind="correct")
+    store.answers.record(AnswerInput(text="Markets rallied", user_label="Business", annotator="anna", kind="correct"))
     assert held_locks(db) == {"feedback.db", "feedback.db-shm"}
     attempts = {
         "read": lambda: db.read_bytes(),
@@ -75,7 +76,7 @@ def test_going_around_sqlite_is_refused_and_the_locks_stay(tmp_path: Path) -> No
     """)
     subprocess.run([sys.executable, "-c", other], check=True, timeout=60)
     assert Path(str(db) + "-shm").exists()
-    store.answers.record(text="Cup final tonight", user_label="Sports", annotator="anna", kind="correct")
+    store.answers.record(AnswerInput(text="Cup final tonight", user_label="Sports", annotator="anna", kind="correct"))
     assert store.answers.count() == 2
 
     del store

@@ -9,6 +9,7 @@ import pytest
 
 from core.command_line import ExitCode
 from feedback.__main__ import main
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.topics.changes import Impact, impact
 from testkit.pg_cluster import StoreFactory
@@ -21,10 +22,10 @@ def test_impact_counts_rows_answers_checks_and_queued_items(make_store: StoreFac
     checks = tmp_path / "checks.csv"
     checks.write_text("label,text\nBusiness,Oil prices climb\nBusiness,Bank fined\nWorld,Summit ends\n")
     store.pool.import_file(checks, checks=True)
-    store.answers.record(text="Oil prices climb", user_label="Business", annotator="anna", kind="correct")  # answers a check
-    store.answers.record(text="Shares fall", user_label="Business", annotator="ben", kind="correct")
-    store.answers.record(text="Shares fall", user_label="World", annotator="cleo", kind="correct")
-    undone = store.answers.record(text="Rates rise", user_label="Business", annotator="dan", kind="correct")
+    store.answers.record(AnswerInput(text="Oil prices climb", user_label="Business", annotator="anna", kind="correct"))  # answers a check
+    store.answers.record(AnswerInput(text="Shares fall", user_label="Business", annotator="ben", kind="correct"))
+    store.answers.record(AnswerInput(text="Shares fall", user_label="World", annotator="cleo", kind="correct"))
+    undone = store.answers.record(AnswerInput(text="Rates rise", user_label="Business", annotator="dan", kind="correct"))
     assert undone and store.undo_last("dan")  # taken back: touched by nothing
     before = store.topics.current()
 
@@ -85,7 +86,7 @@ def test_changes_are_stored_with_who_and_why_and_listed(home: Path, capsys: pyte
     assert "1. International [key World]" in out and "6. Health: medicine and public health (new: the model is still learning it)" in out
     # The store answers by the stored topics.
     store = FeedbackStore(home / "feedback.db")
-    store.answers.record(text="Flu season", user_label="health", annotator="anna", kind="correct")
+    store.answers.record(AnswerInput(text="Flu season", user_label="health", annotator="anna", kind="correct"))
     assert store.answers.rows()[0]["user_label"] == "Health"
 
 

@@ -11,6 +11,7 @@ import pytest
 from core.settings.policies import TrustPolicy
 from core.taxonomy import Taxonomy, TaxonomyConflict
 from feedback.errors import FeedbackError
+from feedback.labelling.answers import AnswerInput
 from feedback.meaning import SET_MARK
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted, split_trusted
@@ -33,7 +34,7 @@ def change(store: FeedbackStore, step: Callable[[Taxonomy], Taxonomy]) -> Taxono
 
 
 def answer(store: FeedbackStore, text: str, label: str, who: str = "anna", **more: object) -> int:
-    return store.answers.record(text=text, user_label=label, annotator=who, kind="correct", **more).id
+    return store.answers.record(AnswerInput(text=text, user_label=label, annotator=who, kind="correct", **more)).id
 
 
 def labels(store: FeedbackStore) -> dict[str, str]:
@@ -68,8 +69,8 @@ def test_a_rename_changes_only_the_name(store: FeedbackStore) -> None:
     assert set(labels(store).values()) == {"World"}  # keys are stable: old and new answers alike
     assert taxonomy.name_of("World") == "International"
     # A model trained before the rename still predicts "World": a confirmation of it is the same topic.
-    store.answers.record(text="Election called", user_label="International", annotator="anna", kind="confirm",
-                 probabilities={"World": 0.7, "Sports": 0.1, "Business": 0.1, "Sci/Tech": 0.1})
+    store.answers.record(AnswerInput(text="Election called", user_label="International", annotator="anna", kind="confirm",
+                 probabilities={"World": 0.7, "Sports": 0.1, "Business": 0.1, "Sci/Tech": 0.1}))
     assert store.answers.rows()[0]["predicted_label"] == "World"
 
 

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from core.labels import LABELS
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.traffic import traffic_set as traffic
 from feedback.training.snapshot import trusted_split
@@ -39,7 +40,7 @@ def filled(store: FeedbackStore, n: int) -> list[str]:
 
 def test_membership_is_drawn_once_by_hash_and_answered_items_never_join(store: FeedbackStore) -> None:
     texts = filled(store, 300)
-    store.answers.record(text=texts[0], user_label="World", annotator="early", kind="correct")  # answered before the draw
+    store.answers.record(AnswerInput(text=texts[0], user_label="World", annotator="early", kind="correct"))  # answered before the draw
     assert set(traffic_flags(store).values()) == {None}  # nothing drawn until the queue first looks
     store.pool.next_item("anna", POLICY)
     flags = traffic_flags(store)
@@ -78,7 +79,7 @@ def test_a_turn_falls_back_to_the_other_kind_when_its_own_is_empty(store: Feedba
     everyone = [f"labeller-{i}" for i in range(40)]
     # Settle every ordinary item: only traffic items are left, whatever the turn.
     for text in (t for t in texts if flags[t] == 0):
-        store.answers.record(text=text, user_label="World", annotator="settler", kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label="World", annotator="settler", kind="correct"))
     left = {store.pool.next_item(who, POLICY)["text"] for who in everyone}
     assert left and all(flags[t] == 1 for t in left)
     assert store.pool.next_item("nobody", QueuePolicy(traffic_share=0.0)) is not None  # share 0: traffic still served last
@@ -91,7 +92,7 @@ def test_traffic_labels_are_judged_on_and_never_trained_on(make_store: StoreFact
     store.pool.next_item("anna", POLICY)
     flags = traffic_flags(store)
     for i, text in enumerate(texts):
-        store.answers.record(text=text, user_label=LABELS[i % 4], annotator="anna", kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label=LABELS[i % 4], annotator="anna", kind="correct"))
     copy = tmp_path / "snapshot.db"
     store.database.backup(copy)
     store.close()
@@ -111,7 +112,7 @@ def test_a_retrain_reads_the_traffic_items_no_trusted_answer_labels(make_store: 
     members = sorted(t for t, f in traffic_flags(store).items() if f == 1)
     answered = members[:5]
     for text in answered:
-        store.answers.record(text=text, user_label="Sports", annotator="anna", kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label="Sports", annotator="anna", kind="correct"))
     copy = tmp_path / "snapshot.db"
     store.database.backup(copy)
     store.close()

@@ -14,8 +14,10 @@ from core.serving.limits import Limiter, RateLimiter
 from core.settings.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.guidelines import render as render_guidelines
 from feedback.store import FeedbackStore
+from feedback.topics.unlisted import UnlistedInput
 from web.page.answer_rules import NONE, NONE_WORDS, RIGHT, names_shown, new_shown_id, snippet, topic_of, undone_words
 from web.page.labelling import BufferedQueue, LabellingQueue
 from web.server.identity import Identity, IdentityService
@@ -172,7 +174,7 @@ class NewsLoopActions:
         if user_label is None:
             return AnswerOutcome(f"Not saved: the model's topic was split since; choose one of {', '.join(taxonomy.names)}.")
         try:
-            result = self.store.answers.record(
+            result = self.store.answers.record(AnswerInput(
                 text=last.text,
                 user_label=user_label,
                 annotator=who.annotator,
@@ -182,7 +184,7 @@ class NewsLoopActions:
                 model_version=last.model_version,
                 verified=who.verified,
                 address=who.address,
-            )
+            ))
         except FeedbackError as exc:
             return AnswerOutcome(f"Not saved: {exc}")
         if user_label != last.label and not result.duplicate:
@@ -204,10 +206,10 @@ class NewsLoopActions:
         if isinstance(last, AnswerOutcome):
             return last
         try:
-            result = self.store.unlisted.record(
+            result = self.store.unlisted.record(UnlistedInput(
                 text=last.text, annotator=who.annotator, kind="correct", name=missing, predicted_label=last.label,
                 model_version=last.model_version, verified=who.verified, address=who.address,
-            )
+            ))
         except FeedbackError as exc:
             return AnswerOutcome(f"Not saved: {exc}.")
         named = f" (missing topic: **{result.name}**)" if result.name else ""

@@ -10,7 +10,9 @@ from typing import Any
 from core.serving.limits import Limiter
 from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, RateLimited
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
+from feedback.topics.unlisted import UnlistedInput
 from web.page.answer_rules import NONE_WORDS, RIGHT, names_shown, new_shown_id, snippet, topic_of, undone_words
 from web.server.identity import Identity, IdentityService
 from web.server.session_memory import SessionMap
@@ -119,12 +121,12 @@ class LabellingQueue:
             return QueueView(item["text"], None, f"Not saved: {one_of(taxonomy)}", item["shown"])
         prediction = self.classifier.predict([item["text"]])[0]
         try:
-            self.store.answers.record(
+            self.store.answers.record(AnswerInput(
                 text=item["text"], user_label=topic, annotator=who.annotator, kind="queue",
                 item_id=item["id"], predicted_label=prediction.label,
                 probabilities=prediction.probabilities, model_version=prediction.model_version,
                 verified=who.verified, address=who.address,
-            )
+            ))
         except FeedbackError as exc:
             return QueueView(item["text"], None, f"Not saved: {exc}", item["shown"])
         return self._next(who, f"Saved as **{taxonomy.name_of(topic)}**: {snippet(item['text'])}.")
@@ -287,11 +289,11 @@ class BufferedQueue:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {one_of(taxonomy)}"}
         prediction = q.classifier.predict([found["text"]])[0]
         try:
-            q.store.answers.record(
+            q.store.answers.record(AnswerInput(
                 text=found["text"], user_label=topic, annotator=who.annotator, kind="queue", item_id=found["id"],
                 predicted_label=prediction.label, probabilities=prediction.probabilities,
                 model_version=prediction.model_version, verified=who.verified, address=who.address,
-            )
+            ))
         except RateLimited as exc:
             return {"shown": shown, "status": "retry", "retry_s": round(max(exc.retry_after_s, 1.0), 1),
                     "message": f"Not saved yet: {exc}."}
@@ -311,11 +313,11 @@ class BufferedQueue:
         shown = op["shown"]
         prediction = q.classifier.predict([found["text"]])[0]
         try:
-            result = q.store.unlisted.record(
+            result = q.store.unlisted.record(UnlistedInput(
                 text=found["text"], annotator=who.annotator, kind="queue", item_id=found["id"], name=op["missing"],
                 predicted_label=prediction.label, model_version=prediction.model_version, verified=who.verified,
                 address=who.address,
-            )
+            ))
         except RateLimited as exc:
             return {"shown": shown, "status": "retry", "retry_s": round(max(exc.retry_after_s, 1.0), 1),
                     "message": f"Not saved yet: {exc}."}

@@ -42,7 +42,7 @@ from core.evaluation.estimate import Estimate, Tally
 from core.input_forms import FORM_NAMES
 from core.registry.stages import Outcome, read_history, read_last_run, running_run
 from core.storage.paths import HomePaths
-from feedback.labelling.answers import Answers, RecordResult
+from feedback.labelling.answers import AnswerInput, Answers, RecordResult
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, utc_day
 from feedback.validate import Status
@@ -279,8 +279,8 @@ class _CountedAnswers:
     def __init__(self, answers: Answers, metrics: Metrics) -> None:
         self._answers, self._metrics = answers, metrics
 
-    def record(self, **answer: Any) -> RecordResult:
-        result = self._answers.record(**answer)
+    def record(self, answer: AnswerInput) -> RecordResult:
+        result = self._answers.record(answer)
         if not result.duplicate:
             self._metrics.answers.labels(result.status).inc()
         return result
