@@ -31,6 +31,7 @@ from core.samples import Samples, data_samples
 from core.settings.config import ConfigError, Settings, ensure_home, load_settings
 from core.storage.locks import LockBusy, file_lock
 from core.storage.snapshot_schedule import SnapshotSchedule, restore_if_fresh
+from feedback import home_topics
 from feedback.database.shared_state import (
     Busy,
     SharedAdminSessions,
@@ -42,7 +43,6 @@ from feedback.database.shared_state import (
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
 from feedback.topics import changes as topic_changes
-from feedback.topics import home as home_topics
 from feedback.traffic.served import save_tallies
 from web.admin import page as admin_page
 from web.admin.actions import AdminActions
@@ -201,7 +201,7 @@ def serving_metrics(settings: Settings, classifier: Classifier, store: FeedbackS
     store (feedback.traffic.served). Built whether or not NEWSLOOP_METRICS serves them: the admin view, `status` and
     `watch` read the tallies."""
     required = settings.queue.labels_required
-    pool_left = (lambda: store.pool_left(required)) if store is not None else None
+    pool_left = (lambda: store.pool.items_left(required)) if store is not None else None
     save = (lambda writer, tallies: save_tallies(store.database, writer, tallies)) if store is not None else None
     return Metrics(lambda: classifier.version, pool_left, settings.paths, tallies=ServedTallies(save),
                    topics=PageTopics(classifier, store))
@@ -212,7 +212,7 @@ def pool_scoring(settings: Settings, classifier: Classifier, store: FeedbackStor
     every `pool_scoring_s` seconds; none without a store."""
     if store is None:
         return None
-    return PoolScoring(store, lambda: classifier.version, classifier.proba_in_label_order,
+    return PoolScoring(store.pool, lambda: classifier.version, classifier.proba_in_label_order,
                        settings.serving.pool_scoring_s, labels=PageTopics(classifier, store).model_labels)
 
 
@@ -277,7 +277,7 @@ def seed_topics(store: FeedbackStore, service: Classifier) -> None:
     none yet (a no-op otherwise, and when no champion serves yet). Data of your own topics is served with its own
     topics from the first answer; the AG News four for a fresh clone, as before. A stored list that does not fit
     the champion's topics (a champion of other data) is refused, in one sentence naming the fix, before any page
-    (`feedback.topics.home`); one nobody worked under becomes the champion's."""
+    (`feedback.home_topics`); one nobody worked under becomes the champion's."""
     if service.version is None:
         return
     labels = PageTopics(service, store).model_labels()
@@ -366,7 +366,7 @@ def main(verbose: bool = False, **overrides: Any) -> None:
         print(f"NewsLoop will not start: {exc}", file=sys.stderr)
         sys.exit(ExitCode.BAD_INPUT)
     if settings.queue.demo_pool:  # something to label from the first minute; a first import replaces it
-        store.offer_demo_pool(samples.demo)
+        store.pool.offer_demo(samples.demo)
     start_schedule(settings)
     serve(build_app(service, settings, store, samples), settings.serving.host, settings.serving.port,
           announcement(settings))

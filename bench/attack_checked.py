@@ -29,6 +29,7 @@ from bench import options
 from core.labels import LABELS
 from core.serving.classifier import OnnxClassifier
 from core.settings.policies import QueuePolicy, TrustPolicy
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 
@@ -74,18 +75,18 @@ def main(argv: list[str] | None = None) -> None:
     clock = itertools.count(start=1_700_000_000, step=2.5)
     tmp = Path(tempfile.mkdtemp(prefix="attack-checked-"))
     store = FeedbackStore(tmp / "feedback.db", clock=lambda: float(next(clock)), durable=False)
-    store.add_to_pool([t for t, _ in checks], source="checks", labels=[label for _, label in checks])
-    store.add_to_pool([t for t, _ in pool], source="pool")
-    can_hold = "held" in inspect.signature(store.add_to_pool).parameters
+    store.pool.add([t for t, _ in checks], source="checks", labels=[label for _, label in checks])
+    store.pool.add([t for t, _ in pool], source="pool")
+    can_hold = "held" in inspect.signature(store.pool.add).parameters
     queue = QueuePolicy(labels_required=2)  # items stay until two addresses agree, as on a Space
 
     def work(who: str, address: str, answers: int, choose) -> None:  # type: ignore[no-untyped-def]
         for _ in range(answers):
-            item = store.next_item(who, queue)
+            item = store.pool.next_item(who, queue)
             if item is None:
                 return
-            store.record(text=item["text"], user_label=choose(item["text"]), annotator=who, kind="queue",
-                         item_id=item["id"], probabilities=proba[item["text"]], address=address)
+            store.answers.record(AnswerInput(text=item["text"], user_label=choose(item["text"]), annotator=who, kind="queue",
+                         item_id=item["id"], probabilities=proba[item["text"]], address=address))
 
     sybils = [(f"anon:sybil-{i}", f"addr:sybil-{i}") for i in range(4)]
     for who, address in sybils:
@@ -93,20 +94,20 @@ def main(argv: list[str] | None = None) -> None:
     for t, (text, _) in enumerate(unsure):
         least = min(proba[text], key=proba[text].__getitem__)
         for who, address in (sybils[t % 4], sybils[(t + 1) % 4]):
-            result = store.record(text=text, user_label=least, annotator=who, kind="correct",
-                                  probabilities=proba[text], address=address)
+            result = store.answers.record(AnswerInput(text=text, user_label=least, annotator=who, kind="correct",
+                                  probabilities=proba[text], address=address))
             if not result.duplicate:  # what web.page.actions does with a correction
                 held = {"held": (who, "correction by a visitor not signed in")} if can_hold else {}
-                store.add_to_pool([text], source="correction", **held)
+                store.pool.add([text], source="correction", **held)
     for h in range(3):
         work(f"anon:honest-{h}", f"addr:honest-{h}",
              80, lambda text: rng.choice(LABELS) if rng.random() < 0.05 else truth[text])
 
     attackers = {who for who, _ in sybils}
     fresh_served = 0
-    while (item := store.next_item("anon:fresh", QueuePolicy(labels_required=10, check_share=0.0))) is not None:
+    while (item := store.pool.next_item("anon:fresh", QueuePolicy(labels_required=10, check_share=0.0))) is not None:
         fresh_served += item["text"] in dict(unsure)
-        store.skip("anon:fresh", item["id"])
+        store.pool.skip("anon:fresh", item["id"])
     print(json.dumps({"checks": len(checks), "telling_checks": sum(said[t] != label for t, label in checks),
                       "attacker_texts_a_fresh_labeller_is_served": fresh_served, "pasted": len(unsure)}))
     for train_on, required in itertools.product(("anyone", "checked"), (1, 2)):

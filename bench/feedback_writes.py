@@ -16,16 +16,17 @@ from pathlib import Path
 from bench import options
 from core.labels import LABELS
 from core.settings.policies import StoreLimits
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 
 
 def write_many(db: Path, worker: int, writes: int, durable: bool) -> None:
     store = FeedbackStore(db, StoreLimits(writes_per_minute=1_000_000), durable=durable)
     for i in range(writes):
-        store.record(
+        store.answers.record(AnswerInput(
             text=f"worker {worker} article {i}: markets and matches", user_label=LABELS[i % 4],
             annotator=f"bench-{worker}", kind="correct",
-        )
+        ))
     store.close()
 
 
@@ -44,7 +45,7 @@ def run(kind: str, workers: int, writes: int, durable: bool) -> tuple[int, int, 
         for job in jobs:
             job.join()
         seconds = time.perf_counter() - start
-        found = FeedbackStore(db).count()
+        found = FeedbackStore(db).answers.count()
     return workers * writes, found, seconds
 
 

@@ -63,7 +63,7 @@ def stage(home: Path, items: int) -> None:
         raise SystemExit(f"only {len(texts)} held-out articles for {items} pool items")
     store = FeedbackStore(home / "feedback.db", StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
     try:
-        store.add_to_pool(texts, source="held-out articles")
+        store.pool.add(texts, source="held-out articles")
     finally:
         store.close()
 
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = FeedbackStore(home / "feedback.db")
         try:
             stored: dict[str, list[str]] = {}
-            for row in store.answers():
+            for row in store.answers.rows():
                 if row["kind"] == "queue" and row["status"] not in WITHDRAWN:
                     stored.setdefault(row["text"], []).append(row["user_label"])
         finally:

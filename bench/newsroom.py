@@ -174,10 +174,10 @@ def run(args: argparse.Namespace, root: Path) -> tuple[list[Round], dict[str, in
         topics_command(home, data, "rename", old, new)
     for topic in args.add:
         topics_command(home, data, "add", topic)
-    store.import_pool(write_csv(root / "pool.csv", pool), source="newsroom")
+    store.pool.import_file(write_csv(root / "pool.csv", pool), source="newsroom")
     if golden:
         store.golden.import_file(write_csv(root / "golden.csv", golden), by="bench-newsroom")
-    taxonomy = store.taxonomy()
+    taxonomy = store.topics.current()
     names = tuple(taxonomy.names)
     labellers = Labellers(store, {text_hash(t): names.index(label) for label, t in pool}, 0.0,
                           random.Random(args.seed), settings.queue, names=names)

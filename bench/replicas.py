@@ -23,6 +23,7 @@ from bench import options
 from bench.load import stop_app
 from core.labels import LABELS
 from core.settings.policies import StoreLimits
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import throwaway_cluster
 from testkit.stack import process_env, start_replica
@@ -35,8 +36,8 @@ def write_rate(location: Path | str, writers: int, writes: int) -> tuple[float, 
 
     def work(w: int) -> None:
         for i in range(writes):
-            stores[w].record(text=f"writer {w} article {i}: markets", user_label=LABELS[i % 4],
-                             annotator=f"bench-{w}", kind="correct", address="addr:bench")
+            stores[w].answers.record(AnswerInput(text=f"writer {w} article {i}: markets", user_label=LABELS[i % 4],
+                             annotator=f"bench-{w}", kind="correct", address="addr:bench"))
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(writers)]
     start = time.perf_counter()
@@ -45,7 +46,7 @@ def write_rate(location: Path | str, writers: int, writes: int) -> tuple[float, 
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - start
-    found = stores[0].count()
+    found = stores[0].answers.count()
     for store in stores:
         store.close()
     return writers * writes / seconds, found

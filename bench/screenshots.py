@@ -33,6 +33,7 @@ from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT, load_settings
 from core.settings.policies import StoreLimits
+from feedback.labelling.answers import AnswerInput
 
 OUT = PROJECT_ROOT / "docs" / "screenshots"
 CHROMIUM = Path(os.environ.get("NEWSLOOP_TEST_CHROMIUM", "/usr/bin/chromium"))
@@ -76,15 +77,15 @@ def stage(home: Path, examples: list[Example], answered: list[Example]) -> str:
     others = [(e, p) for e, p in zip(candidates, probs, strict=True) if e.text != article]
     store = FeedbackStore(home / "feedback.db", StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
     try:
-        store.add_to_pool([e.text for e, _ in others[:60]], source="held-out articles")
+        store.pool.add([e.text for e, _ in others[:60]], source="held-out articles")
         texts = [e for e in answered if 150 <= len(e.text) <= 420][:12] or [e for e, _ in others[60:72]]
         for i, (example, p) in enumerate(zip(texts, model.proba_in_label_order([e.text for e in texts]), strict=True)):
             for annotator in ANNOTATORS:
                 # chen disagrees now and then, as people do; a confident model flags such answers for review
                 label = (example.label + 1) % len(LABELS) if annotator == "chen" and i % 6 == 5 else example.label
-                store.record(text=example.text, user_label=LABELS[label], annotator=f"user:{annotator}",
+                store.answers.record(AnswerInput(text=example.text, user_label=LABELS[label], annotator=f"user:{annotator}",
                              kind="confirm" if p.argmax() == label else "correct", probabilities=p,
-                             model_version=champion.version, verified=True)
+                             model_version=champion.version, verified=True))
     finally:
         store.close()
     return article

@@ -6,7 +6,7 @@ From the data's train.csv a seeded draw carves disjoint parts: the queue's pool 
 labels, the product does not), evaluation rows (no round sees them), and the rest, the starter's data folder,
 written without the taught topic (new) or with its rows labelled as its neighbour (split). The starter is
 trained on that folder by the real bootstrap once and kept in --starter-cache under a key of the folder's bytes
-and the bootstrap's caps. Each round the labellers answer the queue (FeedbackStore.next_item / record, as the
+and the bootstrap's caps. Each round the labellers answer the queue (Pool.next_item / record, as the
 page does) up to the round's cumulative label count, `retrain.run.retrain` (what `newsloop retrain` runs) trains
 and gates a challenger, and the serving champion (its int8 ONNX file) is scored: accuracy over every topic, the
 taught topic's recall and precision. One table per scenario, then a SUMMARY line; all rows go to --out (JSON).

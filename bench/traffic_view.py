@@ -34,6 +34,7 @@ from core.settings.config import PROJECT_ROOT
 from core.settings.policies import StoreLimits
 from feedback.database.db import iso_time
 from feedback.database.tables import answers, pool
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, save_tallies, utc_day
 
@@ -65,7 +66,7 @@ def stage(home: Path, data: Path, per_day: int, labelled: int, seed: int) -> lis
             tallies[key] = tallies.get(key, Tally()).add(p[None, :])
         save_tallies(store.database, "staged-week", tallies)
         chosen = list(range(labelled))
-        store.add_to_pool([texts[j] for j in chosen], source="staged week")
+        store.pool.add([texts[j] for j in chosen], source="staged week")
         with store.database.write() as conn:
             conn.execute(pool.update().where(pool.c.text.in_([texts[j] for j in chosen])).values(traffic=1))
         with store.database.read() as conn:
@@ -75,8 +76,8 @@ def stage(home: Path, data: Path, per_day: int, labelled: int, seed: int) -> lis
             predicted = LABELS[int(probs[j].argmax())]
             truth = LABELS[rows[picked[j]].label]
             right += predicted == truth
-            store.record(text=texts[j], user_label=truth, predicted_label=predicted, model_version=champion.version,
-                         annotator=f"user:labeller{j % 3}", kind="queue", item_id=items[texts[j]], verified=True)
+            store.answers.record(AnswerInput(text=texts[j], user_label=truth, predicted_label=predicted, model_version=champion.version,
+                         annotator=f"user:labeller{j % 3}", kind="queue", item_id=items[texts[j]], verified=True))
         with store.database.write() as conn:  # backdated: the week is staged in one run
             conn.execute(answers.update().where(answers.c.created_at > iso_time(today - 3600),
                                                 answers.c.text.in_([texts[j] for j in chosen]))

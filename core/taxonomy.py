@@ -21,10 +21,11 @@ MIN_TOPICS = 2
 MAX_TOPICS = 50
 MAX_NAME_CHARS = 40
 MAX_DESCRIPTION_CHARS = 200
+# How the pages and the command line mark a topic the serving model does not predict yet (`Taxonomy.learning`).
+LEARNING = "new: the model is still learning it"
 CONFIRM_ANSWER = "Right"  # the page's answer that confirms the prediction on screen; no topic may take its name
 
 ChangeKind = Literal["start", "add", "rename", "merge", "split", "describe"]
-CHANGE_KINDS: tuple[str, ...] = ("start", "add", "rename", "merge", "split", "describe")
 
 # Spellings people use for the AG News topic whose key has a slash; only used while that key exists.
 _KEY_ALIASES = {"sci-tech": "Sci/Tech", "scitech": "Sci/Tech", "sci_tech": "Sci/Tech",
@@ -190,7 +191,7 @@ class Taxonomy:
         return key
 
     def learning(self, model_labels: Iterable[str]) -> tuple[str, ...]:
-        """The current topics the given model does not predict: "new, the model is still learning it"."""
+        """The current topics the given model does not predict (shown as LEARNING)."""
         known = set(model_labels)
         return tuple(k for k in self.keys if k not in known)
 
@@ -229,9 +230,6 @@ class Taxonomy:
         if not 0 <= index < len(self.topics):
             raise UnknownTopicError(f"topic {value!r} is out of range; expected 0-{len(self.topics) - 1} or a topic name")
         return self.topics[index].key
-
-    def index_of(self, value: object) -> int:
-        return self.keys.index(self.key_of(value))
 
     def allowed(self, key: str, version: int | None = None) -> frozenset[str]:
         """The current keys a label `key`, given under taxonomy `version` (None: the first), may mean now.
@@ -326,9 +324,6 @@ class Taxonomy:
     def _next(self, topics: tuple[Topic, ...], change: Change, who: dict[str, str]) -> Taxonomy:
         step = TaxonomyVersion(self.version + 1, topics, change, who.get("by", ""), who.get("at", ""), who.get("why", ""))
         return Taxonomy((*self.versions, step))
-
-    def to_json(self) -> str:
-        return json.dumps([v.to_row() for v in self.versions])
 
 
 def starting(labels: Sequence[str], *, by: str = "", at: str = "", why: str = "") -> Taxonomy:

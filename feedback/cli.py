@@ -1,5 +1,5 @@
 """The feedback store's command options, parsed with click: one definition that both `newsloop` and its alias
-`python -m feedback` use. The work is in feedback.commands."""
+`python -m feedback` use. The work is in feedback.actions."""
 
 from __future__ import annotations
 
@@ -19,18 +19,16 @@ from core.command_line import ExitCode
 from core.data import DataSourceError
 from core.logs import configure_logging
 from core.settings.config import ConfigError, Settings, load_settings
-from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
-from feedback import commands
+from core.taxonomy import LEARNING, Taxonomy, TaxonomyConflict, TaxonomyError
+from feedback import actions, home_topics
 from feedback.errors import FeedbackError
 from feedback.store import FeedbackStore
-from feedback.topics import changes, home
-from feedback.topics import commands as topic_commands
+from feedback.topics import changes
+from feedback.trust.bulk import ANY, MAX_SHOWN, narrowing
 from feedback.trust.label_errors import Action, Source
-from feedback.trust.review import HELD, MAX_SHOWN, ReviewFilter
+from feedback.trust.review import HELD, ReviewFilter
 from feedback.trust.rules import MAINTAINER
 from feedback.validate import EXPORT_FORMATS, STATUSES
-
-ANY = "any"
 
 
 @contextlib.contextmanager
@@ -94,7 +92,7 @@ def _with_store(work: Callable[..., None]) -> Callable[..., None]:
 @_with_store
 def import_(settings: Settings, store: FeedbackStore, file: Path, source: str | None, checks: bool,
             skip_bad: bool) -> None:
-    commands.import_pool(store, file, source=source, checks=checks, skip_bad=skip_bad)
+    actions.import_pool(store, file, source=source, checks=checks, skip_bad=skip_bad)
 
 
 @click.command(help="Write every answer as CSV or JSONL, undone and rejected ones included, oldest first.")
@@ -103,13 +101,13 @@ def import_(settings: Settings, store: FeedbackStore, file: Path, source: str | 
               help="output file (default: standard output)")
 @_with_store
 def export(settings: Settings, store: FeedbackStore, fmt: str, out: Path | None) -> None:
-    commands.export(store, fmt=fmt, out=out)
+    actions.export(store, fmt=fmt, out=out)
 
 
 @click.command(help="Print answer and pool counts as JSON.")
 @_with_store
 def stats(settings: Settings, store: FeedbackStore) -> None:
-    commands.stats(store)
+    actions.stats(store)
 
 
 @click.command(help="Print the tables of a SQLite feedback FILE (e.g. NEWSLOOP_HOME/feedback.db or a retrain's "
@@ -118,17 +116,13 @@ def stats(settings: Settings, store: FeedbackStore) -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 def tables(file: Path) -> None:
     with _exit_statuses():
-        commands.tables(file)
+        actions.tables(file)
 
 
 @click.group(help="Review answers as the admin view's review panel does: list them by filter, accept or reject "
              "many at once, settle a text people disagree on. Prints JSON.")
 def review() -> None:
     """`newsloop review`."""
-
-
-def _any(value: str | None) -> str | None:
-    return None if value in (None, "", ANY) else value
 
 
 @review.command("list", help="List the answers the filters match (signed-in or checked people's first, newest "
@@ -143,9 +137,9 @@ def _any(value: str | None) -> str | None:
 @_with_store
 def review_list(settings: Settings, store: FeedbackStore, status: str, reason: str | None, label: str | None,
                 annotator: str | None, text: str, limit: int) -> None:
-    where = ReviewFilter(status=_any(status), reason=_any(reason), label=_any(label), annotator=_any(annotator),
-                         text=text, limit=limit)
-    commands.review_list(store, where, settings.trust_policy())
+    where = ReviewFilter(status=narrowing(status), reason=narrowing(reason), label=narrowing(label),
+                         annotator=narrowing(annotator), text=text, limit=limit)
+    actions.review_list(store, where, settings.trust_policy())
 
 
 def _set_status(status: str) -> click.Command:
@@ -157,7 +151,7 @@ def _set_status(status: str) -> click.Command:
     @click.argument("ids", nargs=-1, type=int, required=True)
     @_with_store
     def command(settings: Settings, store: FeedbackStore, ids: Sequence[int]) -> None:
-        commands.review_set(store, ids, status)
+        actions.review_set(store, ids, status)
 
     return command
 
@@ -173,7 +167,7 @@ review.add_command(_set_status("rejected"))
 @click.argument("label")
 @_with_store
 def review_resolve(settings: Settings, store: FeedbackStore, text_hash: str, label: str) -> None:
-    commands.review_resolve(store, text_hash, label)
+    actions.review_resolve(store, text_hash, label)
 
 
 @review.group("label-errors", help="Possible label errors, as the admin page's panel shows them: list the newest "
@@ -194,7 +188,7 @@ _BY = click.option("--by", default=MAINTAINER, show_default=True, help="who deci
               help="candidates listed; 0 = all (as `newsloop label-errors --limit 0` stores all)")
 @_with_store
 def label_errors_list(settings: Settings, store: FeedbackStore, source: str, limit: int) -> None:
-    commands.label_errors_list(store, _any(source), limit)
+    actions.label_errors_list(store, narrowing(source), limit)
 
 
 def _decide(action: Action) -> click.Command:
@@ -211,7 +205,7 @@ def _decide(action: Action) -> click.Command:
                   help="the new label for every one (default: each one's suggested label)")
     @_with_store
     def command(settings: Settings, store: FeedbackStore, ids: Sequence[int], by: str, label: str | None) -> None:
-        commands.label_errors_decide(store, ids, action, by, label)
+        actions.label_errors_decide(store, ids, action, by, label)
 
     return command
 
@@ -226,7 +220,7 @@ for _action in Action:
 @_BY
 @_with_store
 def label_errors_undo(settings: Settings, store: FeedbackStore, ids: Sequence[int], by: str) -> None:
-    commands.label_errors_undo(store, ids, by)
+    actions.label_errors_undo(store, ids, by)
 
 
 @label_errors.command("decisions", help="The decisions, newest first, with who, when, the label before and after, "
@@ -235,7 +229,7 @@ def label_errors_undo(settings: Settings, store: FeedbackStore, ids: Sequence[in
 @click.option("--live", is_flag=True, help="only those not undone")
 @_with_store
 def label_errors_decisions(settings: Settings, store: FeedbackStore, limit: int, live: bool) -> None:
-    commands.label_errors_decisions(store, limit, live)
+    actions.label_errors_decisions(store, limit, live)
 
 
 @click.group(help="The topics labellers answer and the next challenger learns, versioned in the feedback database: "
@@ -251,11 +245,11 @@ def _current(settings: Settings, store: FeedbackStore) -> Taxonomy:
 
 
 @topics.command("list", help="The topics in order (the keys 1-9 on the page follow it), with their descriptions, and "
-                "which the serving model does not predict yet ('new: the model is still learning it').")
+                f"which the serving model does not predict yet ('{LEARNING}').")
 @click.option("--json", "as_json", is_flag=True, help="print JSON (version, topics, every change so far)")
 @_with_store
 def topics_list(settings: Settings, store: FeedbackStore, as_json: bool) -> None:
-    topic_commands.list_topics(_current(settings, store), changes.champion_labels(settings), as_json=as_json)
+    actions.list_topics(_current(settings, store), changes.champion_labels(settings), as_json=as_json)
 
 
 def _topic_change(name: str, help: str, arguments: Sequence[str], plan: Callable[..., Taxonomy],
@@ -266,7 +260,7 @@ def _topic_change(name: str, help: str, arguments: Sequence[str], plan: Callable
     def command(settings: Settings, store: FeedbackStore, dry_run: bool, by: str | None, why: str,
                 **values: Any) -> None:
         who = {"by": by or _os_user(), "why": why}
-        topic_commands.change_topics(store, _current(settings, store), lambda t: plan(t, who=who, **values),
+        actions.change_topics(store, _current(settings, store), lambda t: plan(t, who=who, **values),
                                      lambda: changes.base_data(settings), dry_run=dry_run)
 
     command = click.option("--why", default="", help="why, recorded with the change")(command)
@@ -316,7 +310,7 @@ def topics_adopt(settings: Settings, store: FeedbackStore, from_data: bool, by: 
         labels, whose = source_labels(settings.data.source, settings.data.use_extra), f"{data_name(settings.data.source)}'s"
     else:
         labels, whose = changes.champion_labels(settings), "the champion's"
-    adopted = home.adopt(store, labels, by=by or _os_user(), why=f"adopted {whose} topics")
+    adopted = home_topics.adopt(store, labels, by=by or _os_user(), why=f"adopted {whose} topics")
     print(adopted.words())
 
 
@@ -339,13 +333,13 @@ def queue() -> None:
 @click.option("--by", default=None, help="who pushes them, recorded with them (default: the OS user)")
 @_with_store
 def queue_push(settings: Settings, store: FeedbackStore, query: str, count: int, by: str | None) -> None:
-    commands.queue_push(store, query, count, by or _os_user())
+    actions.queue_push(store, query, count, by or _os_user())
 
 
 @queue.command("clear", help="Take every pushed article out of the front of the queue.")
 @_with_store
 def queue_clear(settings: Settings, store: FeedbackStore) -> None:
-    commands.queue_clear(store)
+    actions.queue_clear(store)
 
 
 @topics.group("unlisted", invoke_without_command=True,
@@ -360,7 +354,7 @@ def topics_unlisted(ctx: click.Context, as_json: bool) -> None:
 
 @_with_store
 def _list_unlisted(settings: Settings, store: FeedbackStore, as_json: bool) -> None:
-    topic_commands.list_unlisted(store, as_json=as_json)
+    actions.list_unlisted(store, as_json=as_json)
 
 
 def _ids(value: str) -> list[int]:
@@ -379,7 +373,7 @@ def _ids(value: str) -> list[int]:
 @_with_store
 def topics_unlisted_create(settings: Settings, store: FeedbackStore, name: str, ids: str, description: str,
                            by: str | None) -> None:
-    placed = store.place_unlisted(_ids(ids), name, by=by or _os_user(), description=description,
+    placed = store.unlisted.place(_ids(ids), name, by=by or _os_user(), description=description,
                                   taxonomy=_current(settings, store))
     print(placed.words())
 
@@ -389,7 +383,7 @@ def topics_unlisted_create(settings: Settings, store: FeedbackStore, name: str, 
 @click.option("--by", default=None, help="who decides, recorded with them (default: the OS user)")
 @_with_store
 def topics_unlisted_dismiss(settings: Settings, store: FeedbackStore, ids: str, by: str | None) -> None:
-    print(f"dismissed {store.dismiss_unlisted(_ids(ids), by=by or _os_user())} answer(s)")
+    print(f"dismissed {store.unlisted.dismiss(_ids(ids), by=by or _os_user())} answer(s)")
 
 
 @click.group(help="The golden set: your own labelled articles that judge every new model and are never trained on. "
@@ -406,13 +400,13 @@ def golden() -> None:
 @click.option("--by", default=None, help="who imports it, recorded with the rows (default: the OS user)")
 @_with_store
 def golden_import(settings: Settings, store: FeedbackStore, file: Path, by: str | None) -> None:
-    commands.golden_import(store, file, by=by or _os_user())
+    actions.golden_import(store, file, by=by or _os_user())
 
 
 @golden.command("status", help="How many golden articles there are, per topic, and the newest import.")
 @_with_store
 def golden_status(settings: Settings, store: FeedbackStore) -> None:
-    commands.golden_status(store)
+    actions.golden_status(store)
 
 
 @golden.command("clear", help="Remove every golden article (answers and the pool are untouched).")

@@ -25,11 +25,11 @@ class Status(StrEnum):
     ACCEPTED = "accepted"  # reviewed: counts for training
     REJECTED = "rejected"  # reviewed: never trains
     UNDONE = "undone"  # taken back by its annotator
-    REPLACED = "replaced"  # its annotator gave another label later on the same text and path
+    REPLACED = "replaced"  # its annotator gave another label later on the same text and channel
 
 
 STATUSES: tuple[Status, ...] = tuple(Status)
-# Answers their annotator took back: undone, or replaced by a later answer on the same text and path. They
+# Answers their annotator took back: undone, or replaced by a later answer on the same text and channel. They
 # stay for audit but nothing counts them.
 WITHDRAWN = (Status.UNDONE, Status.REPLACED)
 # What neither trust nor any count of live answers counts: withdrawn, or rejected by a maintainer.
@@ -115,6 +115,14 @@ def check_row_id(value: object, what: str = "id") -> int:
     if not (digits.isdecimal() and digits.isascii() and len(digits) <= 19 and 0 < int(digits) < _MAX_ROW_ID):
         raise FeedbackError(f"{what} must be a whole number from 1 to {_MAX_ROW_ID - 1}, got {str(value)[:40]!r}")
     return int(digits)
+
+
+def check_model_text(value: object, what: str) -> str | None:
+    """What an answer says of the model (`what`: its "model_version", its "predicted_label"): None, or text of at most
+    200 characters."""
+    if value is not None and (not isinstance(value, str) or len(value) > _MAX_ID_CHARS):
+        raise FeedbackError(f"{what} must be text of at most {_MAX_ID_CHARS} characters")
+    return value
 
 
 def check_model_version(model_version: object) -> str:
@@ -210,6 +218,16 @@ def text_problem(text: str, max_chars: int) -> str | None:
     if len(text) > max_chars:
         return f"text is {len(text):,} characters; at most {max_chars:,} are allowed"
     return None
+
+
+def check_answer_text(text: object, max_chars: int) -> str:
+    """The text an answer is about: a string `text_problem` finds nothing wrong with."""
+    if not isinstance(text, str):
+        raise FeedbackError("text must be a string")
+    problem = text_problem(text, max_chars)
+    if problem:
+        raise FeedbackError(f"cannot store this answer: {problem}")
+    return text
 
 
 def check_pool_row(

@@ -15,7 +15,7 @@ from core.registry.mlflow_champion import is_tracking_server, mirror_versions
 from core.registry.versions import ModelRegistry
 from core.storage.paths import INT8_FILE
 from core.taxonomy import starting
-from feedback.topics.home import data_fits_home
+from feedback.home_topics import data_fits_home
 from retrain.classifier.model import NewsClassifier, load_base, load_checkpoint, resolve_base_model
 from retrain.export.publish import ExportedVersion, log_exported, publish
 from retrain.inputs import BootstrapSetup

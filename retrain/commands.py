@@ -15,7 +15,7 @@ from core.settings.config import Settings
 
 if TYPE_CHECKING:
     from core.registry.stages import RunRecord
-    from feedback.traffic.monitoring import TrafficReport
+    from feedback.monitoring import TrafficReport
     from feedback.training.readiness import Readiness
 
 
@@ -44,7 +44,7 @@ def parse_forms(spec: str) -> tuple[tuple[InputForm, int], ...]:
 def bootstrap(settings: Settings, **choices: Any) -> int:
     """Train the first champion from the configured data (or the seed set); `choices` are those of
     BootstrapSetup.from_settings (max_rows, max_minutes, forms, init_from), which checks them."""
-    from feedback.topics.home import HomeMismatch
+    from feedback.home_topics import HomeMismatch
     from retrain.bootstrap import BootstrapError
     from retrain.bootstrap import bootstrap as train_first
     from retrain.inputs import BootstrapSetup
@@ -97,7 +97,7 @@ def rollback(settings: Settings, *, reason: str = "manual rollback", expect: str
         expected = ANY if expect is None else expect
         previous = registry.status()["previous"]
         if previous:  # a model of other topics than the home's list would leave the pages nothing to answer
-            from feedback.topics.home import rollback_refusal
+            from feedback.home_topics import rollback_refusal
 
             meta = registry.get(previous[0]).meta
             refused = rollback_refusal(settings.storage.database_url or settings.paths.feedback_db, previous[0],
@@ -131,7 +131,7 @@ def promote(settings: Settings, *, version: str, reason: str, by: str | None = N
 
     registry = ModelRegistry(settings.paths.models_dir)
     with contextlib.closing(FeedbackStore.from_settings(settings)) as store:
-        topics = store.taxonomy()
+        topics = store.topics.current()
     try:
         done = promote_by_hand(registry, version, reason, by=by or getpass.getuser(), topics=topics,
                                expected_champion=ANY if expect is None else expect)
@@ -243,8 +243,8 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
     from core.evaluation.monitor import alert_lines
     from core.registry.stages import read_last_run
     from core.registry.versions import ModelRegistry
+    from feedback.monitoring import traffic_report
     from feedback.store import FeedbackStore
-    from feedback.traffic.monitoring import traffic_report
     from feedback.training.readiness import readiness
 
     report = ModelRegistry(settings.paths.models_dir).status()
@@ -256,7 +256,7 @@ def status(settings: Settings, *, as_json: bool = False) -> int:
             ready = readiness(store, settings.trust_policy(), settings.retrain_policy(), settings.gate, last_run)
             traffic = traffic_report(store, report["champion"], report.get("champion_meta") or {}, settings.monitor,
                                      settings.trust_policy())
-            suspicious = store.count("suspicious")  # what the admin view's tile counts
+            suspicious = store.answers.count("suspicious")  # what the admin view's tile counts
         # The feedback a retrain would see, and whose held-out articles would judge it (and what they could see).
         report["feedback"] = asdict(ready) | {"enough": ready.enough, "judged_by": ready.evidence.mode,
                                               "evidence_words": ready.evidence.words(), "suspicious": suspicious}
@@ -321,8 +321,8 @@ def traffic_alerts(settings: Settings) -> list[str]:
 
     from core.evaluation.monitor import alert_lines
     from core.registry.versions import ModelRegistry
+    from feedback.monitoring import traffic_report
     from feedback.store import FeedbackStore
-    from feedback.traffic.monitoring import traffic_report
 
     if not (settings.storage.database_url or settings.paths.feedback_db.is_file()):
         return []

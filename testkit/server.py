@@ -36,7 +36,7 @@ def open_limits_store(path: Path, pool: list[str] | None = None) -> FeedbackStor
     """A feedback store whose answer limits never refuse a test's fast clicks, with `pool` to label."""
     store = FeedbackStore(path, StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
     if pool:
-        store.add_to_pool(pool, source="test")
+        store.pool.add(pool, source="test")
     return store
 
 

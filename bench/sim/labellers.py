@@ -13,6 +13,7 @@ from core.data import Example
 from core.labels import LABELS
 from core.settings.policies import QueuePolicy
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 
 if TYPE_CHECKING:
     from core.serving.classifier import OnnxClassifier
@@ -74,7 +75,7 @@ class Labellers:
         self.sybil_answers = 0
         self.rng = rng
         self.queue = queue
-        self.checks = set(store.gold_labels())
+        self.checks = set(store.pool.gold_labels())
         self.tally = Tally()
 
     def pick(self) -> str:
@@ -87,10 +88,10 @@ class Labellers:
         return self.rng.choice(HONEST)
 
     def due_check(self, annotator: str) -> dict[str, Any] | None:
-        return self.store.due_check(annotator, self.queue) if self.checks else None
+        return self.store.pool.due_check(annotator, self.queue) if self.checks else None
 
     def next_item(self, annotator: str) -> dict[str, Any] | None:
-        return self.store.next_item(annotator, self.queue)
+        return self.store.pool.next_item(annotator, self.queue)
 
     def answer(
         self, annotator: str, text: str, clf: OnnxClassifier, probs: np.ndarray, version: str,
@@ -110,12 +111,12 @@ class Labellers:
         else:
             label = true_label
         kind = "queue" if item_id is not None else "confirm" if label == predicted else "correct"
-        result = self.store.record(
+        result = self.store.answers.record(AnswerInput(
             text=text, user_label=label, annotator=annotator, kind=kind, predicted_label=predicted,
             probabilities={name: float(p) for name, p in zip(clf.labels, probs, strict=True)},
             model_version=version, item_id=item_id,
             verified=not sybil, address="addr:sybil" if sybil else f"addr:{annotator}",
-        )
+        ))
         self.tally.labels += 1
         self.tally.corrections += label != predicted
         self.tally.suspicious += result.status == "suspicious"
@@ -124,9 +125,9 @@ class Labellers:
     def review(self) -> int:
         """An oracle maintainer: accept suspicious answers that are right, reject the others."""
         reviewed = 0
-        for row in self.store.answers(status="suspicious"):
+        for row in self.store.answers.rows(status="suspicious"):
             right = row["user_label"] == self.names[self.truth[row["text_hash"]]]
-            self.store.set_status(row["id"], "accepted" if right else "rejected")
+            self.store.answers.set_status(row["id"], "accepted" if right else "rejected")
             reviewed += 1
         return reviewed
 
@@ -165,14 +166,14 @@ def label_round(
         return answered
 
     if added:
-        store.add_to_pool(added, source=f"loop-round-{round_no}")
+        store.pool.add(added, source=f"loop-round-{round_no}")
 
     def scorer(texts: list[str]) -> np.ndarray:
         probs = clf.predict_proba(texts)
         scores.update({text_hash(t): p for t, p in zip(texts, probs, strict=True)})
         return probs
 
-    store.rescore(scorer, version, labels=clf.labels)  # as the page's background scorer does
+    store.pool.rescore(scorer, version, labels=clf.labels)  # as the page's background scorer does
     answered = 0
     while answered < budget:
         annotator = labellers.pick()

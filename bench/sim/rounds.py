@@ -53,7 +53,7 @@ def run_order(
     truth = {text_hash(ex.text): ex.label for ex in (*plan.stream, *plan.checks)}
     store = FeedbackStore(home.paths.feedback_db, home.limits, durable=False)
     if plan.checks:
-        store.add_to_pool([ex.text for ex in plan.checks], source="loop-checks",
+        store.pool.add([ex.text for ex in plan.checks], source="loop-checks",
                           labels=[LABELS[ex.label] for ex in plan.checks])
     labellers = Labellers(
         store, truth, options.malicious, random.Random(f"{options.seed}-{order}"), home.queue, sybil=options.sybil
@@ -104,7 +104,7 @@ def trust_outcome(home: SimHome, store: FeedbackStore, truth: dict[str, int]) ->
     from feedback.trust.rules import excluded_annotators
 
     setup = home.retrain
-    excluded = excluded_annotators(store.answers(), store.gold_labels(), setup.trust)
+    excluded = excluded_annotators(store.answers.rows(), store.pool.gold_labels(), setup.trust)
     split = trusted_split(setup.paths.feedback_db, setup.trust, setup.policy.holdout_fraction)
     return len(excluded), sum(ex.label != truth[text_hash(ex.text)] for ex in (*split.train, *split.holdout))
 

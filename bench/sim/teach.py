@@ -2,8 +2,8 @@
 serves, a real retrain after each round of labels, and the serving champion scored on rows no round saw.
 
 Nothing here takes a path the product does not: the topic changes by the command a maintainer types (run as a
-process on the scenario's home), the labellers take items from `FeedbackStore.next_item` and answer with
-`FeedbackStore.record` as the page does (bench.sim.labellers), the retrain is `retrain.run.retrain` with its gate,
+process on the scenario's home), the labellers take items from `Pool.next_item` and answer with
+`Answers.record` as the page does (bench.sim.labellers), the retrain is `retrain.run.retrain` with its gate,
 and the scores come from the int8 ONNX file the app serves.
 """
 
@@ -126,7 +126,7 @@ def teach(
     try:
         before = store.topics.current(champion.meta["labels"]).names
         printed = change_topics(home.paths.home, data_dir, scenario)
-        taxonomy = store.taxonomy()
+        taxonomy = store.topics.current()
         run = TeachRun(list(before), list(taxonomy.names), printed, [])
         evaluator = TopicEvaluator(carved, scenario.topic)
         labellers = Labellers(store, {text_hash(e.text): e.label for e in carved.pool}, 0.0,
@@ -147,7 +147,7 @@ def teach(
                 break
             run.rows.append(retrain_round(home, registry, evaluator, champion, round_no, factory, taxonomy.name_of))
             run.rows[-1].labels = labellers.tally.labels
-            run.rows[-1].taught_answers = sum(a["user_label"] == taught for a in store.answers())
+            run.rows[-1].taught_answers = sum(a["user_label"] == taught for a in store.answers.rows())
             on_row(run.rows[-1])
             champion = registry.champion() or champion
         run.answers, run.served = served_answers(store, carved)
@@ -176,5 +176,5 @@ def retrain_round(
 def served_answers(store: FeedbackStore, carved: Carved) -> tuple[int, int]:
     """Every answer, and those given on a queue item (kind 'queue', an item id) whose text is in the pool."""
     pool = {text_hash(e.text) for e in carved.pool}
-    given = store.answers()
+    given = store.answers.rows()
     return len(given), sum(a["kind"] == "queue" and a["item_id"] is not None and a["text_hash"] in pool for a in given)

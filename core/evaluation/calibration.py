@@ -1,24 +1,10 @@
-"""Calibrated confidences: temperature scaling fitted on validation, and the measures of calibration. Pure.
+"""Calibrated confidences, and the measures of calibration. Pure.
 
-A fine-tuned classifier's softmax is over-confident: "Sports 90%" is right less often than 90% of the time.
-One temperature T divides the logits before the softmax (Guo et al., 2017): it changes no prediction (the
-argmax is the same), only how sure each one says it is. T is fitted once per model version, on its validation
-set in every input form, by minimising the negative log-likelihood, and stored in the version's meta; serving
-applies it before anything reads a probability (core.serving.classifier).
-
-One T for every form leaves headlines over-confident: the starter's pooled T (0.89) is fitted mostly on the
-forms it reads best, and a headline needs a softer one (0.96). So a T is fitted per input form as the rule of
-core.input_forms reads a text (the form is known at serving time, unlike the true one), wherever validation has
-at least MIN_FORM_ROWS texts read as that form; the pooled T serves the rest.
-
-A temperature only rescales: it cannot bend the reliability curve, and on the starter's validation it left an
-expected calibration error near 0.03 on headlines and bodies even with each true form's own T (five-fold
-cross-validated). So each form also gets a confidence map: an isotonic regression (Zadrozny and Elkan, 2002) of
-"the prediction was right" on the tempered top probability, fitted on the same rows. Serving moves the top
-probability along the map (np.interp over its breakpoints: no scikit-learn at serving) and scales the other
-labels to fill the rest; the map is monotone, and a top it would pull below the runner-up is kept a hair above
-it, so no prediction changes. Cross-validated, it brings every form's ECE
-to about 0.01-0.02 (docs/results/calibration.md).
+Per input form as core.input_forms reads a text (a pooled one for forms with too few validation rows): a
+temperature fitted on validation by negative log-likelihood divides the logits, then an isotonic confidence map
+moves the tempered top probability and scales the other labels to fill the rest; neither ever changes a prediction.
+A version's calibration is fitted once, stored in its meta and applied by serving before anything reads a probability
+(core.serving.classifier). Why a temperature and a map, per form: docs/decisions/calibration.md.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ the registry's history.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -282,84 +283,123 @@ def _set(subject: str) -> str:
 def describe(r: RuleResult) -> str:
     """One rule's verdict in a maintainer's words, from its fields alone: the one phrasing of each rule, which the
     command line, MLflow and the admin view all show (empty for a passed rule with nothing to say)."""
-    alone = f"the new model alone was right on {r.challenger_only:,}, the current one alone on {r.champion_only:,}"
-    if r.rule == Rule.CHAMPION:
-        return "There was no model in service to compare against: train one first (`newsloop bootstrap`)." if not r.passed else ""
-    if r.rule == Rule.FEEDBACK:
-        if r.passed:
-            return ""
-        parts = FeedbackParts.of(r)
-        if not parts.trusted:
-            return "There is no trusted feedback to learn from yet."
-        # Trusted texts exist but none may train: name where each went, so "trusted" is never read as "trainable".
-        return f"Nothing to train on, so no new model was trained or judged ({parts.words()})."
-    if r.rule == Rule.MARGIN:
-        verdict = "It scored" if r.passed else "The new model was not clearly better: it scored"
-        return (f"{verdict} {pct(r.challenger)} against {pct(r.champion)} (macro-F1, base data blended with users' "
-                f"articles); it needed a gain of {points(r.threshold)}.")
-    if r.rule == Rule.DISCORDANT:
-        return (f"The two models disagreed on only {r.challenger_only + r.champion_only:,} articles; at least "
-                f"{r.threshold or 0:.0f} are needed to judge.")
-    if r.rule == Rule.GAIN:
-        best = min(r.tests, key=lambda t: t.p_value, default=None)
-        where = (f" On {_set(best.subject)} ({best.n:,} articles) the new model alone was right on "
-                 f"{best.challenger_only:,}, the current one alone on {best.champion_only:,}.") if best else ""
-        if r.passed:
-            return f"It is significantly better (p = {p_text(r.p_value)}, below {r.threshold:g}).{where}"
-        return (f"The gain could be chance (p = {p_text(r.p_value)}; it must be below {r.threshold:g}, "
-                f"one-sided, adjusted for {len(r.tests)} tests).{where}")
-    if r.rule == Rule.NOT_WORSE:
-        if r.passed:
-            return ""
-        return (f"The new model is clearly worse on {_set(r.subject)}: accuracy {pct(r.champion)} → "
-                f"{pct(r.challenger)}; {alone} of {r.n:,} articles (p = {p_text(r.p_value)}).")
-    if r.rule in (Rule.BASE_ACCURACY, Rule.LABEL_RECALL):
-        what = "Accuracy on the base validation data" if r.rule == Rule.BASE_ACCURACY else (
-            f"How many {r.subject} articles it finds (recall, base validation)")
-        verdict = "is ruled out" if r.passed else "cannot be ruled out"
-        return (f"{what}: {pct(r.champion)} → {pct(r.challenger)} ({points(r.difference)}, {r.n:,} articles). "
-                f"A loss of {points(r.threshold).lstrip('+')} or more {verdict} (lower bound {points(r.bound)} at "
-                f"{pct(r.confidence)} confidence).")
-    if r.rule == Rule.NEW_TOPIC:
-        # A topic the current model lacks has no champion to beat: it is judged on its own held-out answers.
-        if r.n < (r.threshold or 0):
-            return f"The new topic {r.subject} has {r.n:,} held-out answers; it needs {r.threshold or 0:.0f}."
-        words = (f"The new topic {r.subject}: {r.n:,} held-out answers, recall {r.recall or 0:.2f} (at least "
-                 f"{r.recall_bound or 0:.2f}), precision {r.precision or 0:.2f} (at least {r.precision_bound or 0:.2f})"
-                 f" at {r.confidence or 0:.0%} confidence")
-        short = [f"{what} must be shown to be at least {need:.2f}"
-                 for what, got, need in (("recall", r.recall_bound, r.min_recall),
-                                         ("precision", r.precision_bound, r.min_precision))
-                 if need is not None and (got or 0) < need - 1e-9]
-        return f"{words}." if r.passed else f"{words}; {' and '.join(short)}."
-    if r.rule == Rule.OWN_GAIN:
-        counts = (f"{pct(r.challenger)} against {pct(r.champion)} of your {r.n:,} held-out articles; {alone}")
-        if r.passed:
-            return f"On your own articles the new model is better: right on {counts}."
-        return (f"On your own articles the new model is not better: right on {counts}; it needed a gain of at least "
-                f"{points(r.threshold).lstrip('+')}.")
-    if r.rule == Rule.OWN_NOT_WORSE:
-        verdict = "is ruled out" if r.passed else "cannot be ruled out"
-        return (f"On your own {r.n:,} articles, a loss of {points(r.threshold).lstrip('+')} or more {verdict} (the "
-                f"change is {points(r.difference)}, at worst {points(r.bound)} at {pct(r.confidence)} confidence).")
-    if r.rule == Rule.TOPIC_NOT_WORSE:
-        if r.passed:
-            return ""
-        return (f"It finds your {r.subject} articles clearly less often: {pct(r.champion)} → {pct(r.challenger)} of "
-                f"{r.n:,} ({alone}; a fall this large is not chance, p = {p_text(r.p_value)}).")
-    if r.rule == Rule.FORGETTING:
-        if r.passed:
-            return ""
-        what = ("Accuracy on the base data's topics that kept their meaning" if r.subject == "base validation"
-                else f"How many base-data {r.subject} articles it finds")
-        return (f"It forgot: {what} fell from {pct(r.champion)} to {pct(r.challenger)} ({r.n:,} articles), more "
-                f"than the {points(r.threshold).lstrip('+')} allowed, and the fall is not chance "
-                f"(p = {p_text(r.p_value)}).")
-    if r.rule == Rule.CHAMPION_UNCHANGED:
-        if r.passed:
-            return ""
-        return f"Another model ({r.note or 'none'}) was put in service while it ran, so this one was not promoted."
-    return f"{r.rule.value}: {'passed' if r.passed else 'failed'}."
+    words = _VERDICTS.get(r.rule)
+    return words(r) if words is not None else f"{r.rule.value}: {'passed' if r.passed else 'failed'}."
+
+
+def _alone(r: RuleResult) -> str:
+    return f"the new model alone was right on {r.challenger_only:,}, the current one alone on {r.champion_only:,}"
+
+
+def _champion(r: RuleResult) -> str:
+    return "There was no model in service to compare against: train one first (`newsloop bootstrap`)." if not r.passed else ""
+
+
+def _feedback(r: RuleResult) -> str:
+    if r.passed:
+        return ""
+    parts = FeedbackParts.of(r)
+    if not parts.trusted:
+        return "There is no trusted feedback to learn from yet."
+    # Trusted texts exist but none may train: name where each went, so "trusted" is never read as "trainable".
+    return f"Nothing to train on, so no new model was trained or judged ({parts.words()})."
+
+
+def _margin(r: RuleResult) -> str:
+    verdict = "It scored" if r.passed else "The new model was not clearly better: it scored"
+    return (f"{verdict} {pct(r.challenger)} against {pct(r.champion)} (macro-F1, base data blended with users' "
+            f"articles); it needed a gain of {points(r.threshold)}.")
+
+
+def _discordant(r: RuleResult) -> str:
+    return (f"The two models disagreed on only {r.challenger_only + r.champion_only:,} articles; at least "
+            f"{r.threshold or 0:.0f} are needed to judge.")
+
+
+def _gain(r: RuleResult) -> str:
+    best = min(r.tests, key=lambda t: t.p_value, default=None)
+    where = (f" On {_set(best.subject)} ({best.n:,} articles) the new model alone was right on "
+             f"{best.challenger_only:,}, the current one alone on {best.champion_only:,}.") if best else ""
+    if r.passed:
+        return f"It is significantly better (p = {p_text(r.p_value)}, below {r.threshold:g}).{where}"
+    return (f"The gain could be chance (p = {p_text(r.p_value)}; it must be below {r.threshold:g}, "
+            f"one-sided, adjusted for {len(r.tests)} tests).{where}")
+
+
+def _not_worse(r: RuleResult) -> str:
+    if r.passed:
+        return ""
+    return (f"The new model is clearly worse on {_set(r.subject)}: accuracy {pct(r.champion)} → "
+            f"{pct(r.challenger)}; {_alone(r)} of {r.n:,} articles (p = {p_text(r.p_value)}).")
+
+
+def _base_loss(r: RuleResult) -> str:
+    what = "Accuracy on the base validation data" if r.rule == Rule.BASE_ACCURACY else (
+        f"How many {r.subject} articles it finds (recall, base validation)")
+    verdict = "is ruled out" if r.passed else "cannot be ruled out"
+    return (f"{what}: {pct(r.champion)} → {pct(r.challenger)} ({points(r.difference)}, {r.n:,} articles). "
+            f"A loss of {points(r.threshold).lstrip('+')} or more {verdict} (lower bound {points(r.bound)} at "
+            f"{pct(r.confidence)} confidence).")
+
+
+def _new_topic(r: RuleResult) -> str:
+    # A topic the current model lacks has no champion to beat: it is judged on its own held-out answers.
+    if r.n < (r.threshold or 0):
+        return f"The new topic {r.subject} has {r.n:,} held-out answers; it needs {r.threshold or 0:.0f}."
+    words = (f"The new topic {r.subject}: {r.n:,} held-out answers, recall {r.recall or 0:.2f} (at least "
+             f"{r.recall_bound or 0:.2f}), precision {r.precision or 0:.2f} (at least {r.precision_bound or 0:.2f})"
+             f" at {r.confidence or 0:.0%} confidence")
+    short = [f"{what} must be shown to be at least {need:.2f}"
+             for what, got, need in (("recall", r.recall_bound, r.min_recall),
+                                     ("precision", r.precision_bound, r.min_precision))
+             if need is not None and (got or 0) < need - 1e-9]
+    return f"{words}." if r.passed else f"{words}; {' and '.join(short)}."
+
+
+def _own_gain(r: RuleResult) -> str:
+    counts = (f"{pct(r.challenger)} against {pct(r.champion)} of your {r.n:,} held-out articles; {_alone(r)}")
+    if r.passed:
+        return f"On your own articles the new model is better: right on {counts}."
+    return (f"On your own articles the new model is not better: right on {counts}; it needed a gain of at least "
+            f"{points(r.threshold).lstrip('+')}.")
+
+
+def _own_loss(r: RuleResult) -> str:
+    verdict = "is ruled out" if r.passed else "cannot be ruled out"
+    return (f"On your own {r.n:,} articles, a loss of {points(r.threshold).lstrip('+')} or more {verdict} (the "
+            f"change is {points(r.difference)}, at worst {points(r.bound)} at {pct(r.confidence)} confidence).")
+
+
+def _topic_not_worse(r: RuleResult) -> str:
+    if r.passed:
+        return ""
+    return (f"It finds your {r.subject} articles clearly less often: {pct(r.champion)} → {pct(r.challenger)} of "
+            f"{r.n:,} ({_alone(r)}; a fall this large is not chance, p = {p_text(r.p_value)}).")
+
+
+def _forgetting(r: RuleResult) -> str:
+    if r.passed:
+        return ""
+    what = ("Accuracy on the base data's topics that kept their meaning" if r.subject == "base validation"
+            else f"How many base-data {r.subject} articles it finds")
+    return (f"It forgot: {what} fell from {pct(r.champion)} to {pct(r.challenger)} ({r.n:,} articles), more "
+            f"than the {points(r.threshold).lstrip('+')} allowed, and the fall is not chance "
+            f"(p = {p_text(r.p_value)}).")
+
+
+def _champion_unchanged(r: RuleResult) -> str:
+    if r.passed:
+        return ""
+    return f"Another model ({r.note or 'none'}) was put in service while it ran, so this one was not promoted."
+
+
+# Each rule's phrasing (`describe`); a rule missing here is said as its name and whether it passed.
+_VERDICTS: dict[Rule, Callable[[RuleResult], str]] = {
+    Rule.CHAMPION: _champion, Rule.FEEDBACK: _feedback, Rule.MARGIN: _margin, Rule.DISCORDANT: _discordant,
+    Rule.GAIN: _gain, Rule.NOT_WORSE: _not_worse, Rule.BASE_ACCURACY: _base_loss, Rule.LABEL_RECALL: _base_loss,
+    Rule.NEW_TOPIC: _new_topic, Rule.OWN_GAIN: _own_gain, Rule.OWN_NOT_WORSE: _own_loss,
+    Rule.TOPIC_NOT_WORSE: _topic_not_worse, Rule.FORGETTING: _forgetting, Rule.CHAMPION_UNCHANGED: _champion_unchanged,
+}
 
 
 def describe_power(power: Power) -> str:

@@ -1,11 +1,8 @@
 """How a retrain shares the CPU with serving: a lower scheduling priority, and fewer threads beside the app.
 
-A retrain is a batch job; a classification is someone waiting. On a small machine (2 cores) the two
-compete for the same cores, so the retrain process runs `nice`-er than the app (the kernel then hands
-the CPU to a request first) and, when the app started it, trains on one core fewer than the machine has.
-Measured on 2 shared cores (REST at 20 requests/s; docs/results/performance.md, "Retraining"): p50 during a
-retrain at niceness 0 with 2 threads was 1.83-1.95x idle; at niceness 10 (NEWSLOOP_RETRAIN_NICE's default)
-0.82-1.11x, whether it trained on 1 thread or 2.
+A retrain is a batch job; a classification is someone waiting. The retrain process runs `nice`-er than the app (the
+kernel then hands the CPU to a request first) and, when the app started it, trains on one core fewer than the
+machine has. Why, with what it was measured to cost: docs/decisions/retrain-beside-serving.md.
 """
 
 from __future__ import annotations

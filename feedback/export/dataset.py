@@ -2,7 +2,7 @@
 
 The label names are the taxonomy's, in its order, at the version the export was made under: the dataset's
 description names that version and every row carries it (`taxonomy_version`), beside the version the answer was
-given under. An answer means what it means now (`feedback.topics.meaning`): a merged topic's answers carry the
+given under. An answer means what it means now (`feedback.meaning`): a merged topic's answers carry the
 target, and a split topic's earlier answers carry `label` -1 with their allowed topics in `allowed_labels`: a set,
 not a guess.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.taxonomy import Taxonomy
-from feedback.topics.meaning import allowed_keys
+from feedback.meaning import allowed_keys
 from feedback.validate import KINDS, STATUSES
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def _row(answer: dict[str, Any], taxonomy: Taxonomy) -> dict[str, Any]:
         probabilities = json.loads(probabilities)
     predicted = answer.get("predicted_label")
     given_under = int(answer.get("taxonomy_version") or 1)
-    now = allowed_keys(str(answer["user_label"]))  # read as it means now by FeedbackStore.answers
+    now = allowed_keys(str(answer["user_label"]))  # read as it means now by Answers.rows
     allowed = [taxonomy.keys.index(k) for k in now if k in taxonomy.keys]
     predicted_now = taxonomy.exact(predicted, given_under) if predicted else None
     return {
@@ -88,8 +88,8 @@ def answers_dataset(store: FeedbackStore, taxonomy: Taxonomy | None = None) -> d
     `taxonomy` (default: the store's current one)."""
     import datasets
 
-    taxonomy = taxonomy or store.taxonomy()
-    rows = [_row(answer, taxonomy) for answer in reversed(store.answers(taxonomy=taxonomy))]
+    taxonomy = taxonomy or store.topics.current()
+    rows = [_row(answer, taxonomy) for answer in reversed(store.answers.rows(taxonomy=taxonomy))]
     schema = features(taxonomy)
     columns = {name: [row[name] for row in rows] for name in schema}
     names = ", ".join(taxonomy.names)

@@ -12,9 +12,9 @@ from typing import TextIO
 
 import sqlalchemy as sa
 
-from feedback.database.db import Database
 from feedback.database.tables import answers
 from feedback.labelling.answers import decoded
+from feedback.store import FeedbackStore
 from feedback.validate import check_export_format
 
 log = logging.getLogger(__name__)
@@ -35,15 +35,17 @@ def _safe_cell(value: object) -> object:
     return value
 
 
+def export_answers(store: FeedbackStore, path: Path, fmt: str) -> int:
+    """Write every answer of `store` (undone ones included, for audit) to `path` as CSV or JSONL; returns the count.
 
-def export_answers(db: Database, path: Path, fmt: str) -> int:
-    """Write every answer to `path` atomically; see `FeedbackStore.export`."""
+    Written to a temporary file and renamed, so a failed export never leaves a partial file.
+    """
     path = Path(path)
     check_export_format(fmt)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with open(fd, "w", encoding="utf-8", newline="") as stream:
-            count = write_answers(db, stream, fmt)
+            count = write_answers(store, stream, fmt)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -52,15 +54,15 @@ def export_answers(db: Database, path: Path, fmt: str) -> int:
     return count
 
 
-def write_answers(db: Database, stream: TextIO, fmt: str) -> int:
-    """Write every answer to an open text stream as CSV or JSONL, oldest first; returns the count."""
+def write_answers(store: FeedbackStore, stream: TextIO, fmt: str) -> int:
+    """Write every answer of `store` to an open text stream as CSV or JSONL, oldest first; returns the count."""
     check_export_format(fmt)
     count = 0
     writer = csv.writer(stream) if fmt == "csv" else None
     if writer:
         writer.writerow(EXPORT_COLUMNS)
     query = sa.select(*(answers.c[column] for column in EXPORT_COLUMNS)).order_by(answers.c.id)
-    with db.read() as conn:
+    with store.database.read() as conn:
         for mapping in conn.execute(query).mappings():
             row = dict(mapping)
             if writer:

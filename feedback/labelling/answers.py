@@ -20,9 +20,8 @@ from feedback.database.db import Database, iso_time, parse_iso_time
 from feedback.database.query import count, first, inserted_id, rows
 from feedback.database.tables import answers, pool, unlisted
 from feedback.errors import FeedbackError, RateLimited
-from feedback.labelling.pool import check_item, pool_counts, read_gold
-from feedback.topics.meaning import read_now
-from feedback.trust.rules import check_scores, contradiction_reason
+from feedback.labelling.pool import check_item
+from feedback.meaning import answers_as_meant
 from feedback.validate import (
     KINDS,
     NOT_COUNTED,
@@ -32,21 +31,22 @@ from feedback.validate import (
     canonical_label,
     check_address,
     check_annotator,
+    check_answer_text,
     check_kind,
+    check_model_text,
     check_review_status,
     check_row_id,
     check_status,
     model_label,
     normalise_probabilities,
-    text_problem,
 )
 
 log = logging.getLogger(__name__)
 
 RATE_WINDOW_S = 60.0
-# The two paths an answer comes by: one click on a prediction (Classify), or the labelling queue. A person
-# has at most one live answer per text on each path: a change of mind replaces the earlier one.
-PATHS = (("confirm", "correct"), ("queue",))
+# The two channels an answer comes by: one click on a prediction (Classify), or the labelling queue. A person
+# has at most one live answer per text on each channel: a change of mind replaces the earlier one.
+CHANNELS = (("confirm", "correct"), ("queue",))
 LIVE = answers.c.status.not_in(WITHDRAWN)  # not taken back by their annotator
 COUNTED = answers.c.status.not_in(NOT_COUNTED)  # live and not rejected
 
@@ -97,15 +97,49 @@ def _check_window(db: sa.Connection, column: str, key: str, limit: int, now: flo
         raise RateLimited(f"too many answers{who}: at most {limit} a minute; try again in {wait_s} s", wait_s)
 
 
-def path_of(kind: str) -> tuple[str, ...]:
-    """The kinds of answer that share `kind`'s path (see PATHS)."""
-    return next(kinds for kinds in PATHS if kind in kinds)
+def contradiction_reason(
+    predicted: str | None, probabilities: Mapping[str, float] | None, user_label: str, threshold: float
+) -> str | None:
+    """Why an answer looks suspicious (the model was very sure of another label), or None. An answer naming a topic
+    the model does not predict (added, or split off, since it was trained) contradicts nothing it said: its
+    certainty among its own topics is no evidence against one it lacks, and those answers are what teach it."""
+    if predicted is None or not probabilities or user_label == predicted or user_label not in probabilities:
+        return None
+    confidence = probabilities.get(predicted, 0.0)
+    if confidence < threshold:
+        return None
+    return f"model was {confidence:.0%} sure of {predicted}"
+
+
+def channel_of(kind: str) -> tuple[str, ...]:
+    """The kinds of answer that share `kind`'s channel (see CHANNELS)."""
+    return next(kinds for kinds in CHANNELS if kind in kinds)
+
+
+@dataclass(frozen=True)
+class AnswerInput:
+    """One answer with a topic, as the page, the API or a caller gives it, before any check (`Answers.record` checks
+    every field): the text and the topic given (`user_label`); who gave it (`verified`: the host signed them in;
+    `address`: a keyed hash of their client address, which the page supplies) and how (`kind`: 'confirm' or 'correct'
+    on Classify, or 'queue' with the queue `item_id`); and what the model said (`predicted_label`; `probabilities`,
+    keyed by its labels or in the taxonomy's order; `model_version`)."""
+
+    text: str
+    user_label: str
+    annotator: str
+    kind: str
+    predicted_label: str | None = None
+    probabilities: Mapping[str, float] | Sequence[float] | np.ndarray | None = None
+    model_version: str | None = None
+    item_id: int | None = None
+    verified: bool = False
+    address: str | None = None
 
 
 @dataclass(frozen=True)
 class RecordResult:
-    """Outcome of `FeedbackStore.record`: the answer's id, whether it was already stored, its status, and the
-    ids of the annotator's earlier answers on this text and path that it replaced."""
+    """Outcome of `Answers.record`: the answer's id, whether it was already stored, its status, and the
+    ids of the annotator's earlier answers on this text and channel that it replaced."""
 
     id: int
     duplicate: bool
@@ -126,6 +160,34 @@ def answers_on_checks(db: sa.Connection, *where: sa.ColumnElement[bool]) -> list
     return rows(db, sa.select(answers).select_from(on_checks).where(pool.c.gold_label.is_not(None), *where))
 
 
+def answer_counts(db: sa.Connection, taxonomy: Taxonomy) -> dict[str, Any]:
+    """The answers counted for a dashboard, on this connection: every answer, and by status; the live ones by label
+    (what they mean under `taxonomy`: old ones of a merged topic count as its target), by kind, and their
+    annotators."""
+
+    def grouped(column: sa.ColumnElement[str], *where: sa.ColumnElement[bool]) -> dict[str, int]:
+        query = sa.select(column, sa.func.count()).where(*where).group_by(column)
+        return {key: int(n) for key, n in db.execute(query)}
+
+    by_status = grouped(answers.c.status)
+    by_given = db.execute(sa.select(answers.c.user_label, answers.c.taxonomy_version, sa.func.count())
+                          .where(LIVE).group_by(answers.c.user_label, answers.c.taxonomy_version)).all()
+    by_kind = grouped(answers.c.kind, LIVE)
+    annotators = count(db, sa.select(sa.func.count(sa.distinct(answers.c.annotator))).where(LIVE))
+    by_label = dict.fromkeys(taxonomy.keys, 0)
+    for key, version, n in by_given:
+        now = taxonomy.exact(key, version)
+        if now is not None:
+            by_label[now] += int(n)
+    return {
+        "answers": sum(by_status.values()),
+        "by_status": {str(status): by_status.get(status, 0) for status in STATUSES},
+        "by_label": by_label,
+        "by_kind": {kind: by_kind.get(kind, 0) for kind in KINDS},
+        "annotators": annotators,
+    }
+
+
 class Answers:
     """Confirmations, corrections and queue labels, each kept for audit even when undone, replaced or rejected."""
 
@@ -136,40 +198,61 @@ class Answers:
         self._clock = clock
         self._taxonomy = taxonomy  # the store's current topics: what an answer may name
 
-    def record(
-        self,
-        *,
-        text: str,
-        user_label: str,
-        annotator: str,
-        kind: str,
-        predicted_label: str | None = None,
-        probabilities: Mapping[str, float] | Sequence[float] | np.ndarray | None = None,
-        model_version: str | None = None,
-        item_id: int | None = None,
-        verified: bool = False,
-        address: str | None = None,
-    ) -> RecordResult:
-        """Store one answer unless the annotator already gave it, replacing their earlier live answer on the same
-        text and path; see `FeedbackStore.record`."""
-        if not isinstance(text, str):
-            raise FeedbackError("text must be a string")
-        problem = text_problem(text, self._limits.max_text_chars)
-        if problem:
-            raise FeedbackError(f"cannot store this answer: {problem}")
+    def record(self, answer: AnswerInput) -> RecordResult:
+        """Store one answer; an identical live answer from the same annotator on the same channel is returned, not
+        repeated. A person has one live answer per text and channel (a one-click answer on Classify, kinds
+        'confirm'/'correct', or a 'queue' answer): a different label replaces their earlier answer, which is
+        kept with status 'replaced' and counted nowhere (`RecordResult.replaced` names it).
+
+        `answer.user_label` names a topic of the current taxonomy (a name, key, former name or 0-based position); its key
+        is stored, with the taxonomy's version. `probabilities` is {label: p} keyed by the model's own labels, or
+        one number per topic in the taxonomy's order; when `predicted_label` is omitted it is their argmax. The
+        answer is 'suspicious' when the model was at least `limits.suspicious_confidence` sure of another label.
+        Raises FeedbackError for bad input and RateLimited when the annotator has written
+        `limits.writes_per_minute` answers in the last 60 s (`limits.verified_writes_per_minute` when `verified`),
+        or the client `address` (a keyed hash the page supplies) `limits.address_writes_per_minute`.
+        `verified` says the host signed the annotator in (the trust rules weigh such answers, see
+        `feedback.trust.rules`).
+        """
+        row = self._checked(answer)
+        now = self._clock()
+        same_channel = (answers.c.annotator == row["annotator"], answers.c.text_hash == row["text_hash"],
+                        answers.c.kind.in_(channel_of(row["kind"])), LIVE)
+        with self._db.write() as db:
+            earlier = rows(db, sa.select(answers.c.id, answers.c.status, answers.c.user_label)
+                           .where(*same_channel).order_by(answers.c.id))
+            # A rejected answer stays the maintainer's verdict: repeating it is a duplicate, not a new answer.
+            existing = next((r for r in earlier if r["user_label"] == row["user_label"]), None)
+            if existing:
+                return RecordResult(id=existing["id"], duplicate=True, status=existing["status"])
+            if row["item_id"] is not None:
+                check_item(db, row["item_id"], row["text_hash"])
+            check_rate(db, self._limits, row["annotator"], row["address"], answer.verified, now)
+            replaced = tuple(int(r["id"]) for r in earlier if r["status"] != Status.REJECTED)
+            if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
+                db.execute(sa.update(answers).where(*same_channel, answers.c.status != Status.REJECTED)
+                           .values(status=str(Status.REPLACED)))
+            answer_id = inserted_id(db, sa.insert(answers).values({**row, "created_at": iso_time(now)}))
+        if row["suspicious_reason"]:
+            log.warning("answer %s from %s marked suspicious: %s", answer_id, row["annotator"], row["suspicious_reason"])
+        return RecordResult(id=answer_id, duplicate=False, status=Status(row["status"]), replaced=replaced)
+
+    def _checked(self, answer: AnswerInput) -> dict[str, Any]:
+        """The row to store for `answer` (but its time): every field checked, in order (FeedbackError says what is
+        wrong with the first bad one), the labels read in the current taxonomy, and its status: 'suspicious' when the
+        model was sure of another label."""
+        text = check_answer_text(answer.text, self._limits.max_text_chars)
         taxonomy = self._taxonomy()
-        label = canonical_label(user_label, taxonomy, "label")
-        annotator = check_annotator(annotator)
-        address = check_address(address)
-        kind = check_kind(kind)
-        if item_id is not None:
-            item_id = check_row_id(item_id, "queue item")
-        if model_version is not None and (not isinstance(model_version, str) or len(model_version) > 200):
-            raise FeedbackError("model_version must be text of at most 200 characters")
+        label = canonical_label(answer.user_label, taxonomy, "label")
+        annotator = check_annotator(answer.annotator)
+        address = check_address(answer.address)
+        kind = check_kind(answer.kind)
+        item_id = check_row_id(answer.item_id, "queue item") if answer.item_id is not None else None
+        model_version = check_model_text(answer.model_version, "model_version")
         # The model's labels may differ from the taxonomy's (a topic it does not predict yet, one merged away).
-        probs = normalise_probabilities(probabilities, taxonomy) if probabilities is not None else None
-        if predicted_label is not None:
-            predicted: str | None = model_label(predicted_label, taxonomy, tuple(probs or ()))
+        probs = normalise_probabilities(answer.probabilities, taxonomy) if answer.probabilities is not None else None
+        if answer.predicted_label is not None:
+            predicted: str | None = model_label(answer.predicted_label, taxonomy, tuple(probs or ()))
         else:
             predicted = max(probs, key=probs.__getitem__) if probs else None
         if kind == "confirm" and predicted != label:
@@ -177,51 +260,19 @@ class Answers:
         if kind == "queue" and item_id is None:
             raise FeedbackError("a 'queue' answer needs the item_id of the queue item it answers")
         reason = contradiction_reason(predicted, probs, label, self._limits.suspicious_confidence)
-        status = Status.SUSPICIOUS if reason else Status.OK
-        digest = text_hash(text)
-        now = self._clock()
-        row = {
-            "text": text,
-            "text_hash": digest,
-            "predicted_label": predicted,
-            "probabilities": json.dumps(probs) if probs else None,
-            "model_version": model_version,
-            "user_label": label,
-            "kind": kind,
-            "annotator": annotator,
-            "item_id": item_id,
-            "created_at": iso_time(now),
-            "status": str(status),
-            "suspicious_reason": reason,
-            "verified": int(bool(verified)),
-            "address": address,
-            "taxonomy_version": taxonomy.version,
+        return {
+            "text": text, "text_hash": text_hash(text), "predicted_label": predicted,
+            "probabilities": json.dumps(probs) if probs else None, "model_version": model_version,
+            "user_label": label, "kind": kind, "annotator": annotator, "item_id": item_id,
+            "status": str(Status.SUSPICIOUS if reason else Status.OK), "suspicious_reason": reason,
+            "verified": int(bool(answer.verified)), "address": address, "taxonomy_version": taxonomy.version,
         }
-        same_path = (answers.c.annotator == annotator, answers.c.text_hash == digest,
-                     answers.c.kind.in_(path_of(kind)), LIVE)
-        with self._db.write() as db:
-            earlier = rows(db, sa.select(answers.c.id, answers.c.status, answers.c.user_label)
-                           .where(*same_path).order_by(answers.c.id))
-            # A rejected answer stays the maintainer's verdict: repeating it is a duplicate, not a new answer.
-            existing = next((r for r in earlier if r["user_label"] == label), None)
-            if existing:
-                return RecordResult(id=existing["id"], duplicate=True, status=existing["status"])
-            if item_id is not None:
-                check_item(db, item_id, digest)
-            check_rate(db, self._limits, annotator, address, verified, now)
-            replaced = tuple(int(r["id"]) for r in earlier if r["status"] != Status.REJECTED)
-            if replaced:  # a change of mind: the earlier answers stay for audit, and nothing counts them
-                db.execute(sa.update(answers).where(*same_path, answers.c.status != Status.REJECTED)
-                           .values(status=str(Status.REPLACED)))
-            answer_id = inserted_id(db, sa.insert(answers).values(row))
-        if reason:
-            log.warning("answer %s from %s marked suspicious: %s", answer_id, annotator, reason)
-        return RecordResult(id=answer_id, duplicate=False, status=status, replaced=replaced)
 
     def undo_last(self, annotator: str, kinds: Sequence[str] = KINDS) -> dict[str, Any] | None:
         """Mark the annotator's most recent live answer of one of `kinds` 'undone' (kept for audit); return it.
 
-        Answers it replaced stay replaced: an undo withdraws a change of mind, it never revives the old answer."""
+        Answers it replaced stay replaced: an undo withdraws a change of mind, it never revives the old answer.
+        A "None of these" is undone by `FeedbackStore.undo_last`, which looks at both kinds of answer."""
         annotator = check_annotator(annotator)
         kinds = [check_kind(kind) for kind in kinds]
         with self._db.write() as db:
@@ -258,8 +309,9 @@ class Answers:
 
     def rows(self, status: str | None = None, limit: int | None = None,
              taxonomy: Taxonomy | None = None) -> list[dict[str, Any]]:
-        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict; each label read
-        as it means under `taxonomy` (default: the store's current one; see `feedback.topics.meaning.read_now`)."""
+        """Answers newest first, optionally only those with `status`; probabilities decoded to a dict. Each
+        `user_label` is read as it means under `taxonomy` (default: the current one): a merged topic's answers as
+        its target, a split topic's earlier answers as the set "parent or child" (`feedback.meaning`)."""
         query = sa.select(answers).order_by(answers.c.id.desc())
         if status is not None:
             query = query.where(answers.c.status == str(check_status(status)))
@@ -267,7 +319,7 @@ class Answers:
             query = query.limit(int(limit))
         with self._db.read() as db:
             found = [decoded(row) for row in rows(db, query)]
-        return read_now(found, taxonomy or self._taxonomy())
+        return answers_as_meant(found, taxonomy or self._taxonomy())
 
     def count(self, status: str | None = None) -> int:
         """Number of answers, all or with one status."""
@@ -282,41 +334,10 @@ class Answers:
         with self._db.read() as db:
             return count(db, sa.select(sa.func.count()).where(answers.c.id > answer_id, COUNTED))
 
-    def per_day(self, days: int) -> dict[str, int]:
-        """Live answers per UTC day (YYYY-MM-DD), the newest `days` days that have any; see `FeedbackStore`."""
+    def per_day(self, days: int = 30) -> dict[str, int]:
+        """Live answers (undone and replaced ones not counted) per UTC day (YYYY-MM-DD), for the newest `days` days
+        that have any: counted by the database, whatever the number of answers."""
         day = sa.func.substr(answers.c.created_at, 1, 10)  # ISO times: the date is their first 10 characters
         query = sa.select(day, sa.func.count()).where(LIVE).group_by(day).order_by(day.desc()).limit(days)
         with self._db.read() as db:
             return {str(d): int(n) for d, n in db.execute(query)}
-
-    def stats(self) -> dict[str, Any]:
-        """Counts for a dashboard; see `FeedbackStore.stats`."""
-        taxonomy = self._taxonomy()
-        with self._db.read() as db:
-
-            def grouped(column: sa.ColumnElement[str], *where: sa.ColumnElement[bool]) -> dict[str, int]:
-                query = sa.select(column, sa.func.count()).where(*where).group_by(column)
-                return {key: int(n) for key, n in db.execute(query)}
-
-            by_status = grouped(answers.c.status)
-            by_given = db.execute(sa.select(answers.c.user_label, answers.c.taxonomy_version, sa.func.count())
-                                  .where(LIVE).group_by(answers.c.user_label, answers.c.taxonomy_version)).all()
-            by_kind = grouped(answers.c.kind, LIVE)
-            annotators = count(db, sa.select(sa.func.count(sa.distinct(answers.c.annotator))).where(LIVE))
-            pool_numbers = pool_counts(db)
-            check_rows, gold = read_now(answers_on_checks(db), taxonomy), read_gold(db, taxonomy)
-        scores = check_scores(check_rows, gold)
-        by_label = dict.fromkeys(taxonomy.keys, 0)  # what the answers mean now: old ones of a merged topic count as its target
-        for key, version, n in by_given:
-            now = taxonomy.exact(key, version)
-            if now is not None:
-                by_label[now] += int(n)
-        return {
-            "answers": sum(by_status.values()),
-            "by_status": {str(status): by_status.get(status, 0) for status in STATUSES},
-            "by_label": by_label,
-            "by_kind": {kind: by_kind.get(kind, 0) for kind in KINDS},
-            "annotators": annotators,
-            "pool": pool_numbers,
-            "checks_right": {name: f"{score.right}/{score.answered}" for name, score in scores.items()},
-        }

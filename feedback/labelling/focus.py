@@ -8,8 +8,8 @@ focus says how much an answer on it teaches that topic (higher first, None: noth
 - split of P into P and C, the model predicts C: the items it reads as P or C, least sure between the two first
   (1 - |p_P - p_C|);
 - split, the model does not predict C yet: the items it reads as P, in a fixed random order (a hash of the text).
-  Its certainty among its own topics says nothing of C, so least sure first served items on P's borders with the
-  other topics: on bench/taxonomy.py the child's share of answers was then its share of the pool (51 of 200);
+  Its certainty among its own topics says nothing of C: least sure first would serve items on P's borders with the
+  other topics, and C no more often than the pool holds it (docs/results/taxonomy.md, "Focus turns");
 - topic A added, the model predicts A: every item, nearest the boundary between A and its likeliest rival first;
 - added, the model does not predict it yet: every item, those it reads as none of its topics well first.
 

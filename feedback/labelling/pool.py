@@ -24,9 +24,8 @@ from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE, drop_unanswered_demo
 from feedback.labelling.focus import Teaching, focus_scores, is_focus_turn, teaching
 from feedback.labelling.neighbours import nearest, similarities
 from feedback.labelling.pool_files import cleaned, read_pool_file
-from feedback.topics.meaning import gold_now
+from feedback.meaning import checks_as_meant
 from feedback.traffic.traffic_set import maintained_share, mark_new_items, traffic_turn, turn_position
-from feedback.trust.rules import check_due
 from feedback.validate import (
     NOT_COUNTED,
     WITHDRAWN,
@@ -90,9 +89,9 @@ def margin_uncertainty(probabilities: np.ndarray) -> np.ndarray:
 
 def read_gold(db: sa.Connection, taxonomy: Taxonomy) -> dict[str, str]:
     """The known-answer checks on this connection: text_hash -> the label a maintainer gave, read as it means under
-    `taxonomy` (given under the version in force when the check was added; see `feedback.topics.meaning`)."""
+    `taxonomy` (given under the version in force when the check was added; see `feedback.meaning`)."""
     query = sa.select(pool.c.text_hash, pool.c.gold_label, pool.c.added_at).where(pool.c.gold_label.is_not(None))
-    return gold_now(((d, label, at) for d, label, at in db.execute(query)), taxonomy)
+    return checks_as_meant(((d, label, at) for d, label, at in db.execute(query)), taxonomy)
 
 
 def pool_counts(db: sa.Connection) -> dict[str, int]:
@@ -181,6 +180,21 @@ def _draw(
     return item
 
 
+# Share of a new annotator's items that are checks until they have answered `min_checks` of them.
+EARLY_CHECK_SHARE = 1 / 3
+
+
+def check_due(checks_answered: int, draw: float, *, min_checks: int, share: float) -> bool:
+    """Whether an annotator's next queue item should be a known-answer check.
+
+    `draw` is a number in [0, 1) the caller derives from something the client cannot predict, so checks
+    sit at random positions of each annotator's stream: a fresh identity is not served checks first,
+    and rotating identities does not reveal them. Until `min_checks` are answered about one item in
+    three is a check, then about `share` of them.
+    """
+    return draw < (max(share, EARLY_CHECK_SHARE) if checks_answered < min_checks else share)
+
+
 @dataclass(frozen=True)
 class _CheckState:
     """What decides whether a known-answer check is due for an annotator: checks answered, answers, skips, and the
@@ -240,8 +254,15 @@ class Pool:
 
     def import_file(self, path: Path, *, source: str | None = None, checks: bool = False,
                     skip_bad: bool = False) -> ImportReport:
-        """Add the texts of a CSV/JSONL file, all or nothing (or, with `skip_bad`, its good rows); see
-        `FeedbackStore.import_pool`."""
+        """Add the texts of a CSV/JSONL file to the pool, all or nothing.
+
+        Every row is validated first; any bad row raises PoolImportError naming its line and nothing is written; with
+        `skip_bad` the good rows are added and the bad ones reported (`ImportReport.bad`). Texts already in the pool
+        (same text_hash) are skipped and counted as duplicates. With `checks`, every row needs a `label` and the rows
+        become known-answer checks: the queue mixes them in (see `next_item`) and the trust rules score annotators on
+        them. An import of articles (not checks) that adds any removes the demo articles nobody answered
+        (`offer_demo`).
+        """
         path = Path(path)
         rows, bad = read_pool_file(path, max_chars=self._limits.max_text_chars, labelled=checks,
                                    taxonomy=self._taxonomy() if checks else None, skip_bad=skip_bad)
@@ -249,8 +270,9 @@ class Pool:
         return replace(self._add_rows(rows, source or path.name, replaces_demo=not checks), bad=tuple(bad))
 
     def offer_demo(self, texts: Sequence[str] = ()) -> int:
-        """Put demo articles in the pool when it is empty (source 'demo'): `texts` (the data's own, drawn by
-        `core.samples`), else the shipped ones written for AG News's topics; how many were added."""
+        """Put demo articles in the pool if it is empty, marked with the source 'demo': `texts` (the data's own:
+        `core.samples`), else the shipped ones written for AG News's topics (`feedback.labelling.demo`); returns how
+        many. The first `import_file` of articles removes those nobody answered."""
         if texts:
             rows = [check_pool_row(n, cleaned(text), None, max_chars=self._limits.max_text_chars, labelled=False)
                     for n, text in enumerate(texts, start=1)]
@@ -268,8 +290,12 @@ class Pool:
         self, texts: Sequence[str], *, source: str, labels: Sequence[str] | None = None,
         held: tuple[str, str] | None = None,
     ) -> ImportReport:
-        """Add texts, all or nothing (problems are numbered from 1 like lines); see `FeedbackStore.add_to_pool`.
-        `held` = (who brought them, why they wait): nobody is served them until an answer on them is accepted."""
+        """Add texts to the pool, all or nothing (problems are numbered from 1 like lines).
+
+        With `labels` (one topic per text) the texts become known-answer checks, as in `import_file`. With `held` =
+        (who brought them, why), the queue serves them to nobody until a maintainer accepts an answer on their text;
+        adding a held text again without `held` releases it.
+        """
         if labels is not None and len(labels) != len(texts):
             raise FeedbackError(f"{len(labels)} labels for {len(texts)} texts")
         rows: list[PoolRow] = []
@@ -313,8 +339,14 @@ class Pool:
         self, scorer: Callable[[list[str]], np.ndarray], model_version: str, *, batch_size: int = 256,
         labels: Sequence[str] | None = None,
     ) -> int:
-        """Recompute uncertainty (and the likeliest topic) for items not yet scored by `model_version`; see
-        `FeedbackStore.rescore`."""
+        """Recompute uncertainty for pool items not yet scored by `model_version`; returns how many.
+
+        `scorer(texts)` returns an (n, labels) probability array, its columns the model's `labels` (default: the
+        current taxonomy's keys), kept per item with the likeliest one. Uncertainty is margin-based,
+        1 - (p_top - p_second), see `margin_uncertainty`. Batches are committed as they are scored, so an
+        interrupted rescore resumes where it stopped. A round that scored anything recomputes the focus for the topic
+        being taught (`refocus`).
+        """
         model_version = check_model_version(model_version)
         keys = tuple(labels) if labels is not None else self._taxonomy().keys
         query = (sa.select(pool.c.id, pool.c.text)
@@ -352,8 +384,10 @@ class Pool:
         return teaching(taxonomy, answered, teach_until)
 
     def refocus(self, teach_until: int) -> Teaching | None:
-        """Compute and store every ordinary item's focus for the topic being taught (all NULL when none is);
-        returns that topic. Seconds for thousands of items (one TF-IDF fit)."""
+        """Compute and store how informative each ordinary item is for the topic being taught
+        (`feedback.labelling.focus`): the newest added or split-off topic with fewer than `teach_until` counted
+        answers (all NULL when none is); returns that topic, or None. Seconds for thousands of items (one TF-IDF
+        fit). The queue does this itself when that topic changes."""
         target = self.teaching(teach_until)
         self._teach_until = teach_until
         if target is None:
@@ -381,9 +415,9 @@ class Pool:
         return target
 
     def push_search(self, query: str, n: int, by: str) -> int:
-        """Push the `n` pool items nearest `query` (words, or an article: TF-IDF cosine) to the front of every
-        annotator's queue, until answered or settled; items already answered, checks and the traffic set are
-        never pushed. Returns how many were pushed."""
+        """Put the `n` pool items nearest `query` (words, or a pasted article; TF-IDF cosine) first in every
+        annotator's queue, after due checks, until answered or settled; returns how many. Items anyone answered,
+        checks and traffic-set items are never pushed."""
         query = " ".join(str(query or "").split())
         if not query:
             raise FeedbackError("give some words, or paste an article, to search for")
@@ -405,7 +439,7 @@ class Pool:
         return len(matches)
 
     def clear_pushed(self) -> int:
-        """Take every pushed item out of the front of the queue; how many were pushed."""
+        """Take every pushed item back out of the front of the queue; returns how many were pushed."""
         with self._db.write() as db:
             return int(db.execute(sa.update(pool).where(pool.c.pushed.is_not(None))
                                   .values(pushed=None, pushed_by=None, pushed_at=None)).rowcount or 0)
@@ -417,7 +451,8 @@ class Pool:
             return count(db, query)
 
     def held(self, limit: int = 200) -> list[dict[str, Any]]:
-        """Items held for review, newest first, each with the live answer of who brought it (for the admin)."""
+        """Pool items held for a maintainer's review, newest first, with the id and label of the answer that
+        brought each in: accepting that answer (`Answers.set_status`) lets the queue serve the item."""
         accepted = answers.alias("v")
         query = (
             sa.select(pool.c.id.label("item_id"), pool.c.text, pool.c.held_by, pool.c.held_reason,
@@ -431,8 +466,8 @@ class Pool:
             return rows(db, query)
 
     def gold_labels(self, taxonomy: Taxonomy | None = None) -> dict[str, str]:
-        """The known-answer checks: text_hash -> the label a maintainer gave, read under `taxonomy` (default: the
-        store's current one)."""
+        """The known-answer checks: text_hash -> the label a maintainer gave, read as it means under `taxonomy`
+        (default: the current one), as `Answers.rows` reads answers."""
         taxonomy = taxonomy or self._taxonomy()
         with self._db.read() as db:
             return read_gold(db, taxonomy)
@@ -441,7 +476,18 @@ class Pool:
         self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0,
         holder: str | None = None,
     ) -> dict[str, Any] | None:
-        """The item this annotator should label next, or None; see `FeedbackStore.next_item`."""
+        """The pool item this annotator should label next, or None when none is left.
+
+        A known-answer check when one is due (see `due_check`) and one is left that they have not answered or
+        skipped. Otherwise one of the `policy.spread` most uncertain ordinary items (in an order of the annotator's
+        own), skipping items the annotator answered (live answers) or skipped, and items that already have
+        `policy.labels_required` live, unrejected answers agreeing on one label (from any tab, matched by
+        text_hash); unscored items come after scored ones, oldest first. A returned check does not carry its label.
+        `exclude`: item ids not to return (those a page already holds); `ahead`: how many items that page holds
+        unanswered, so a check is due by the position this item will have in the annotator's stream.
+        `holder` (a tab): the ordinary item returned is held for it in the database (`hold`), and items other
+        holders hold are returned only when no other is left, so tabs on any replica are not handed the same item.
+        """
         found = self.next_items(annotator, policy, 1, exclude=exclude, ahead=ahead, holder=holder)
         return found[0] if found else None
 
@@ -449,8 +495,9 @@ class Pool:
         self, annotator: str, policy: QueuePolicy, count: int, *, exclude: Collection[int] = (), ahead: int = 0,
         holder: str | None = None,
     ) -> list[dict[str, Any]]:
-        """The next `count` items for this annotator, in order (fewer when fewer are left); see
-        `FeedbackStore.next_items`."""
+        """The next `count` items `next_item` would give this annotator one after another (the first at `ahead`,
+        the next at `ahead` + 1, each excluding the ones before), fewer when fewer are left; read, chosen and (with
+        `holder`) held in one transaction."""
         annotator = check_annotator(annotator)
         excluded = {int(item_id) for item_id in exclude}
         with self._db.read() as db:
@@ -490,26 +537,35 @@ class Pool:
         return taken
 
     def hold(self, holder: str, item_ids: Collection[int], policy: QueuePolicy) -> None:
-        """Hold `item_ids` for `holder` for `policy.reservation_s` from now (renewing holds it has)."""
+        """Hold queue items for `holder` (a tab) for `policy.reservation_s` seconds from now, renewing holds it
+        has; other holders are given them only when nothing else is left (`feedback.labelling.reservations`)."""
         with self._db.write(reservations.SCOPE) as db:
             reservations.hold(db, holder, item_ids, self._clock(), policy.reservation_s)
 
     def release(self, holder: str, item_ids: Collection[int] | None = None) -> None:
-        """End `holder`'s hold on `item_ids` (all of them when None)."""
+        """End `holder`'s hold on `item_ids` (answered, skipped or dropped), or on all its items when None."""
         with self._db.write(reservations.SCOPE) as db:
             reservations.release(db, holder, item_ids)
 
     def due_check(
         self, annotator: str, policy: QueuePolicy, *, exclude: Collection[int] = (), ahead: int = 0
     ) -> dict[str, Any] | None:
-        """The known-answer check this annotator should answer now, or None; see `FeedbackStore.due_check`."""
+        """The known-answer check this annotator should answer now, or None when none is due or left.
+
+        Due by `check_due`, at unpredictable positions: about one item in three until the annotator answered
+        `policy.min_checks` checks, then about `policy.check_share`. The position counts their live answers of
+        every kind (one-click corrections too) and their skips.
+        """
         annotator = check_annotator(annotator)
         with self._db.read() as db:
             checks = _CheckState.read(db, annotator)
         return checks.due(annotator, policy, {int(item_id) for item_id in exclude}, ahead)
 
     def skip(self, annotator: str, item_id: int, max_skips: int | None = None) -> None:
-        """Remember that the annotator skipped an item, so it is not offered to them again."""
+        """Remember that the annotator skipped a queue item, so it is not offered to them again.
+
+        Raises FeedbackError when the annotator already made `max_skips` skips (bounded per identity).
+        """
         annotator = check_annotator(annotator)
         item_id = check_row_id(item_id, "queue item")
         with self._db.write() as db:
@@ -533,3 +589,22 @@ class Pool:
             unlisted.c.annotator == annotator, unlisted.c.kind == "queue", unlisted.c.status.in_(("ok", "dismissed")))
         with self._db.read() as db:
             return count(db, query) + count(db, none_of_these)
+
+    def queue_left(self, annotator: str, policy: QueuePolicy) -> int:
+        """Queue items `annotator` may still be shown (checks included, not told apart)."""
+        annotator = check_annotator(annotator)
+        # Items this annotator has neither answered (live) nor skipped, and that the queue may still hand out:
+        # every known-answer check, and ordinary items not yet settled by enough agreeing annotators. Checks and
+        # ordinary items are counted together, so answering either lowers the count by one and a labeller cannot
+        # infer from it which items were checks.
+        query = sa.select(sa.func.count()).select_from(pool).where(
+            unseen(annotator), sa.or_(pool.c.gold_label.is_not(None), ~settled(policy.labels_required)))
+        with self._db.read() as db:
+            return count(db, query)
+
+    def items_left(self, labels_required: int) -> int:
+        """Ordinary pool items not yet settled by `labels_required` agreeing annotators (the maintainer's count)."""
+        query = sa.select(sa.func.count()).select_from(pool).where(
+            pool.c.gold_label.is_(None), ~settled(int(labels_required)))
+        with self._db.read() as db:
+            return count(db, query)

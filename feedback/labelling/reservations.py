@@ -46,8 +46,3 @@ def release(conn: sa.Connection, holder: str, item_ids: Collection[int] | None =
         query = query.where(reservations.c.item_id.in_(sorted({int(i) for i in item_ids})))
     conn.execute(query)
 
-
-def release_items(conn: sa.Connection, item_ids: Collection[int]) -> None:
-    """Every hold on `item_ids` (items leaving the pool)."""
-    conn.execute(sa.delete(reservations).where(reservations.c.item_id.in_(sorted({int(i) for i in item_ids}))))
-

@@ -27,7 +27,7 @@ REST = 1.0
 
 
 class Rescorable(Protocol):
-    """What the thread needs of a store (`feedback.store.FeedbackStore.rescore`)."""
+    """What the thread needs of a store (`feedback.labelling.pool.Pool.rescore`: a store's `pool`)."""
 
     def rescore(self, scorer: Scorer, model_version: str, *, batch_size: int = ...,
                 labels: Sequence[str] | None = ...) -> int: ...

@@ -17,13 +17,13 @@ import sqlalchemy as sa
 
 from core.labels import LABELS
 from core.taxonomy import Taxonomy
+from feedback.database.db import Database
 from feedback.database.tables import answers, pool
 from feedback.labelling.answers import LIVE
-from feedback.topics.meaning import version_at
+from feedback.meaning import version_at
 
 if TYPE_CHECKING:
     from core.settings.config import Settings
-    from feedback.store import FeedbackStore
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def impact(store: FeedbackStore, before: Taxonomy, after: Taxonomy, base_labels: Sequence[str],
+def impact(db: Database, before: Taxonomy, after: Taxonomy, base_labels: Sequence[str],
            data: str = "") -> Impact:
     """What `after`'s last change, made on `before`, touches: the base rows (`base_labels`: one key per row, as the
     data gives them; `data`: that data in words, named in the sentence), the live answers, the known-answer checks
@@ -80,11 +80,11 @@ def impact(store: FeedbackStore, before: Taxonomy, after: Taxonomy, base_labels:
     else:
         return Impact(0, 0, 0, 0, f"a {change.kind} touches nothing")
     touched = _touched(before, change.topic)
-    with store.database.read() as db:
-        given = db.execute(sa.select(answers.c.user_label, answers.c.taxonomy_version, sa.func.count())
+    with db.read() as conn:
+        given = conn.execute(sa.select(answers.c.user_label, answers.c.taxonomy_version, sa.func.count())
                            .where(LIVE).group_by(answers.c.user_label, answers.c.taxonomy_version)).all()
         answered = sa.select(answers.c.text_hash).where(LIVE).correlate(None)
-        checks = db.execute(sa.select(pool.c.gold_label, pool.c.added_at, pool.c.text_hash.in_(answered))
+        checks = conn.execute(sa.select(pool.c.gold_label, pool.c.added_at, pool.c.text_hash.in_(answered))
                             .where(pool.c.gold_label.is_not(None))).all()
     base = sum(touched(label, None) for label in base_labels)
     n_answers = sum(int(n) for key, version, n in given if touched(key, version))

@@ -21,11 +21,19 @@ from feedback.database.db import Database, iso_time
 from feedback.database.query import first, inserted_id, rows
 from feedback.database.tables import answers, unlisted
 from feedback.errors import FeedbackError
-from feedback.labelling.answers import LIVE, check_rate, path_of
+from feedback.labelling.answers import LIVE, channel_of, check_rate
 from feedback.labelling.pool import check_item
 from feedback.topics.store import TopicBook
 from feedback.topics.unlisted_groups import Group, group_unlisted
-from feedback.validate import KINDS, Status, check_address, check_annotator, check_row_id, text_problem
+from feedback.validate import (
+    KINDS,
+    Status,
+    check_address,
+    check_annotator,
+    check_answer_text,
+    check_model_text,
+    check_row_id,
+)
 
 OK, UNDONE, PLACED, DISMISSED = "ok", "undone", "placed", "dismissed"
 UNLISTED_KINDS = ("correct", "queue")  # from Classify's button, or the queue's key 0
@@ -48,6 +56,24 @@ def missing_name(value: object) -> str | None:
     if not name.isprintable():
         raise FeedbackError("the missing topic's name must be printable characters only")
     return name
+
+
+@dataclass(frozen=True)
+class UnlistedInput:
+    """One "None of these", as the page, the API or a caller gives it, before any check (`UnlistedAnswers.record`
+    checks every field): the text; the topic the labeller thinks is missing (`name`), if they typed one; who said so
+    (`verified`, `address` as for `feedback.labelling.answers.AnswerInput`) and how (`kind`: 'correct' on Classify,
+    or 'queue' with the queue `item_id`); and what the model said (`predicted_label`, `model_version`)."""
+
+    text: str
+    annotator: str
+    kind: str
+    item_id: int | None = None
+    name: object = None
+    predicted_label: str | None = None
+    model_version: str | None = None
+    verified: bool = False
+    address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,45 +124,52 @@ class UnlistedAnswers:
                  taxonomy: Callable[[], Taxonomy], topics: TopicBook) -> None:
         self._db, self._limits, self._clock, self._taxonomy, self._topics = db, limits, clock, taxonomy, topics
 
-    def record(self, *, text: str, annotator: str, kind: str, item_id: int | None = None, name: object = None,
-               predicted_label: str | None = None, model_version: str | None = None, verified: bool = False,
-               address: str | None = None) -> UnlistedResult:
-        """Store that no topic fits `text`; see `FeedbackStore.record_unlisted`."""
-        if not isinstance(text, str):
-            raise FeedbackError("text must be a string")
-        problem = text_problem(text, self._limits.max_text_chars)
-        if problem:
-            raise FeedbackError(f"cannot store this answer: {problem}")
-        annotator, address, given = check_annotator(annotator), check_address(address), missing_name(name)
+    def record(self, answer: UnlistedInput) -> UnlistedResult:
+        """Store that no topic of the current taxonomy fits `answer.text` ("None of these"), with `answer.name`, the
+        topic the labeller thinks is missing, if they gave one (printable, at most 40 characters). `kind` is 'correct'
+        (Classify) or 'queue' (with `item_id`: the item then leaves their queue). Kept apart from the answers, so it
+        never trains as a topic. One per person and text: a repeat is a duplicate that may change the name. It counts
+        against the same rate limits as `Answers.record` (RateLimited). Raises FeedbackError for bad input."""
+        row = self._checked(answer)
+        now = self._clock()
+        with self._db.write() as db:
+            mine = first(db, sa.select(unlisted).where(unlisted.c.annotator == row["annotator"],
+                                                       unlisted.c.text_hash == row["text_hash"],
+                                                       unlisted.c.status != UNDONE).order_by(unlisted.c.id.desc()))
+            if mine is not None:  # one live "None of these" per person and text: a repeat may only change the name
+                if row["name"] is not None and row["name"] != mine["name"] and mine["status"] == OK:
+                    db.execute(sa.update(unlisted).where(unlisted.c.id == mine["id"]).values(name=row["name"]))
+                    mine["name"] = row["name"]
+                return UnlistedResult(id=int(mine["id"]), duplicate=True, name=mine["name"])
+            if row["item_id"] is not None:
+                check_item(db, row["item_id"], row["text_hash"])
+            check_rate(db, self._limits, row["annotator"], row["address"], answer.verified, now)
+            self._check_room(db, row["annotator"], row["address"], answer.verified)
+            row_id = inserted_id(db, sa.insert(unlisted).values({**row, "created_at": iso_time(now), "status": OK}))
+        return UnlistedResult(id=row_id, duplicate=False, name=row["name"])
+
+    def _checked(self, answer: UnlistedInput) -> dict[str, Any]:
+        """The row to store for `answer` (but its time and status): every field checked, in order (FeedbackError says
+        what is wrong with the first bad one)."""
+        text = check_answer_text(answer.text, self._limits.max_text_chars)
+        annotator = check_annotator(answer.annotator)
+        address = check_address(answer.address)
+        name = missing_name(answer.name)
+        kind, item_id = answer.kind, answer.item_id
         if kind not in UNLISTED_KINDS:
             raise FeedbackError(f"kind must be one of {', '.join(UNLISTED_KINDS)}, got {str(kind)[:40]!r}")
         if kind == "queue":
             if item_id is None:
                 raise FeedbackError("a 'queue' answer needs the item_id of the queue item it answers")
             item_id = check_row_id(item_id, "queue item")
-        for what, value in (("model_version", model_version), ("predicted_label", predicted_label)):
-            if value is not None and (not isinstance(value, str) or len(value) > 200):
-                raise FeedbackError(f"{what} must be text of at most 200 characters")
-        taxonomy = self._taxonomy()
-        digest, now = text_hash(text), self._clock()
-        with self._db.write() as db:
-            mine = first(db, sa.select(unlisted).where(unlisted.c.annotator == annotator, unlisted.c.text_hash == digest,
-                                                        unlisted.c.status != UNDONE).order_by(unlisted.c.id.desc()))
-            if mine is not None:  # one live "None of these" per person and text: a repeat may only change the name
-                if given is not None and given != mine["name"] and mine["status"] == OK:
-                    db.execute(sa.update(unlisted).where(unlisted.c.id == mine["id"]).values(name=given))
-                    mine["name"] = given
-                return UnlistedResult(id=int(mine["id"]), duplicate=True, name=mine["name"])
-            if item_id is not None:
-                check_item(db, item_id, digest)
-            check_rate(db, self._limits, annotator, address, verified, now)
-            self._check_room(db, annotator, address, verified)
-            row_id = inserted_id(db, sa.insert(unlisted).values(
-                text=text, text_hash=digest, annotator=annotator, address=address, verified=int(bool(verified)),
-                kind=kind, item_id=item_id, name=given, predicted_label=predicted_label, model_version=model_version,
-                taxonomy_version=taxonomy.version, created_at=iso_time(now), status=OK,
-            ))
-        return UnlistedResult(id=row_id, duplicate=False, name=given)
+        model_version = check_model_text(answer.model_version, "model_version")
+        predicted_label = check_model_text(answer.predicted_label, "predicted_label")
+        return {
+            "text": text, "text_hash": text_hash(text), "annotator": annotator, "address": address,
+            "verified": int(bool(answer.verified)), "kind": kind, "item_id": item_id, "name": name,
+            "predicted_label": predicted_label, "model_version": model_version,
+            "taxonomy_version": self._taxonomy().version,
+        }
 
     def undo_if_newest(self, annotator: str, kinds: Sequence[str]) -> dict[str, Any] | None:
         """Mark the annotator's newest 'ok' row of `kinds` 'undone' and return it (with `unlisted` True and no
@@ -266,10 +299,10 @@ def _current_topic(taxonomy: Taxonomy, name: object) -> str | None:
 
 def _insert_answer(db: sa.Connection, row: dict[str, Any], key: str, version: int, now: str) -> int:
     """The labeller's answer, confirmed by a maintainer: 'accepted' under `key`. Their earlier live answer on the same
-    text and path (a topic they chose before) is replaced, as a change of mind would."""
-    same_path = (answers.c.annotator == row["annotator"], answers.c.text_hash == row["text_hash"],
-                 answers.c.kind.in_(path_of(row["kind"])), LIVE, answers.c.status != Status.REJECTED)
-    db.execute(sa.update(answers).where(*same_path).values(status=str(Status.REPLACED)))
+    text and channel (a topic they chose before) is replaced, as a change of mind would."""
+    same_channel = (answers.c.annotator == row["annotator"], answers.c.text_hash == row["text_hash"],
+                 answers.c.kind.in_(channel_of(row["kind"])), LIVE, answers.c.status != Status.REJECTED)
+    db.execute(sa.update(answers).where(*same_channel).values(status=str(Status.REPLACED)))
     return inserted_id(db, sa.insert(answers).values(
         text=row["text"], text_hash=row["text_hash"], predicted_label=row["predicted_label"], probabilities=None,
         model_version=row["model_version"], user_label=key, kind=row["kind"], annotator=row["annotator"],

@@ -1,1 +1,2 @@
-"""Served traffic: the traffic set drawn from the pool, the served tallies, and the champion watched day by day."""
+"""Served traffic: the traffic set drawn from the pool, and the served tallies (the champion watched day by day over
+them is `feedback.monitoring`, a reader over the store)."""

@@ -15,8 +15,8 @@ from typing import Any
 from core.data import Example
 from core.labels import LABELS
 from core.text import text_hash
+from feedback.meaning import SET_MARK
 from feedback.store import FeedbackStore
-from feedback.topics.meaning import SET_MARK
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import TrustedExample
 
@@ -85,7 +85,7 @@ class LabelFixes:
 
 
 def _read(row: Example, labels: Sequence[str]) -> str:
-    """A row's label as a decision names it: a key, or a split's "B or C" set as `feedback.topics.meaning` joins it."""
+    """A row's label as a decision names it: a key, or a split's "B or C" set as `feedback.meaning` joins it."""
     return SET_MARK.join(labels[i] for i in row.allowed) if row.allowed else labels[row.label]
 
 

@@ -92,16 +92,16 @@ def new_trusted_answers(rows: Sequence[Mapping[str, Any]], trusted: Sequence[Tru
 def count_new_trusted(store: FeedbackStore, policy: TrustPolicy, last_run: RunRecord | None) -> int:
     """Trusted answers since the last run (all of them when none has run): what `watch` compares with
     NEWSLOOP_RETRAIN_MIN_FEEDBACK."""
-    rows = store.answers()
-    return new_trusted_answers(rows, select_trusted(rows, store.gold_labels(), policy), _since(last_run))
+    rows = store.answers.rows()
+    return new_trusted_answers(rows, select_trusted(rows, store.pool.gold_labels(), policy), _since(last_run))
 
 
 def readiness(store: FeedbackStore, trust: TrustPolicy, policy: RetrainPolicy, gate: GateConfig,
               last_run: RunRecord | None) -> Readiness:
     """Everything the retrain preview and `retrain status` say about the feedback, in one pass over the answers."""
-    taxonomy = store.taxonomy()
-    rows = store.answers(taxonomy=taxonomy)
-    trusted = select_trusted(rows, store.gold_labels(taxonomy), trust)
+    taxonomy = store.topics.current()
+    rows = store.answers.rows(taxonomy=taxonomy)
+    trusted = select_trusted(rows, store.pool.gold_labels(taxonomy), trust)
     fixes = read_fixes(store)
     golden = store.golden.hashes()
     split = split_trusted(fixes.trusted(trusted), traffic_hashes(store), policy.holdout_fraction, taxonomy, golden)

@@ -13,9 +13,9 @@ from core.evaluation.decision import FeedbackParts
 from core.settings.policies import TrustPolicy
 from core.taxonomy import Taxonomy
 from core.text import text_hash
-from feedback.database.db import is_database_url
+from feedback.database.db import Database, is_database_url
+from feedback.meaning import allowed_keys
 from feedback.store import FeedbackStore
-from feedback.topics.meaning import allowed_keys
 from feedback.traffic.traffic_set import read_traffic, traffic_texts
 from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.trust.rules import TrustedExample, select_trusted
@@ -54,12 +54,13 @@ class FeedbackSplit:
 def read_trusted(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes | None = None,
                  taxonomy: Taxonomy | None = None) -> list[TrustedExample]:
     """The store's answers that the trust rules pass (see `feedback.trust.rules.select_trusted`), each read as it
-    means under `taxonomy` (default: the store's current one; `feedback.topics.meaning`), read through the label
+    means under `taxonomy` (default: the store's current one; `feedback.meaning`), read through the label
     fixes (`fixes`, else the store's own): relabelled texts with their new label, excluded ones left out. Not
     logged here: what matters is how many of them train, which the run logs once it knows (`FeedbackParts.words`)."""
     fixes = read_fixes(store) if fixes is None else fixes
-    taxonomy = taxonomy or store.taxonomy()
-    return fixes.trusted(select_trusted(store.answers(taxonomy=taxonomy), store.gold_labels(taxonomy), policy))
+    taxonomy = taxonomy or store.topics.current()
+    rows = store.answers.rows(taxonomy=taxonomy)
+    return fixes.trusted(select_trusted(rows, store.pool.gold_labels(taxonomy), policy))
 
 
 def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Path | None:
@@ -74,11 +75,11 @@ def backup_database(db_path: Path | str, backups_dir: Path, keep: int = 5) -> Pa
     backups_dir.mkdir(parents=True, exist_ok=True)
     # The sub-second suffix keeps two backups taken within one second apart.
     dest = backups_dir / f"feedback-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 1_000_000:06d}.db"
-    store = FeedbackStore(db_path)
+    database = Database(db_path)  # the database alone: a backup needs none of the store's parts
     try:
-        store.backup(dest)
+        database.backup(dest)
     finally:
-        store.close()
+        database.close()
     for old in sorted(backups_dir.glob("feedback-*.db"))[:-keep]:
         old.unlink(missing_ok=True)
     return dest
@@ -94,10 +95,10 @@ def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fractio
                              taxonomy_version=taxonomy.version if taxonomy else 0)
     store = FeedbackStore(snapshot_db)
     try:
-        taxonomy = taxonomy or store.taxonomy()
+        taxonomy = taxonomy or store.topics.current()
         fixes = read_fixes(store)
         trusted = read_trusted(store, policy, fixes, taxonomy)
-        last_id = max((row["id"] for row in store.answers(limit=1)), default=0)
+        last_id = max((row["id"] for row in store.answers.rows(limit=1)), default=0)
         split = split_trusted(trusted, traffic_hashes(store), holdout_fraction, taxonomy, store.golden.hashes())
         answered = {text_hash(e.text) for e in split.traffic}
         with store.database.read() as conn:
@@ -110,7 +111,7 @@ def trusted_split(snapshot_db: Path | None, policy: TrustPolicy, holdout_fractio
 
 def trusted_parts(store: FeedbackStore, policy: TrustPolicy, holdout_fraction: float) -> FeedbackParts:
     """The live store's trusted texts by part, as the next retrain's snapshot would split them (the admin tiles')."""
-    taxonomy = store.taxonomy()
+    taxonomy = store.topics.current()
     return split_trusted(read_trusted(store, policy, taxonomy=taxonomy), traffic_hashes(store), holdout_fraction,
                          taxonomy, store.golden.hashes()).parts
 
@@ -122,7 +123,7 @@ def traffic_hashes(store: FeedbackStore) -> set[str]:
 
 
 def as_example(text: str, label: str, taxonomy: Taxonomy) -> Example | None:
-    """A trusted text as a training example in `taxonomy`: `label` (read by `feedback.topics.meaning`) indexes its
+    """A trusted text as a training example in `taxonomy`: `label` (read by `feedback.meaning`) indexes its
     keys, and a set-valued label (a split topic's earlier answers) trains as its set (`Example.allowed`). None when
     the label names a topic the taxonomy does not have."""
     keys = allowed_keys(label)

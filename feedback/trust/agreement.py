@@ -42,8 +42,8 @@ def _alpha(matrix: np.ndarray) -> float | None:
 
 def latest_labels(answers: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """text_hash -> annotator -> a number per label, from each annotator's newest live answer on that text. Labels
-    are compared as given: callers pass answers read as they mean now (`feedback.topics.meaning.read_now`, as
-    `FeedbackStore.answers` and `Crowd.shared_answers` return them), so a merged topic's old answers agree with
+    are compared as given: callers pass answers read as they mean now (`feedback.meaning.answers_as_meant`, as
+    `Answers.rows` and `Crowd.shared_answers` return them), so a merged topic's old answers agree with
     its target's."""
     labels: dict[str, dict[str, int]] = {}
     numbers: dict[str, int] = {}

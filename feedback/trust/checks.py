@@ -1,4 +1,5 @@
-"""Known-answer checks: when one is due, how an annotator scored on them, and who passed or failed.
+"""Known-answer checks: how an annotator scored on them, and who passed or failed (when one is due is the queue's
+rule, `feedback.labelling.pool.check_due`).
 
 A check is a pool item whose label a maintainer gave. An answer on a check *tells* something about the
 person only where the model's label (stored with the answer: what the model said when it was given) is not
@@ -13,10 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from feedback.topics.meaning import agrees
+from feedback.meaning import agrees
 
-# Share of a new annotator's items that are checks until they have answered `min_checks` of them.
-EARLY_CHECK_SHARE = 1 / 3
 # Telling checks (the model's label was wrong) a person must have answered right before they pass.
 MIN_TELLING_CHECKS = 1
 
@@ -40,17 +39,6 @@ class CheckScore:
         return self.telling_right / self.telling if self.telling else 0.0
 
 
-def check_due(checks_answered: int, draw: float, *, min_checks: int, share: float) -> bool:
-    """Whether an annotator's next queue item should be a known-answer check.
-
-    `draw` is a number in [0, 1) the caller derives from something the client cannot predict, so checks
-    sit at random positions of each annotator's stream: a fresh identity is not served checks first,
-    and rotating identities does not reveal them. Until `min_checks` are answered about one item in
-    three is a check, then about `share` of them.
-    """
-    return draw < (max(share, EARLY_CHECK_SHARE) if checks_answered < min_checks else share)
-
-
 def score_checks(counted: Iterable[Mapping[str, Any]], gold: Mapping[str, str]) -> dict[str, CheckScore]:
     """Per annotator, their counted answers on checks (`gold`: text_hash -> label): how many, how many gave
     the known label, and the same for telling checks (an answer without a stored model label tells nothing)."""
@@ -62,7 +50,7 @@ def score_checks(counted: Iterable[Mapping[str, Any]], gold: Mapping[str, str]) 
         known = gold.get(row["text_hash"])
         if known is None:
             continue
-        # Labels as they mean now (feedback.topics.meaning): an answer is right when every topic it allows is one
+        # Labels as they mean now (feedback.meaning): an answer is right when every topic it allows is one
         # the check allows, so after a split an exact answer is right on a check known as "parent or child".
         name, correct = row["annotator"], agrees(row["user_label"], known)
         answered[name] += 1

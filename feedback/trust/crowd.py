@@ -19,7 +19,7 @@ from feedback.database.query import rows
 from feedback.database.tables import answers
 from feedback.labelling.answers import COUNTED, LIVE, answers_on_checks
 from feedback.labelling.pool import read_gold
-from feedback.topics.meaning import read_now
+from feedback.meaning import answers_as_meant
 from feedback.trust.checks import CheckScore
 from feedback.trust.rules import MAINTAINER, check_scores
 
@@ -46,7 +46,7 @@ class Crowd:
 
     def __init__(self, db: Database, taxonomy: Callable[[], Taxonomy]) -> None:
         self._db = db
-        self._taxonomy = taxonomy  # answers are compared by what they mean now (feedback.topics.meaning)
+        self._taxonomy = taxonomy  # answers are compared by what they mean now (feedback.meaning)
 
     def counts(self, now: datetime | None = None, limit: int = 50) -> list[PersonCounts]:
         """The `limit` annotators with the most live answers, most first (ties by id), at `now` (default: now)."""
@@ -79,7 +79,7 @@ class Crowd:
         taxonomy = self._taxonomy()
         with self._db.read() as db:
             found, gold = answers_on_checks(db, answers.c.annotator != MAINTAINER), read_gold(db, taxonomy)
-        return check_scores(read_now(found, taxonomy), gold)
+        return check_scores(answers_as_meant(found, taxonomy), gold)
 
     def shared_answers(self) -> list[dict[str, Any]]:
         """The counted answers (live, not rejected) on texts two or more annotators answered, the maintainer
@@ -90,4 +90,4 @@ class Crowd:
         query = sa.select(*SHARED_COLUMNS).where(COUNTED, answers.c.text_hash.in_(shared)).order_by(answers.c.id)
         with self._db.read() as db:
             found = rows(db, query)
-        return read_now(found, self._taxonomy())
+        return answers_as_meant(found, self._taxonomy())

@@ -23,13 +23,11 @@ from feedback.database.db import Database, iso_time
 from feedback.database.query import first, inserted_id, rows
 from feedback.database.tables import label_candidates, label_fixes, label_searches
 from feedback.errors import FeedbackError
-from feedback.topics.meaning import allowed_keys
-from feedback.validate import canonical_label, check_row_id
+from feedback.meaning import allowed_keys
+from feedback.trust.bulk import chosen_ids, ids_in_words, outcome_in_words, shown_limit
+from feedback.validate import canonical_label
 
 log = logging.getLogger(__name__)
-
-MAX_IDS = 1000  # candidates or decisions one action may name
-MAX_SHOWN = 500  # rows one listing returns
 
 
 class Source(StrEnum):
@@ -71,28 +69,11 @@ class DecisionReport:
 
     def message(self) -> str:
         verb = {Action.RELABEL: "Relabelled", Action.KEEP: "Kept", Action.EXCLUDE: "Excluded"}[self.action]
-        parts = []
-        if self.decided:
-            parts.append(f"{verb} {len(self.decided)} row(s): {_ids(self.decided)}.")
-        if self.already:
-            parts.append(f"{len(self.already)} decided already, left as they were: {_ids(self.already)}.")
-        if self.missing:
-            parts.append(f"{len(self.missing)} not found: {_ids(self.missing)}.")
-        return " ".join(parts) or "Nothing changed."
-
-
-def _ids(ids: Iterable[int]) -> str:
-    listed = [f"#{i}" for i in ids]
-    return ", ".join(listed[:60]) + (f" and {len(listed) - 60} more" if len(listed) > 60 else "")
-
-
-def _checked_ids(ids: Iterable[object], what: str) -> list[int]:
-    wanted = sorted({check_row_id(i, what) for i in ids})
-    if not wanted:
-        raise FeedbackError(f"choose at least one {what.removesuffix(' id')}")
-    if len(wanted) > MAX_IDS:
-        raise FeedbackError(f"at most {MAX_IDS} at once; {len(wanted)} were chosen")
-    return wanted
+        return outcome_in_words([
+            (f"{verb} {len(self.decided)} row(s)", self.decided),
+            (f"{len(self.already)} decided already, left as they were", self.already),
+            (f"{len(self.missing)} not found", self.missing),
+        ])
 
 
 def _live_on(table: sa.Table) -> sa.ColumnElement[bool]:
@@ -156,7 +137,7 @@ class LabelErrors:
             where.append(label_candidates.c.source == Source(source).value)
         listed = sa.select(label_candidates).where(*where).order_by(label_candidates.c.rank)
         if int(limit) != 0:
-            listed = listed.limit(max(1, min(int(limit), MAX_SHOWN)))
+            listed = listed.limit(shown_limit(limit))
         with self._db.read() as conn:
             total = int(conn.execute(sa.select(sa.func.count()).select_from(label_candidates).where(*where))
                         .scalar_one())
@@ -167,7 +148,7 @@ class LabelErrors:
         """Decide on the named candidates at once, in one transaction: relabel (to `label`, else each one's suggested
         label), keep, or exclude. A candidate whose row already has a live decision on that label is left alone."""
         chosen = _action(action)
-        wanted = _checked_ids(ids, "candidate id")
+        wanted = chosen_ids(ids, "candidate id")
         new_label = canonical_label(label, self._taxonomy()) if label else None
         if new_label is not None and chosen is not Action.RELABEL:
             raise FeedbackError("only a relabel takes a label")
@@ -198,12 +179,12 @@ class LabelErrors:
                 ))
                 rows_done.add(key)
         if decided:
-            log.info("%s: %s %d label-error candidate(s): %s", by, chosen.value, len(decided), _ids(decided))
+            log.info("%s: %s %d label-error candidate(s): %s", by, chosen.value, len(decided), ids_in_words(decided))
         return DecisionReport(chosen, decided, tuple(already), tuple(i for i in wanted if i not in found))
 
     def undo(self, ids: Iterable[object], by: str) -> list[int]:
         """Take back the named decisions (kept, marked undone, with who and when); returns the ids that were live."""
-        wanted = _checked_ids(ids, "decision id")
+        wanted = chosen_ids(ids, "decision id")
         now = iso_time(self._clock())
         with self._db.write() as conn:
             live = [int(i) for i in conn.execute(sa.select(label_fixes.c.id).where(
@@ -212,7 +193,7 @@ class LabelErrors:
                 conn.execute(sa.update(label_fixes).where(label_fixes.c.id.in_(live))
                              .values(undone_at=now, undone_by=(by or "").strip()[:200] or None))
         if live:
-            log.info("%s: undid %d label decision(s): %s", by, len(live), _ids(live))
+            log.info("%s: undid %d label decision(s): %s", by, len(live), ids_in_words(live))
         return sorted(live)
 
     def decisions(self, limit: int = 200, *, live_only: bool = False) -> list[dict[str, Any]]:
@@ -220,7 +201,7 @@ class LabelErrors:
         `live_only`."""
         query = sa.select(label_fixes).order_by(label_fixes.c.id.desc())
         if int(limit) != 0:
-            query = query.limit(max(1, min(int(limit), MAX_SHOWN)))
+            query = query.limit(shown_limit(limit))
         if live_only:
             query = query.where(label_fixes.c.undone_at.is_(None))
         with self._db.read() as conn:
@@ -235,7 +216,7 @@ class LabelErrors:
 
 def _given(label: str, taxonomy: Taxonomy) -> str:
     """A candidate's given label: a topic's key, or a split topic's earlier label as its set of current keys
-    (`feedback.topics.meaning`), kept as it is so a decision on it matches the row training reads."""
+    (`feedback.meaning`), kept as it is so a decision on it matches the row training reads."""
     keys = allowed_keys(label)
     if len(keys) > 1 and all(k in taxonomy.keys for k in keys):
         return label

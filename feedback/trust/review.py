@@ -21,7 +21,8 @@ from feedback.database.query import count, inserted_id, rows
 from feedback.database.tables import answers, pool
 from feedback.errors import FeedbackError
 from feedback.labelling.answers import LIVE, decoded
-from feedback.topics.meaning import read_now
+from feedback.meaning import answers_as_meant
+from feedback.trust.bulk import chosen_ids, outcome_in_words, shown_limit
 from feedback.trust.credible import credible
 from feedback.trust.rules import MAINTAINER
 from feedback.validate import (
@@ -31,13 +32,10 @@ from feedback.validate import (
     Status,
     canonical_label,
     check_review_status,
-    check_row_id,
 )
 
 log = logging.getLogger(__name__)
 
-MAX_SHOWN = 500  # rows one search returns
-MAX_IDS = 1000  # answers one bulk action may name
 _PERCENT = re.compile(r"\d+(?:\.\d+)?%")
 HELD = "held"  # a status filter of its own: corrections held out of the queue until a maintainer accepts one
 
@@ -129,13 +127,13 @@ class Reviews:
         signed-in or checked people first (`feedback.trust.credible`, with `trust`'s check rule), newest first within."""
         taxonomy = self._taxonomy()
         conditions = where.where(taxonomy)
-        limit = max(1, min(int(where.limit), MAX_SHOWN))
+        limit = shown_limit(where.limit)
         first = sa.case((credible(trust or TrustPolicy()), 0), else_=1)
         query = sa.select(answers).where(*conditions).order_by(first, answers.c.id.desc()).limit(limit)
         with self._db.read() as conn:
             total = count(conn, sa.select(sa.func.count()).select_from(answers).where(*conditions))
             found = [decoded(row) for row in rows(conn, query)]
-        return read_now(found, taxonomy), total
+        return answers_as_meant(found, taxonomy), total
 
 
     def reason_choices(self) -> list[tuple[str, str]]:
@@ -163,11 +161,7 @@ class Reviews:
         were taken back by their annotator, or do not exist are left alone and reported as such.
         """
         status = check_review_status(status)
-        wanted = sorted({check_row_id(i, "answer id") for i in ids})
-        if not wanted:
-            raise FeedbackError("choose at least one answer")
-        if len(wanted) > MAX_IDS:
-            raise FeedbackError(f"at most {MAX_IDS} answers at once; {len(wanted)} were chosen")
+        wanted = chosen_ids(ids, "answer id")
         with self._db.write() as conn:
             before = {int(i): s for i, s in conn.execute(
                 sa.select(answers.c.id, answers.c.status).where(answers.c.id.in_(wanted)))}
@@ -199,9 +193,10 @@ class Reviews:
             raise FeedbackError("name the text by its 64-character text hash")
         with self._db.write() as conn:
             # Compared by what each answer means now: an old answer of a topic merged into `label` gave `label`.
-            live = read_now(rows(conn, sa.select(answers.c.id, answers.c.text, answers.c.user_label, answers.c.status,
-                                                 answers.c.annotator, answers.c.taxonomy_version)
-                                 .where(answers.c.text_hash == text_hash, LIVE).order_by(answers.c.id)), taxonomy)
+            on_text = (sa.select(answers.c.id, answers.c.text, answers.c.user_label, answers.c.status,
+                                 answers.c.annotator, answers.c.taxonomy_version)
+                       .where(answers.c.text_hash == text_hash, LIVE).order_by(answers.c.id))
+            live = answers_as_meant(rows(conn, on_text), taxonomy)
             if not live:
                 raise FeedbackError("no live answers on that text")
             people = [row for row in live if row["annotator"] != MAINTAINER]
@@ -228,19 +223,10 @@ class Reviews:
 def review_message(report: ReviewReport) -> str:
     """What a bulk review did, in words that name every id (the page shows this)."""
     verb = report.status
-    parts = []
-    if report.changed:
-        parts.append(f"{verb.capitalize()} {len(report.changed)} answer(s): {_ids(report.changed)}.")
-    if report.already:
-        parts.append(f"{len(report.already)} already {verb}, left as they were: {_ids(report.already)}.")
-    if report.withdrawn:
-        parts.append(f"{len(report.withdrawn)} taken back by their annotator, not reviewed: {_ids(report.withdrawn)}.")
-    if report.missing:
-        parts.append(f"{len(report.missing)} not found: {_ids(report.missing)}.")
-    return " ".join(parts) or "Nothing changed."
-
-
-def _ids(ids: Iterable[int]) -> str:
-    listed = [f"#{i}" for i in ids]
-    return ", ".join(listed[:60]) + (f" and {len(listed) - 60} more" if len(listed) > 60 else "")
+    return outcome_in_words([
+        (f"{verb.capitalize()} {len(report.changed)} answer(s)", report.changed),
+        (f"{len(report.already)} already {verb}, left as they were", report.already),
+        (f"{len(report.withdrawn)} taken back by their annotator, not reviewed", report.withdrawn),
+        (f"{len(report.missing)} not found", report.missing),
+    ])
 

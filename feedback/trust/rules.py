@@ -9,14 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.settings.policies import TrustPolicy
-from feedback.trust.checks import (  # noqa: F401 - check_due, CheckScore, EARLY_CHECK_SHARE: imported from here too
-    EARLY_CHECK_SHARE,
-    CheckScore,
-    check_due,
-    failed_checks,
-    passed_checks,
-    score_checks,
-)
+from feedback.trust.checks import CheckScore, failed_checks, passed_checks, score_checks
 from feedback.validate import NOT_COUNTED, Status
 
 log = logging.getLogger(__name__)
@@ -34,7 +27,7 @@ class TrustedExample:
     """A text with the label its annotators agree on."""
 
     text: str
-    label: str  # a topic key as it means now, or a split topic's set of keys (feedback.topics.meaning)
+    label: str  # a topic key as it means now, or a split topic's set of keys (feedback.meaning)
     votes: int  # counted answers giving `label`
     agreement: float  # votes / all counted answers on this text
     annotators: tuple[str, ...]  # who gave `label`, sorted
@@ -64,20 +57,6 @@ class AnnotatorAgreement:
     @property
     def rate(self) -> float:
         return self.agreed / self.compared if self.compared else 1.0
-
-
-def contradiction_reason(
-    predicted: str | None, probabilities: Mapping[str, float] | None, user_label: str, threshold: float
-) -> str | None:
-    """Why an answer looks suspicious (the model was very sure of another label), or None. An answer naming a topic
-    the model does not predict (added, or split off, since it was trained) contradicts nothing it said: its
-    certainty among its own topics is no evidence against one it lacks, and those answers are what teach it."""
-    if predicted is None or not probabilities or user_label == predicted or user_label not in probabilities:
-        return None
-    confidence = probabilities.get(predicted, 0.0)
-    if confidence < threshold:
-        return None
-    return f"model was {confidence:.0%} sure of {predicted}"
 
 
 def counted_answers(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -222,7 +201,7 @@ def independently_agreed(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, An
     """`rows` less the self-brought answers no independent answer agrees with.
 
     An answer on a text its annotator brought in stays only when another annotator, on another client
-    address, gave the same label to that text on a path the annotator did not choose: a queue answer (the
+    address, gave the same label to that text on a channel the annotator did not choose: a queue answer (the
     server picked what they saw), an answer a maintainer accepted, or the maintainer's own label. Two
     identities pasting the same text agree only with each other, so they count for nothing.
     """
@@ -245,7 +224,7 @@ def select_trusted(
 ) -> list[TrustedExample]:
     """The feedback texts to train on, one per text, with the label their annotators agree on.
 
-    `rows` are answer rows (as `FeedbackStore.answers` returns them), `gold` the known-answer checks
+    `rows` are answer rows (as `Answers.rows` returns them), `gold` the known-answer checks
     (text_hash -> label). Rules, in order:
     1. Undone and rejected answers are ignored. Of the rest, only each annotator's latest answer on a
        text counts (texts are identified by `core.text.text_hash`).

@@ -13,8 +13,8 @@ from core.settings.config import SEED_CSV
 from core.settings.policies import TrustPolicy
 from core.taxonomy import Taxonomy
 from core.text import text_hash
+from feedback.meaning import SET_MARK, allowed_keys
 from feedback.store import FeedbackStore
-from feedback.topics.meaning import SET_MARK, allowed_keys
 from feedback.training.fixes import LabelFixes
 from feedback.trust.label_errors import Source
 from feedback.trust.rules import select_trusted
@@ -33,7 +33,7 @@ class Row:
     allowed: tuple[int, ...] = ()
 
     def given(self, keys: Sequence[str]) -> str:
-        """The label as stored on a candidate: a key, or a set's keys joined as `feedback.topics.meaning` joins them."""
+        """The label as stored on a candidate: a key, or a set's keys joined as `feedback.meaning` joins them."""
         return SET_MARK.join(keys[i] for i in self.allowed) if self.allowed else keys[self.label]
 
 
@@ -67,12 +67,12 @@ def _csv_rows(path: Path) -> dict[str, str]:
 def answer_rows(store: FeedbackStore, policy: TrustPolicy, fixes: LabelFixes, taxonomy: Taxonomy) -> list[Row]:
     """Every trusted answer's text (read through the fixes, labels as they mean under `taxonomy`), named by its
     newest answer giving that label."""
-    answers = store.answers(taxonomy=taxonomy)  # newest first
+    answers = store.answers.rows(taxonomy=taxonomy)  # newest first
     newest: dict[tuple[str, str], dict[str, Any]] = {}
     for answer in answers:
         newest.setdefault((answer["text_hash"], answer["user_label"]), answer)
     rows = []
-    for trusted in fixes.trusted(select_trusted(answers, store.gold_labels(taxonomy=taxonomy), policy)):
+    for trusted in fixes.trusted(select_trusted(answers, store.pool.gold_labels(taxonomy=taxonomy), policy)):
         digest = trusted.text_hash or text_hash(trusted.text)
         named = newest.get((digest, trusted.label))
         origin = (f"answer #{named['id']} by {named['annotator']}, {str(named['created_at'])[:10]}"

@@ -69,7 +69,7 @@ def search(
     (docs/results/label-errors.md)."""
     started = time.perf_counter()
     fixes = read_fixes(store)
-    taxonomy = store.taxonomy()
+    taxonomy = store.topics.current()
     read = (base_rows(under_taxonomy(corpus, taxonomy), data_source, fixes)
             + answer_rows(store, policy, fixes, taxonomy))
     small = small_topics(read, len(taxonomy.keys), min_topic_rows)

@@ -21,6 +21,7 @@ from starlette.routing import Mount
 
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import ChampionService
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from tests.e2e.raw_http import ADMIN, Visitor
@@ -59,13 +60,13 @@ def app(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     settings = tiny_settings(home, admin_password=SecretStr(PASSWORD), classify_per_minute=10_000,
                              queue_per_minute=10_000)
     store = FeedbackStore(home / "feedback.db")
-    store.add_to_pool([f"Pool story {i} on trade talks" for i in range(5)], source="test")
+    store.pool.add([f"Pool story {i} on trade talks" for i in range(5)], source="test")
     for i in range(3):
-        store.record(text=f"Harbour strike talks, day {i}", user_label="Sports", annotator="user:dana",
-                     kind="correct", probabilities=SURE_OF_WORLD, verified=True)
-    store.record(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct")
-    store.record(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
-                 kind="correct", verified=True)
+        store.answers.record(AnswerInput(text=f"Harbour strike talks, day {i}", user_label="Sports", annotator="user:dana",
+                     kind="correct", probabilities=SURE_OF_WORLD, verified=True))
+    store.answers.record(AnswerInput(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct"))
+    store.answers.record(AnswerInput(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
+                 kind="correct", verified=True))
     server_app = build_app(ChampionService(registry), settings, store)
     [mount] = [route for route in server_app.routes if isinstance(route, Mount) and route.path == ADMIN]
     port = free_port()
@@ -176,7 +177,7 @@ def test_a_disagreement_button_refuses_without_a_session(app) -> None:  # type: 
     [admin] = {fn.__self__.admin for fn in admin_events(blocks).values()
                if inspect.unwrap(fn).__qualname__ == "PeoplePanel.overview"}
     before = snapshot(home, store)
-    [text_hash] = {row["text_hash"] for row in store.answers() if row["text"].startswith("Chipmaker")}
+    [text_hash] = {row["text_hash"] for row in store.answers.rows() if row["text"].startswith("Chipmaker")}
     settle = _settle(PeoplePanel(admin), text_hash, "Business")
     assert is_guarded(settle) and settle(None) == "Sign in first."
     assert snapshot(home, store) == before  # the disagreement stays open

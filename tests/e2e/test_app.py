@@ -72,7 +72,7 @@ def test_correction_stores_exactly_one_complete_row(served) -> None:  # type: ig
     correction = next(name for name in LABELS if name != predicted)
     ack = c.predict(correction, shown, text, api_name="/feedback")
     assert "saved" in ack.lower()
-    rows = [r for r in store.answers() if r["text"] == text]
+    rows = [r for r in store.answers.rows() if r["text"] == text]
     assert len(rows) == 1
     row = rows[0]
     assert row["predicted_label"] == predicted and row["user_label"] == correction
@@ -102,7 +102,7 @@ def test_an_answer_must_name_the_prediction_on_screen_and_its_text(served) -> No
     assert c.predict("Sports", "", second, api_name="/feedback") == stale
     c.predict("", api_name="/classify")  # an empty submit clears the result: nothing is left to answer
     assert "Classify a text first" in c.predict("Sports", current, second, api_name="/feedback")
-    assert not [row for row in store.answers() if row["text"] in (first, second)]
+    assert not [row for row in store.answers.rows() if row["text"] in (first, second)]
     _, _, current = c.predict(second, api_name="/classify")
     assert c.predict("Sports", current, second, api_name="/feedback").startswith("Thanks, saved as **Sports**")
 
@@ -114,10 +114,10 @@ def test_a_change_of_mind_replaces_the_answer_and_undo_revives_nothing(served) -
     _, _, shown = c.predict(text, api_name="/classify")
     assert c.predict("Sci/Tech", shown, text, api_name="/feedback").startswith("Thanks, saved as **Sci/Tech**")
     assert c.predict("Business", shown, text, api_name="/feedback").startswith("Changed your answer: saved as")
-    rows = sorted((r for r in store.answers() if r["text"] == text), key=lambda r: r["id"])
+    rows = sorted((r for r in store.answers.rows() if r["text"] == text), key=lambda r: r["id"])
     assert [(r["user_label"], r["status"]) for r in rows] == [("Sci/Tech", "replaced"), ("Business", "ok")]
     assert c.predict(api_name="/undo").startswith("Undone: your answer **Business**")
-    assert {r["status"] for r in store.answers() if r["text"] == text} == {"replaced", "undone"}  # none live
+    assert {r["status"] for r in store.answers.rows() if r["text"] == text} == {"replaced", "undone"}  # none live
 
 
 def test_queue_serves_a_1000_row_pool_from_its_most_uncertain_items(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -128,7 +128,7 @@ def test_queue_serves_a_1000_row_pool_from_its_most_uncertain_items(served, tmp_
     topics = ["election", "match", "shares", "software", "summit", "league", "profits", "satellite"]
     lines = ["text"] + [f"Report {i}: news about the {topics[i % 8]} number {i} and its {topics[(i * 3) % 8]}" for i in range(1000)]
     pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert store.import_pool(pool).added == 1000
+    assert store.pool.import_file(pool).added == 1000
     # The server scores the pool in the background (feedback.labelling.scoring), not in the queue's requests.
     wait_until(lambda: (lambda p: p["scored"] == p["items"])(store.stats()["pool"]), 120, "the pool scored")
 
@@ -165,18 +165,18 @@ def test_queue_serves_a_1000_row_pool_from_its_most_uncertain_items(served, tmp_
 def test_queue_skip_moves_on_without_storing(served) -> None:  # type: ignore[no-untyped-def]
     url, store = served
     c = client(url)
-    before = store.count()
+    before = store.answers.count()
     first, _, _, shown = c.predict(api_name="/queue_next")
     second, _, ack, _ = c.predict(shown, api_name="/queue_skip")
     assert ack == "Skipped." and second != first
-    assert store.count() == before
+    assert store.answers.count() == before
 
 
 def test_checks_are_mixed_in_at_positions_fresh_identities_cannot_predict(served) -> None:  # type: ignore[no-untyped-def]
     url, store = served
     checks = {f"Known-answer check number {i} about the cup final": "Sports" for i in range(6)}
-    store.add_to_pool(list(checks), source="checks", labels=list(checks.values()))
-    store.add_to_pool([f"Ordinary article {i} on markets and matches" for i in range(30)], source="pool")
+    store.pool.add(list(checks), source="checks", labels=list(checks.values()))
+    store.pool.add([f"Ordinary article {i} on markets and matches" for i in range(30)], source="pool")
     firsts = [client(url).predict(api_name="/queue_next")[0] for _ in range(8)]  # 8 fresh identities
     # Each is served a check first with probability 1/3, so all 8 seeing one would mean checks come first.
     assert sum(text in checks for text in firsts) < 8
@@ -193,10 +193,10 @@ def test_checks_are_mixed_in_at_positions_fresh_identities_cannot_predict(served
 
 def test_queue_answers_and_skips_must_name_the_article_on_screen(served) -> None:  # type: ignore[no-untyped-def]
     url, store = served
-    store.add_to_pool([f"Stale-id story {i} about ports, pitches and profits" for i in range(4)], source="test")
+    store.pool.add([f"Stale-id story {i} about ports, pitches and profits" for i in range(4)], source="test")
     c = client(url)
     first, _, _, shown = c.predict(api_name="/queue_next")
-    before = store.count()
+    before = store.answers.count()
     second, _, ack, next_shown = c.predict("World", shown, api_name="/queue_answer")
     assert "Saved as" in ack and next_shown != shown
     # The same press again (a double tap): it names the article that is gone, so nothing is stored or skipped.
@@ -204,8 +204,8 @@ def test_queue_answers_and_skips_must_name_the_article_on_screen(served) -> None
     assert ack.startswith("Not saved: that article is no longer on screen") and (text, again) == (second, next_shown)
     text, _, ack, again = c.predict(shown, api_name="/queue_skip")
     assert ack.startswith("Not skipped: that article is no longer on screen") and (text, again) == (second, next_shown)
-    assert store.count() == before + 1
-    newest = store.answers(limit=1)[0]
+    assert store.answers.count() == before + 1
+    newest = store.answers.rows(limit=1)[0]
     assert (newest["text"], newest["user_label"]) == (first, "World")
 
 

@@ -26,6 +26,7 @@ from pydantic import SecretStr
 
 from core.labels import LABELS
 from core.settings.config import ConfigError, Settings
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.models import tiny_settings
@@ -71,8 +72,8 @@ def space(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) ->
         settings = space_settings(home)
         assert (settings.trust.train_on, settings.hosting.trusted_proxy_hops, settings.queue.labels_required) == ("signed_in", 1, 2)
         store = FeedbackStore.from_settings(settings)
-        store.add_to_pool(list(CHECKS), source="checks", labels=list(CHECKS.values()))
-        store.add_to_pool(POOL, source="pool")
+        store.pool.add(list(CHECKS), source="checks", labels=list(CHECKS.values()))
+        store.pool.add(POOL, source="pool")
         with launched_app(settings, store) as (url, _):
             yield Served(url, settings, store)
 
@@ -91,7 +92,7 @@ def sign_in(visitor: Visitor, password: str = PASSWORD) -> str:
 
 
 def attacker_rows(store: FeedbackStore) -> list[dict]:
-    return [row for row in store.answers() if row["annotator"].startswith("anon:")]
+    return [row for row in store.answers.rows() if row["annotator"].startswith("anon:")]
 
 
 # 1. Identities are free, so every trust rule could be bought ----------------------------------------------
@@ -129,8 +130,8 @@ def test_forty_minted_identities_get_no_wrong_label_trusted(space: Served) -> No
     # An honest, signed-in annotator outvoted on the same texts by minted identities is not excluded.
     texts = [text for text in sorted(wrong) if text not in CHECKS][:6]
     for text in texts:
-        space.store.record(text=text, user_label="World", annotator="user:honest", kind="correct",
-                           verified=True, address="addr:honest")
+        space.store.answers.record(AnswerInput(text=text, user_label="World", annotator="user:honest", kind="correct",
+                           verified=True, address="addr:honest"))
     policy = space.settings.trust_policy().with_(labels_required=1)
     assert {e.text for e in read_trusted(space.store, policy) if "user:honest" in e.annotators} >= set(texts)
 
@@ -207,11 +208,11 @@ def test_an_export_downloads_once_for_the_admin_who_asked_and_leaves_no_file(spa
 def test_a_signed_in_admin_can_accept_and_reject_suspicious_answers(space: Served) -> None:
     probs = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
     ids = [
-        space.store.record(text=f"Summit report {i} for review", user_label="Sports", annotator="user:someone",
-                           kind="correct", probabilities=probs, verified=True).id
+        space.store.answers.record(AnswerInput(text=f"Summit report {i} for review", user_label="Sports", annotator="user:someone",
+                           kind="correct", probabilities=probs, verified=True)).id
         for i in range(2)
     ]
-    assert {space.store.get(i)["status"] for i in ids} == {"suspicious"}
+    assert {space.store.answers.get(i)["status"] for i in ids} == {"suspicious"}
     admin = space.visitor(real_address())
     filters = ("suspicious", "any", "any", "any", "")  # the review panel's filters, as the page sends them
     assert refused(admin, "review_search", [], *filters) and refused(admin, "accept", [ids[0]], *filters)
@@ -219,7 +220,7 @@ def test_a_signed_in_admin_can_accept_and_reject_suspicious_answers(space: Serve
     admin.call("review_search", [], *filters)  # none ticked yet: lists them, as the page does, so they can be ticked
     assert admin.call("accept", [ids[0]], *filters)[0] == f"Accepted 1 answer(s): #{ids[0]}."
     assert admin.call("reject", [ids[1]], *filters)[0] == f"Rejected 1 answer(s): #{ids[1]}."
-    assert [space.store.get(i)["status"] for i in ids] == ["accepted", "rejected"]
+    assert [space.store.answers.get(i)["status"] for i in ids] == ["accepted", "rejected"]
 
 
 # 4. Client address spoofing ------------------------------------------------------------------------------
@@ -304,7 +305,7 @@ def test_one_client_cannot_act_on_another_clients_text(space: Served) -> None:
         assert bob.call("undo")[0] == "Nothing to undo."
         bob.session_hash = alice.session_hash  # even naming alice's tab does not make bob alice
         assert bob.call("feedback", "Business", shown, private)[0].startswith("Classify a text first")
-    assert not [row for row in space.store.answers() if row["text"] == private]
+    assert not [row for row in space.store.answers.rows() if row["text"] == private]
     assert alice.call("feedback", "Business", shown, private)[0].startswith("Thanks, saved")
     assert alice.call("undo")[0].startswith("Undone")
 

@@ -24,6 +24,7 @@ from core.labels import LABELS
 from core.settings.config import PROJECT_ROOT
 from core.settings.policies import StoreLimits
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.export.files import export_answers, write_answers
 from feedback.store import FeedbackStore
 from testkit.models import tiny_settings
 from testkit.server import launched_app
@@ -84,7 +85,7 @@ def _stored_texts(store: FeedbackStore) -> list[str]:
 
 def _export_csv(store: FeedbackStore, tmp_path: Path) -> list[dict[str, str]]:
     out = tmp_path / "export.csv"
-    store.export(out, "csv")
+    export_answers(store, out, "csv")
     with out.open(encoding="utf-8", newline="") as stream:
         return list(csv.DictReader(stream))
 
@@ -189,17 +190,17 @@ def test_formula_cells_are_defused_in_the_csv_export(served, tmp_path: Path, tex
     assert not dangerous, f"cells a spreadsheet would run as formulas: {dangerous}"
     # JSONL is for programs, not spreadsheets: the text comes back exactly.
     jsonl = io.StringIO()
-    store.write_export(jsonl, "jsonl")
+    write_answers(store, jsonl, "jsonl")
     assert text in [json.loads(line)["text"] for line in jsonl.getvalue().splitlines()]
 
 
 def test_sql_metacharacters_are_stored_verbatim_and_the_table_survives(served) -> None:  # type: ignore[no-untyped-def]
     url, store = served
     text = "Robert'); DROP TABLE answers; -- \" OR 1=1; /* the league's top scorer */ SELECT * FROM pool"
-    before = store.count()
+    before = store.answers.count()
     _, _, ack = _classify_then_correct(url, text)
     assert ack.startswith("Thanks, saved as")
-    assert store.count() == before + 1
+    assert store.answers.count() == before + 1
     assert _stored_texts(store).count(text) == 1
     with sqlite3.connect(store.path) as conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -238,7 +239,7 @@ def test_invalid_utf8_pool_file_names_the_line_and_writes_nothing(tmp_path: Path
     pool = tmp_path / "pool.csv"
     pool.write_bytes(b"text\nA valid first story about the league\nLatin-1 caf\xe9 story \xff\xfe\nAnother good one\n")
     with pytest.raises(PoolImportError) as caught:
-        store.import_pool(pool)
+        store.pool.import_file(pool)
     message = str(caught.value)
     assert message.startswith("pool.csv: 1 bad row; nothing was imported")
     assert "line 3: invalid UTF-8 (byte 12 of the line); save the file as UTF-8" in message
@@ -258,7 +259,7 @@ def test_traversal_in_a_pool_source_writes_nothing_outside(tmp_path: Path, monke
         pools[-1].write_text(f"text\nStory number {number} about the cup final\n", encoding="utf-8")
     before = _files_under(tmp_path)
     for pool, source in zip(pools, sources, strict=True):
-        assert store.import_pool(pool, source=source).added == 1
+        assert store.pool.import_file(pool, source=source).added == 1
     created = {p for p in _files_under(tmp_path) - before if not p.name.startswith("feedback.db")}
     assert created == set()
     assert not (tmp_path / "deep" / "etc").exists()
@@ -298,5 +299,5 @@ def test_cli_import_of_invalid_utf8_names_the_problem_without_traceback(tmp_path
 def test_store_refuses_rows_it_cannot_label(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db", StoreLimits(max_text_chars=100))
     with pytest.raises(FeedbackError, match="2 bad texts; nothing was added: item 1: empty text; item 3: text is 101"):
-        store.add_to_pool(["\x00\u200b", "fine story", "x" * 101], source="api")
+        store.pool.add(["\x00\u200b", "fine story", "x" * 101], source="api")
     assert _pool_count(store) == 0

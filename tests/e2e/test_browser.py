@@ -139,7 +139,7 @@ def test_classify_and_correct_in_the_browser(page, served) -> None:  # type: ign
     _shot(page, "02-classified")
     assert predicted in shown
 
-    before = store.count()
+    before = store.answers.count()
     correction_index = next(i for i, name in enumerate(LABELS) if name != predicted)
     correction = LABELS[correction_index]
     page.click(f"#fb-{correction_index}")
@@ -147,8 +147,8 @@ def test_classify_and_correct_in_the_browser(page, served) -> None:  # type: ign
     _shot(page, "03-corrected")
     assert correction in ack
 
-    assert store.count() == before + 1
-    row = store.answers(limit=1)[0]
+    assert store.answers.count() == before + 1
+    row = store.answers.rows(limit=1)[0]
     assert row["text"] == ARTICLE
     assert row["user_label"] == correction and row["kind"] == "correct"
     assert row["annotator"].startswith("anon:")  # a server-issued browser id, never the client's session
@@ -158,7 +158,7 @@ def test_label_queue_in_the_browser(page, served, tmp_path: Path) -> None:  # ty
     _, store, _ = served
     pool = tmp_path / "pool.csv"
     pool.write_text("text\n" + "\n".join(POOL) + "\n", encoding="utf-8")
-    assert store.import_pool(pool).added == len(POOL)
+    assert store.pool.import_file(pool).added == len(POOL)
 
     # The article corrected on the Classify tab earlier became a queue candidate too.
     candidates = [*POOL, ARTICLE]

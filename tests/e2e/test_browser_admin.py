@@ -19,6 +19,7 @@ from core.registry.stages import RowCounts, RunRecord, state_payload
 from core.registry.versions import ModelRegistry
 from core.samples import AG_NEWS_EXAMPLES as EXAMPLES
 from core.settings.policies import TrustPolicy
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.server import launched_app, open_limits_settings, open_limits_store
@@ -63,15 +64,15 @@ def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -
     store = open_limits_store(tmp_path_factory.mktemp("admin_db") / "feedback.db",
                               [f"Queue story {i}: talks on trade and a chip plant" for i in range(10)])
     for i in range(20):  # the rows the bulk review filters for
-        store.record(text=f"Harbour strike talks, day {i}: unions meet ministers", user_label="Sports",
-                     annotator="user:dana", kind="correct", probabilities=SURE_OF_WORLD, verified=True)
+        store.answers.record(AnswerInput(text=f"Harbour strike talks, day {i}: unions meet ministers", user_label="Sports",
+                     annotator="user:dana", kind="correct", probabilities=SURE_OF_WORLD, verified=True))
     for i in range(8):  # suspicious too, but from someone else or about something else: never touched
         who = "user:dana" if i % 2 else "anon:5f2a"
-        store.record(text=f"Summit story {i} for another day", user_label="Sports", annotator=who, kind="correct",
-                     probabilities=SURE_OF_WORLD, verified=who.startswith("user:"))
-    store.record(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct")
-    store.record(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
-                 kind="correct", verified=True)
+        store.answers.record(AnswerInput(text=f"Summit story {i} for another day", user_label="Sports", annotator=who, kind="correct",
+                     probabilities=SURE_OF_WORLD, verified=who.startswith("user:")))
+    store.answers.record(AnswerInput(text="Chipmaker's profit beats forecasts", user_label="Sci/Tech", annotator="anon:5f2a", kind="correct"))
+    store.answers.record(AnswerInput(text="Chipmaker's profit beats forecasts", user_label="Business", annotator="user:dana",
+                 kind="correct", verified=True))
     with launched_app(settings, store) as (url, _):
         yield url, store
 
@@ -98,7 +99,7 @@ def choose(page, selector: str, option: str) -> None:  # type: ignore[no-untyped
 def test_bulk_review_of_twenty_filtered_rows_changes_exactly_those(browser, served) -> None:  # type: ignore[no-untyped-def]
     url, store = served
     before = statuses(store)
-    wanted = {i for i, row in ((r["id"], r) for r in store.answers()) if row["text"].startswith("Harbour strike")}
+    wanted = {i for i, row in ((r["id"], r) for r in store.answers.rows()) if row["text"].startswith("Harbour strike")}
     assert len(wanted) == 20
     page = open_page(browser, url)
     sign_in(page)
@@ -145,7 +146,7 @@ def test_review_by_keyboard_names_what_it_rejected(browser, served) -> None:  # 
     page.keyboard.press("r")
     message = _wait_for_text(page, "#review-msg", "Rejected")
     assert "Rejected 2 answer(s)" in message and all(f"#{i}" in message for i in ids)
-    assert {store.get(i)["status"] for i in ids} == {"rejected"}
+    assert {store.answers.get(i)["status"] for i in ids} == {"rejected"}
     page.context.close()
 
 

@@ -54,7 +54,7 @@ def answerable(page) -> list[bool]:  # type: ignore[no-untyped-def]
 
 
 def rows(store: FeedbackStore, text: str) -> list[dict]:
-    return sorted((r for r in store.answers() if r["text"] == text), key=lambda r: r["id"])
+    return sorted((r for r in store.answers.rows() if r["text"] == text), key=lambda r: r["id"])
 
 
 def press_everything(page) -> None:  # type: ignore[no-untyped-def]
@@ -125,7 +125,7 @@ def test_three_key_presses_30_ms_apart_store_one_answer(page, served) -> None:  
     _wait_for_text(page, "#queue-article", "Queue article")
     page.wait_for_function("() => !document.querySelector('#q-0').disabled")
     shown = page.inner_text("#queue-article article")
-    before = store.count()
+    before = store.answers.count()
     page.locator("#queue-article article").focus()
     page.wait_for_timeout(400)  # a person reads first (queue.js takes no press within 150 ms of a new article)
     # The guard is widened for this test (the article on screen long read), so how fast this machine sends three
@@ -137,8 +137,8 @@ def test_three_key_presses_30_ms_apart_store_one_answer(page, served) -> None:  
     _wait_for_text(page, "#queue-ack", "Saved as")
     page.wait_for_function("(b) => document.querySelector('#queue-article article').innerText !== b", arg=shown)
     page.wait_for_timeout(1_500)  # any press that got through would have landed by now
-    assert store.count() == before + 1
-    newest = store.answers(limit=1)[0]
+    assert store.answers.count() == before + 1
+    newest = store.answers.rows(limit=1)[0]
     assert (newest["text"], newest["user_label"], newest["kind"]) == (shown.strip(), "World", "queue")
     assert shown.strip()[:20] in page.inner_text("#queue-ack")  # the confirmation names the article on screen
     assert "labelled 1," in page.inner_text("#queue-progress")

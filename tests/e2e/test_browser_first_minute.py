@@ -38,7 +38,7 @@ WATCH = """() => {
 @pytest.fixture(scope="module")
 def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FeedbackStore]]:
     store = open_limits_store(tmp_path_factory.mktemp("first_minute_db") / "feedback.db")
-    assert store.offer_demo_pool() > PRESSES  # what app.main does with a fresh install's empty store
+    assert store.pool.offer_demo() > PRESSES  # what app.main does with a fresh install's empty store
     with launched_app(open_limits_settings(tiny_champion_home), store) as (url, _):
         yield url, store
 

@@ -16,6 +16,7 @@ import pytest
 from pydantic import SecretStr
 
 from core.settings.config import PROJECT_ROOT
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.server import launched_app, open_limits_settings, open_limits_store
 from tests.e2e.test_browser import STEP_TIMEOUT_MS, _wait_for_text
@@ -237,16 +238,16 @@ def test_admin_view_loads_on_sign_in_and_survives_a_reload(browser, served, size
 def test_admin_reviews_a_suspicious_answer_by_clicking_its_row(browser, served) -> None:  # type: ignore[no-untyped-def]
     url, store = served
     probs = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
-    answer = store.record(text="Summit report flagged for the browser review", user_label="Sports",
-                          annotator="user:someone", kind="correct", probabilities=probs, verified=True)
-    assert store.get(answer.id)["status"] == "suspicious"
+    answer = store.answers.record(AnswerInput(text="Summit report flagged for the browser review", user_label="Sports",
+                          annotator="user:someone", kind="correct", probabilities=probs, verified=True))
+    assert store.answers.get(answer.id)["status"] == "suspicious"
     page = open_page(browser, url)
     sign_in(page)
     # Every answer in the review list is a checkbox labelled with its full text (web/admin/review_view.py).
     page.locator("#review-list label", has_text="Summit report flagged").first.click()
     page.click("#review-accept")
     assert f"#{answer.id}" in _wait_for_text(page, "#review-msg", "Accepted 1 answer")
-    assert store.get(answer.id)["status"] == "accepted"
+    assert store.answers.get(answer.id)["status"] == "accepted"
     page.context.close()
 
 
@@ -257,8 +258,8 @@ def test_a_reload_the_maintainer_did_not_ask_for_undoes_nothing(browser, served)
     probs = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}
 
     def suspicious(text: str) -> int:
-        return store.record(text=text, user_label="Sports", annotator="user:someone", kind="correct",
-                            probabilities=probs, verified=True).id
+        return store.answers.record(AnswerInput(text=text, user_label="Sports", annotator="user:someone", kind="correct",
+                            probabilities=probs, verified=True)).id
 
     ticked = suspicious("Harbour talks ticked before the refresh")
     page = open_page(browser, url)
@@ -276,7 +277,7 @@ def test_a_reload_the_maintainer_did_not_ask_for_undoes_nothing(browser, served)
     assert not page.locator("#review-list label", has_text="Rail deal that arrived").locator("input").first.is_checked()
     page.click("#review-accept")
     assert f"#{ticked}." in _wait_for_text(page, "#review-msg", "Accepted 1 answer")
-    assert (store.get(ticked)["status"], store.get(arrived)["status"]) == ("accepted", "suspicious")
+    assert (store.answers.get(ticked)["status"], store.answers.get(arrived)["status"]) == ("accepted", "suspicious")
     page.context.close()
 
 

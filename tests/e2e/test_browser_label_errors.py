@@ -15,6 +15,7 @@ from core.data import Example, load_seed
 from core.labels import LABELS
 from core.settings.config import Settings
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.trust.label_errors import Candidate, Source
 from retrain.inputs import RetrainSetup
@@ -38,7 +39,7 @@ def served(tiny_home_copy: Path) -> Iterator[tuple[str, Settings, list[Example]]
     store = open_limits_store(settings.paths.feedback_db)
     corpus = load_seed()
     for i, ex in enumerate(corpus.train[:30]):  # trusted feedback, or a retrain stops before training
-        store.record(text=ex.text, user_label=LABELS[ex.label], annotator=f"tester-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=ex.text, user_label=LABELS[ex.label], annotator=f"tester-{i % 3}", kind="correct"))
     doubted = corpus.train[50:54]
     store.label_errors.save_search("20260101-000000", [
         Candidate(Source.BASE, text_hash(e.text), f"seed_news.csv row {50 + i}", e.text, LABELS[e.label], _other(e),

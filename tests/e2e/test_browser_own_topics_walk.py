@@ -97,7 +97,7 @@ def test_a_newsroom_bringing_its_own_topics_never_sees_ag_news(tmp_path: Path) -
     with newsloop_serve(env, tmp_path / "serve-1.log"):
         pass
     store = FeedbackStore(home / "feedback.db")
-    assert store.taxonomy().names == LABELS and store.stats()["pool"]["items"] == 40
+    assert store.topics.current().names == LABELS and store.stats()["pool"]["items"] == 40
     store.close()
 
     # 2. "Bring your own topics": the bootstrap on the newsroom's CSV says, in one line, that the list follows it.

@@ -55,7 +55,7 @@ def page(served):  # type: ignore[no-untyped-def]
 def queue_answers(store: FeedbackStore) -> dict[str, list[str]]:
     """Live queue answers: article text -> the labels stored for it."""
     found: dict[str, list[str]] = {}
-    for row in store.answers():
+    for row in store.answers.rows():
         if row["kind"] == "queue" and row["status"] not in WITHDRAWN:
             found.setdefault(row["text"], []).append(row["user_label"])
     return found
@@ -96,7 +96,7 @@ def test_sixty_presses_at_a_fast_pace_are_all_stored_on_the_article_on_screen(pa
 def test_a_held_key_and_a_press_right_after_a_new_article_are_shown_as_not_taken(page, served) -> None:  # type: ignore[no-untyped-def]
     store = served[1]
     page.wait_for_timeout(300)
-    before = store.count()
+    before = store.answers.count()
     first = page.evaluate("window.newsloopQueue.current.text")
     # A held key: its first press answers the article on screen, its repeats answer nothing.
     page.keyboard.down("2")
@@ -106,7 +106,7 @@ def test_a_held_key_and_a_press_right_after_a_new_article_are_shown_as_not_taken
     assert "Not taken" in page.inner_text("#queue-ack .q-sign")
     assert "held down" in page.inner_text("#queue-ack .q-sign")
     page.wait_for_function("() => window.newsloopQueue.outbox.length === 0 && !window.newsloopQueue.inflight")
-    assert store.count() == before + 1
+    assert store.answers.count() == before + 1
     assert queue_answers(store)[first] == [LABELS[1]]
     # A press within the guard after a new article appears: the article just shown is not answered. The guard
     # is widened here so the test does not depend on how fast this machine presses twice.
@@ -116,7 +116,7 @@ def test_a_held_key_and_a_press_right_after_a_new_article_are_shown_as_not_taken
     assert "Not taken" in sign and "only just appeared" in sign
     page.wait_for_timeout(800)  # anything sent would have landed by now
     assert page.evaluate("window.newsloopQueue.outbox.length") == 0
-    assert store.count() == before + 1
+    assert store.answers.count() == before + 1
     # The next press after the guard is taken, and the sign goes away.
     page.evaluate("() => { window.newsloopQueue.guardMs = 150; }")
     shown = page.evaluate("window.newsloopQueue.current.text")

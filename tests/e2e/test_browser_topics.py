@@ -64,7 +64,7 @@ def test_a_topic_added_in_the_admin_view_is_answered_in_the_queue_and_in_classif
     assert "Health" in _wait_for_text(page, "#feedback-ack", "saved as")
     assert "✓" in page.inner_text("#fb-4")
 
-    stored = {(r["text"], r["kind"]): r["user_label"] for r in store.answers()}
+    stored = {(r["text"], r["kind"]): r["user_label"] for r in store.answers.rows()}
     assert stored[(ARTICLE, "queue")] == "Health" and stored[(text, "correct")] == "Health"
 
     # The page's own scripts name no topic: they read the buttons the server drew.

@@ -20,7 +20,7 @@ CLASSIFIED = "Hospitals report fewer flu cases this winter, health officials sai
 def test_none_of_these_answers_are_grouped_and_become_a_new_topics_first_labels(  # type: ignore[no-untyped-def]
         browser, served) -> None:
     url, store = served
-    before = store.taxonomy()
+    before = store.topics.current()
 
     queue = open_page(browser, url)  # the first labeller: key 0 in the queue, the missing topic typed first
     queue.get_by_role("tab", name="Label queue").click()
@@ -40,7 +40,7 @@ def test_none_of_these_answers_are_grouped_and_become_a_new_topics_first_labels(
     page.click("#fb-none")
     assert "None of these" in _wait_for_text(page, "#feedback-ack", "saved")
     assert "✓" in page.inner_text("#fb-none")
-    assert store.count() == 0 and len(store.unlisted.rows()) == 2  # kept apart: nothing trains yet
+    assert store.answers.count() == 0 and len(store.unlisted.rows()) == 2  # kept apart: nothing trains yet
 
     admin = open_page(browser, url)
     to_admin(admin)
@@ -64,11 +64,11 @@ def test_none_of_these_answers_are_grouped_and_become_a_new_topics_first_labels(
     _wait_for_text(admin, "#topics-list", "Version 2")
     _wait_for_text(admin, "#unlisted-summary", "No \"None of these\" answers")
 
-    after = store.taxonomy()
+    after = store.topics.current()
     assert after.version == before.version + 1 and after.names == (*before.names, "Health")
     key = after.topics[-1].key
-    first_labels = {(r["text"], r["kind"], r["status"]) for r in store.answers() if r["user_label"] == key}
+    first_labels = {(r["text"], r["kind"], r["status"]) for r in store.answers.rows() if r["user_label"] == key}
     assert first_labels == {(ARTICLE, "queue", "accepted"), (CLASSIFIED, "correct", "accepted")}
-    assert store.count() == 2
+    assert store.answers.count() == 2
     assert {r["status"] for r in store.unlisted.rows(status=None)} == {"placed"}
     assert not queue.errors and not page.errors and not admin.errors

@@ -48,7 +48,7 @@ def test_the_api_the_stored_prediction_and_the_queue_order_read_calibrated_proba
 
     settings = tiny_settings(home, classify_per_minute=1_000, queue_per_minute=1_000)
     store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=1_000))
-    store.add_to_pool(POOL, source="pool")
+    store.pool.add(POOL, source="pool")
     calibrated, uncalibrated = expected([TEXT])
     assert np.abs(calibrated - uncalibrated).max() > 0.01  # the test can tell them apart
     with launched_app(settings, store) as (url, _):
@@ -63,11 +63,11 @@ def test_the_api_the_stored_prediction_and_the_queue_order_read_calibrated_proba
         label, _, shown = visitor.call("classify", TEXT)
         wrong = next(name for name in LABELS if name != label["label"])
         assert "saved" in visitor.call("feedback", wrong, shown, TEXT)[0].lower()
-        stored = next(row for row in store.answers() if row["text"] == TEXT)["probabilities"]
+        stored = next(row for row in store.answers.rows() if row["text"] == TEXT)["probabilities"]
         assert [stored[name] for name in LABELS] == pytest.approx(calibrated[0].tolist(), abs=1e-4)
         confidence = max(stored.values())
         if confidence >= settings.answers.suspicious_confidence:  # the suspicious rule quotes the calibrated confidence
-            assert f"{confidence:.0%}" in next(r for r in store.answers() if r["text"] == TEXT)["suspicious_reason"]
+            assert f"{confidence:.0%}" in next(r for r in store.answers.rows() if r["text"] == TEXT)["suspicious_reason"]
 
         visitor.call("queue_next")  # the queue rescores its pool with the champion before serving
     with sqlite3.connect(store.path) as conn:

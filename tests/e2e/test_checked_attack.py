@@ -47,8 +47,8 @@ def checked_space(tiny_champion_home: Path, tmp_path: Path, monkeypatch: pytest.
         model = {p_text: p for p_text, p in zip(CHECKS + POOL + PASTED, service.predict(CHECKS + POOL + PASTED),
                                                 strict=True)}
         gold = {text: model[text].label if i < 9 else other(model[text].label) for i, text in enumerate(CHECKS)}
-        store.add_to_pool(list(gold), source="checks", labels=list(gold.values()))
-        store.add_to_pool(POOL, source="pool")
+        store.pool.add(list(gold), source="checks", labels=list(gold.values()))
+        store.pool.add(POOL, source="pool")
         truth = gold | {text: other(model[text].label) if i % 2 else model[text].label for i, text in enumerate(POOL)}
         truth |= {text: model[text].label for text in PASTED}  # the attacker gives these the least likely label
         yield url, settings, store, truth
@@ -78,7 +78,7 @@ def test_checked_attacker_with_four_addresses_gets_no_wrong_label_trusted(checke
     honest = Visitor(url, forwarded_for="203.0.113.7")
     work_the_queue(honest, 24, lambda _, text: truth[text])
 
-    rows = store.answers()
+    rows = store.answers.rows()
     attackers = {row["annotator"] for row in rows if row["text"] in PASTED}  # each pasted at least one
     assert len(attackers) == 4
     [honest_id] = {row["annotator"] for row in rows} - attackers
@@ -89,20 +89,20 @@ def test_checked_attacker_with_four_addresses_gets_no_wrong_label_trusted(checke
     assert len(trusted) == 12  # the honest annotator's twelve pool answers train
 
     # Their pasted texts wait, out of every queue, until a maintainer accepts one of the answers on them.
-    held = {row["text"]: row["answer_id"] for row in store.held_items()}
+    held = {row["text"]: row["answer_id"] for row in store.pool.held()}
     assert set(held) == set(PASTED)
     served = everything_served(store, "anon:fresh")
     assert served and not served & set(PASTED)
-    store.set_status(held[PASTED[0]], "accepted")  # what the admin's review does
+    store.answers.set_status(held[PASTED[0]], "accepted")  # what the admin's review does
     assert PASTED[0] in everything_served(store, "anon:later") and PASTED[0] not in {
-        row["text"] for row in store.held_items()}
+        row["text"] for row in store.pool.held()}
 
 
 def everything_served(store: FeedbackStore, annotator: str) -> set[str]:
     """Every text the queue would serve `annotator`, skipping each in turn; however many labels a text has
     (the two attackers' agreeing labels would settle a pasted text, hiding whether it is held)."""
     served = set()
-    while (item := store.next_item(annotator, QueuePolicy(labels_required=10))) is not None:
+    while (item := store.pool.next_item(annotator, QueuePolicy(labels_required=10))) is not None:
         served.add(item["text"])
-        store.skip(annotator, item["id"])
+        store.pool.skip(annotator, item["id"])
     return served

@@ -23,6 +23,7 @@ from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT
 from core.settings.policies import StoreLimits
 from core.storage.durable import MANIFEST, latest_complete, snapshots
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 
 pytestmark = pytest.mark.e2e
@@ -77,14 +78,14 @@ def test_kill_9_during_a_snapshot_then_restart_from_the_durable_directory_alone(
     store = FeedbackStore(tiny_home_copy / "feedback.db", StoreLimits(writes_per_minute=1_000_000))
     # A few MB of older answers, so that a snapshot takes long enough to be interrupted.
     for i in range(1500):
-        store.record(text=f"older article {i} " + "x" * 2000, user_label="World", annotator=f"a{i % 50}", kind="correct")
+        store.answers.record(AnswerInput(text=f"older article {i} " + "x" * 2000, user_label="World", annotator=f"a{i % 50}", kind="correct"))
     written: list[tuple[int, float]] = []
     with running_app(tiny_home_copy, durable, tmp_path / "app.log") as (proc, _url):
         deadline = time.monotonic() + 30
         caught = False
         i = 0
         while time.monotonic() < deadline:
-            result = store.record(text=f"live article {i}", user_label="Sports", annotator=f"b{i % 50}", kind="correct")
+            result = store.answers.record(AnswerInput(text=f"live article {i}", user_label="Sports", annotator=f"b{i % 50}", kind="correct"))
             written.append((result.id, time.monotonic()))
             i += 1
             complete = latest_complete(durable) is not None
@@ -101,11 +102,11 @@ def test_kill_9_during_a_snapshot_then_restart_from_the_durable_directory_alone(
     shutil.rmtree(tiny_home_copy)  # the host's local disk is gone; only the durable directory is left
     with running_app(tiny_home_copy, durable, tmp_path / "app2.log") as (_proc, url):
         restored = FeedbackStore(tiny_home_copy / "feedback.db")
-        ids = {row["id"] for row in restored.answers()}
+        ids = {row["id"] for row in restored.answers.rows()}
         old_enough = [answer_id for answer_id, at in written if at < killed_at - 2 * INTERVAL_S]
         assert old_enough, "the test wrote nothing long enough before the kill"
         assert set(old_enough) <= ids
-        assert restored.count() >= 1500
+        assert restored.answers.count() >= 1500
         label, _info, _prediction_id = Client(url, verbose=False).predict("Stocks rallied as oil prices fell.", api_name="/classify")
         assert label["label"]
 

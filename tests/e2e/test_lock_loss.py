@@ -70,7 +70,7 @@ def test_another_process_checkpointing_while_the_app_serves_everything_loses_not
                              queue_per_minute=1000, address_feedback_per_minute=1000, feedback_per_minute=1000)
     db = settings.paths.feedback_db
     store = FeedbackStore.from_settings(settings)
-    store.add_to_pool([f"Pool story {i} on ministers, markets and matches" for i in range(40)], source="pool")
+    store.pool.add([f"Pool story {i} on ministers, markets and matches" for i in range(40)], source="pool")
     schedule = SnapshotSchedule(settings.paths, tmp_path / "durable", interval_s=0.3)  # snapshots meanwhile
     schedule.start()
     stop = tmp_path / "stop"

@@ -54,7 +54,7 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 def served(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FeedbackStore]]:
     settings = tiny_settings(tiny_champion_home, max_input_chars=MAX_CHARS, classify_per_minute=100_000)
     store = FeedbackStore(tmp_path_factory.mktemp("metrics_db") / "feedback.db", StoreLimits(writes_per_minute=1_000))
-    store.add_to_pool(["An open item of the labelling pool.", "Another one, not yet labelled."], source="test")
+    store.pool.add(["An open item of the labelling pool.", "Another one, not yet labelled."], source="test")
     with launched_app(settings, store) as (url, _):
         yield url, store
 
@@ -77,7 +77,7 @@ def test_metrics_count_requests_errors_answers_and_estimate_accuracy_by_form(ser
         assert label is None or not label.get("confidences"), note
     label, _, shown = page.predict(PAGE_TEXT, api_name="/classify")
     assert "saved" in page.predict(label["label"], shown, PAGE_TEXT, api_name="/feedback").lower()
-    [row] = [r for r in store.answers() if r["text"] == PAGE_TEXT]
+    [row] = [r for r in store.answers.rows() if r["text"] == PAGE_TEXT]
     served_probs["headline"].append([row["probabilities"][n] for n in LABELS])  # what the page was shown
 
     samples = scrape(url)

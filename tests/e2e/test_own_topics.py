@@ -79,9 +79,9 @@ def test_bootstrap_on_three_named_topics_serves_them_and_stores_an_answer(tmp_pa
 
     store = FeedbackStore(home / "feedback.db")
     try:
-        [answer] = [row for row in store.answers() if row["text"] == text]
+        [answer] = [row for row in store.answers.rows() if row["text"] == text]
         assert answer["user_label"] == "Sport" and set(answer["probabilities"]) == set(TOPICS)
         # The app stored the champion's topics as the taxonomy's first version when it started.
-        assert store.topics.stored_version() == 1 and store.taxonomy().names == tuple(TOPICS)
+        assert store.topics.stored_version() == 1 and store.topics.current().names == tuple(TOPICS)
     finally:
         store.close()

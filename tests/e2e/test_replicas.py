@@ -28,6 +28,7 @@ from core.registry.mlflow_champion import REGISTERED_MODEL
 from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import Cluster
 from testkit.races import at_once
@@ -183,7 +184,7 @@ def test_replicas_share_feedback_survive_a_kill_and_follow_the_champion(stack: S
     assert any(url == url_b and t > kill_time for _, url, t in acked), "replica B stopped serving"
     assert all(url == url_a for url, _ in failed), failed  # only the killed replica's clients failed
     store = FeedbackStore(stack.database_url)
-    stored = [row["text"] for row in store.answers()]
+    stored = [row["text"] for row in store.answers.rows()]
     assert sorted(set(stored)) == sorted(stored)  # nothing doubled
     missing = {text for text, _, _ in acked} - set(stored)
     assert not missing, f"{len(missing)} acknowledged answers lost"
@@ -194,7 +195,7 @@ def test_replicas_share_feedback_survive_a_kill_and_follow_the_champion(stack: S
 
     # More trusted answers (as a labelling team would give), then a retrain on two machines at once.
     for i, (text, label) in enumerate(texts[:60]):
-        store.record(text=text, user_label=label, annotator=f"team-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label=label, annotator=f"team-{i % 3}", kind="correct"))
     store.close()
     # The second machine's home holds the shipped starter as its own v0001 (as app.py installs it): the retrain
     # must not take it for the server's v0001 (the starter as the first replica registered it, committed apart).

@@ -19,6 +19,7 @@ from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT, Settings
 from core.settings.policies import StoreLimits
 from core.storage.paths import HomePaths
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from retrain.inputs import RetrainSetup
 from retrain.run import retrain
@@ -50,7 +51,7 @@ def add_feedback(settings: Settings, *, flip: bool, n: int = 40) -> None:
     corpus = load_seed()
     for i, ex in enumerate(corpus.train[:n]):
         label = LABELS[(ex.label + 1) % 4] if flip else LABELS[ex.label]
-        store.record(text=ex.text, user_label=label, annotator=f"tester-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=ex.text, user_label=label, annotator=f"tester-{i % 3}", kind="correct"))
     store.close()
 
 
@@ -120,7 +121,7 @@ def test_flipped_feedback_is_refused_with_reasons(tiny_home_copy: Path) -> None:
     poisoned = settings_for(tiny_home_copy, feedback_weight=10.0, retrain_base_rows=40)
     store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     for i, ex in enumerate(load_seed().train[40:160]):
-        store.record(text=ex.text, user_label=LABELS[(ex.label + 1) % 4], annotator=f"mob-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=ex.text, user_label=LABELS[(ex.label + 1) % 4], annotator=f"mob-{i % 3}", kind="correct"))
     result = run_retrain(poisoned)
     assert result.decision == "refused"
     assert any("recall" in r or "macro-F1" in r for r in result.reasons), result.reasons

@@ -50,7 +50,7 @@ class Space:
     def rows(self, text: str) -> list[dict]:
         store = FeedbackStore(self.home / "feedback.db")
         try:
-            return [row for row in store.answers() if row["text"] == text]
+            return [row for row in store.answers.rows() if row["text"] == text]
         finally:
             store.close()
 
@@ -61,7 +61,7 @@ def space(tiny_champion_home: Path, tmp_path_factory: pytest.TempPathFactory) ->
     home = root / "home"
     shutil.copytree(tiny_champion_home, home)
     store = FeedbackStore(home / "feedback.db")
-    store.add_to_pool([f"Queue article {i}: a port strike, a cup final, a rate cut and a chip plant" for i in range(150)],
+    store.pool.add([f"Queue article {i}: a port strike, a cup final, a rate cut and a chip plant" for i in range(150)],
                       source="test")
     store.close()
     port = free_port()

@@ -166,7 +166,7 @@ def test_a_signed_in_hugging_face_user_answers_as_that_verified_account(space: S
     assert visitor.call("feedback", "Business", shown, text)[0].startswith("Thanks, saved as **Business**")
     store = FeedbackStore(space.app_dir / "newsloop_home" / "feedback.db")
     try:
-        rows = [(r["annotator"], r["verified"]) for r in store.answers() if r["text"] == text]
+        rows = [(r["annotator"], r["verified"]) for r in store.answers.rows() if r["text"] == text]
     finally:
         store.close()
     assert rows == [("user:ada", 1)]

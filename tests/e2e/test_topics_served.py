@@ -30,7 +30,7 @@ def served(tiny_champion_home: Path, tmp_path: Path,
            make_store: StoreFactory) -> Iterator[tuple[str, FeedbackStore, object]]:
     settings = tiny_settings(tiny_champion_home, classify_per_minute=1_000, queue_per_minute=1_000)
     store = make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=1_000))
-    store.add_to_pool([f"Pool article {i} about a clinic, a match and a merger" for i in range(5)], source="test")
+    store.pool.add([f"Pool article {i} about a clinic, a match and a merger" for i in range(5)], source="test")
     with launched_app(settings, store) as (url, service):
         yield url, store, service
 
@@ -91,7 +91,7 @@ def test_add_rename_and_merge_reach_the_api_and_the_page_at_once(served) -> None
     assert confidences == {"World", "Athletics", "Business", "Sci/Tech"}
     result = _post(url, "/api/v1/classify", {"text": "The striker scored twice in the final."})["results"][0]
     assert set(result["probabilities"]) == {"World", "Athletics", "Business", "Sci/Tech"}
-    assert result["label"] == store.taxonomy().name_of(result["key"])
+    assert result["label"] == store.topics.current().name_of(result["key"])
     sports = "The champions signed a new goalkeeper on a three-year contract."
     assert _answer(c, "Athletics", sports).startswith("Thanks, saved as **Athletics**")
     buttons = classify_buttons(topics.offered())  # shown by its name, sent by its key
@@ -107,7 +107,7 @@ def test_add_rename_and_merge_reach_the_api_and_the_page_at_once(served) -> None
         "Not saved: the topic must be one of World, Athletics, Sci/Tech, Health.")
 
     # Every answer stays readable under the newest version: the old Business one now means World.
-    labels = {r["text"]: r["user_label"] for r in store.answers()}
+    labels = {r["text"]: r["user_label"] for r in store.answers.rows()}
     assert labels[before] == "World" and labels[health] == "Health" and labels[sports] == "Sports"
 
     # Split: Space is carved out of Sci/Tech: offered at once, marked new; earlier Sci/Tech answers mean "Sci/Tech
@@ -123,5 +123,5 @@ def test_add_rename_and_merge_reach_the_api_and_the_page_at_once(served) -> None
     assert 'data-topic="Space"' in buttons and buttons.index('data-topic="Space"') < buttons.index('data-topic="Health"')
     later = "The probe reached orbit around the red planet after a seven-month flight."
     assert _answer(c, "Space", later).startswith("Thanks, saved as **Space**")
-    labels = {r["text"]: r["user_label"] for r in store.answers()}
+    labels = {r["text"]: r["user_label"] for r in store.answers.rows()}
     assert labels[earlier] == "Sci/Tech\x1fSpace" and labels[later] == "Space" and labels[before] == "World"

@@ -25,6 +25,7 @@ from core.registry.stages import read_last_run
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.traffic.traffic_set import draw
 from feedback.training.snapshot import HOLDOUT_SALT
@@ -55,12 +56,12 @@ def _texts(count: int, *, holdout: bool, traffic: bool) -> list[str]:
 def _three_trusted_answers(store: FeedbackStore) -> None:
     """Two answers on Classify that the holdout takes, one in the queue on a traffic-set article."""
     for text in _texts(2, holdout=True, traffic=False):
-        store.record(text=text, user_label="Sports", annotator=READER, kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label="Sports", annotator=READER, kind="correct"))
     (traffic_text,) = _texts(1, holdout=False, traffic=True)
-    store.add_to_pool([traffic_text], source="test")
-    item = store.next_item(READER, tiny_settings(Path("unused")).queue)  # draws the item into the traffic set
+    store.pool.add([traffic_text], source="test")
+    item = store.pool.next_item(READER, tiny_settings(Path("unused")).queue)  # draws the item into the traffic set
     assert item is not None and item["text"] == traffic_text
-    store.record(text=traffic_text, user_label="Sports", annotator=READER, kind="queue", item_id=item["id"])
+    store.answers.record(AnswerInput(text=traffic_text, user_label="Sports", annotator=READER, kind="queue", item_id=item["id"]))
 
 
 def _command(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

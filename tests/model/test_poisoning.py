@@ -23,6 +23,7 @@ from core.registry.versions import ModelRegistry
 from core.serving.classifier import OnnxClassifier
 from core.settings.config import load_settings
 from core.settings.policies import StoreLimits
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from retrain.inputs import RetrainSetup
 from retrain.run import retrain
@@ -57,8 +58,8 @@ def validation_accuracy(home: Path) -> float:
 def record_with_predictions(store: FeedbackStore, champion: OnnxClassifier, texts: list[str], labels: list[str],
                             annotators: list[str]) -> None:
     for pred, text, label, who in zip(champion.predict(texts), texts, labels, annotators, strict=True):
-        store.record(text=text, user_label=label, annotator=who, kind="correct" if label != pred.label else "confirm",
-                     predicted_label=pred.label, probabilities=pred.probabilities, model_version=pred.model_version)
+        store.answers.record(AnswerInput(text=text, user_label=label, annotator=who, kind="correct" if label != pred.label else "confirm",
+                     predicted_label=pred.label, probabilities=pred.probabilities, model_version=pred.model_version))
 
 
 def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
@@ -73,7 +74,7 @@ def test_flipped_sports_burst_does_not_reach_the_champion(home: Path) -> None:
     )
     champion = OnnxClassifier(ModelRegistry(settings.paths.models_dir).champion().path)
     record_with_predictions(store, champion, sports, ["Business"] * 300, [f"mob-{i % 3}" for i in range(300)])
-    flagged = store.count(status="suspicious")
+    flagged = store.answers.count(status="suspicious")
     print(f"flipped burst: {flagged} of 300 answers flagged suspicious")
     assert flagged >= 150  # the champion confidently contradicts most of them; the gate handles the rest
 
@@ -114,7 +115,7 @@ def test_honest_corrections_on_a_topic_the_champion_never_saw_get_through(home: 
     )
     record_with_predictions(store, champion, [e.text for e in articles], [LABELS[e.label] for e in articles],
                             [f"honest-{i % 5}" for i in range(len(articles))])
-    print(f"honest answers: {store.count(status='suspicious')} of {len(articles)} flagged suspicious")
+    print(f"honest answers: {store.answers.count(status='suspicious')} of {len(articles)} flagged suspicious")
     before = validation_accuracy(home)
     result = retrain(RetrainSetup.from_settings(settings), track=False)
     print(f"honest retrain: {result.decision} in {result.seconds} s, rows {result.rows}, gate {result.gate}")

@@ -76,7 +76,7 @@ def test_the_traffic_plot_has_a_panel_per_served_form_with_estimate_measured_val
     from core.evaluation.estimate import Tally
     from core.evaluation.monitor import Baseline, check_traffic
     from core.settings.policies import MonitorPolicy
-    from feedback.traffic.monitoring import DayPoint
+    from feedback.monitoring import DayPoint
     from web.admin.plots import traffic_figure
 
     policy = MonitorPolicy(min_texts=10)

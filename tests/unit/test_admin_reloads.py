@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.fakes import FakeAdmin
 from web.admin.guidelines_view import GuidelinesEditor
@@ -23,8 +24,8 @@ SUSPICIOUS = ("suspicious", ANY, ANY, ANY, "")
 
 
 def _suspicious(store: FeedbackStore, text: str) -> int:
-    return store.record(text=text, user_label="Sports", annotator="user:someone", kind="correct",
-                        probabilities=SURE_OF_WORLD, verified=True).id
+    return store.answers.record(AnswerInput(text=text, user_label="Sports", annotator="user:someone", kind="correct",
+                        probabilities=SURE_OF_WORLD, verified=True)).id
 
 
 def _tab(name: str) -> Any:
@@ -50,7 +51,7 @@ def test_a_relist_that_drops_answers_keeps_the_ticked_ones_still_listed(tmp_path
     panel = ReviewPanel(FakeAdmin(store))  # type: ignore[arg-type]
     kept, gone, other = (_suspicious(store, f"Story {i} on the summit") for i in range(3))
     panel.search([], *SUSPICIOUS, request=_tab("a"))
-    store.set_statuses([gone], "rejected")  # another admin rejects one: it leaves the suspicious list
+    store.reviews.set_statuses([gone], "rejected")  # another admin rejects one: it leaves the suspicious list
     _, relisted = panel.search([kept, gone], *SUSPICIOUS, request=_tab("a"))
     assert relisted["value"] == [kept] and {v for _, v in relisted["choices"]} == {kept, other}
 
@@ -91,7 +92,7 @@ def test_topic_dropdowns_stay_as_chosen_until_the_topics_change(tmp_path: Path) 
     message, *_, topic, _, label_filter = editor.confirm(plan, request=_tab("a"))
     assert message.startswith("Changed") and "Health" in topic["choices"]
     assert editor.load(request=_tab("a"))[1:] == ({"__type__": "update"},) * 3  # confirm gave it version 2 already
-    store.topics.commit(store.taxonomy().describe("Health", "Medicine and care"), 2)  # another admin, elsewhere
+    store.topics.commit(store.topics.current().describe("Health", "Medicine and care"), 2)  # another admin, elsewhere
     assert editor.load(request=_tab("a"))[1]["choices"] == [*editor.topics.taxonomy().names]
 
 

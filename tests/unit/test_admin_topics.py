@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.labels import LABELS
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.topics.changes import BaseData
 from testkit.fakes import FakeAdmin
@@ -43,20 +44,20 @@ def test_add_is_previewed_then_made_with_who_and_why(make_store: StoreFactory, t
     shown, plan, confirm = _preview(editor, "add", name="  Health ", description="Medicine", why="we cover it")
     assert shown.startswith("Adding Health touches no data: labellers can answer it at once")
     assert "version 1 → 2" in shown and confirm["visible"] is True
-    assert store.taxonomy().version == 1  # a preview changes nothing
+    assert store.topics.current().version == 1  # a preview changes nothing
 
     message, kept, hidden, listed, topic, _, review = editor.confirm(plan, request=REQUEST)  # type: ignore[arg-type]
     assert message.startswith("Changed: the topics are now version 2") and kept is None and hidden["visible"] is False
     assert "Health" in listed and LEARNING in listed and topic["choices"] == [*LABELS, "Health"]
     assert review["choices"][-1] == "Health"
-    now = store.taxonomy()
+    now = store.topics.current()
     assert now.names == (*LABELS, "Health") and (now.current.by, now.current.why) == ("maya", "we cover it")
 
 
 def test_rename_merge_and_split_say_what_they_touch(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "feedback.db")
     for i, label in enumerate(["Business", "Business", "Sci/Tech"]):
-        store.record(text=f"Answered article {i}", user_label=label, annotator=f"a{i}", kind="correct")
+        store.answers.record(AnswerInput(text=f"Answered article {i}", user_label=label, annotator=f"a{i}", kind="correct"))
     editor = _editor(store)
     shown, plan, _ = _preview(editor, "rename", topic="World", name="International")
     assert shown.startswith("Renaming World to International changes only the name people see")
@@ -69,8 +70,8 @@ def test_rename_merge_and_split_say_what_they_touch(make_store: StoreFactory, tm
     assert shown.startswith('Splitting Sci/Tech into Sci/Tech and Science relabels 1 base row, 1 answer, 0 checks and '
                             '0 queued items as "Sci/Tech or Science"')
     editor.confirm(plan, request=REQUEST)  # type: ignore[arg-type]
-    assert store.taxonomy().names == ("International", "Sports", "Sci/Tech", "Science")
-    assert store.taxonomy().version == 4
+    assert store.topics.current().names == ("International", "Sports", "Sci/Tech", "Science")
+    assert store.topics.current().version == 4
 
 
 def test_refusals_are_the_taxonomys_messages_and_change_nothing(make_store: StoreFactory, tmp_path: Path) -> None:
@@ -85,7 +86,7 @@ def test_refusals_are_the_taxonomys_messages_and_change_nothing(make_store: Stor
         editor.confirm(plan, request=REQUEST)  # type: ignore[arg-type]
     shown, plan, confirm = _preview(editor, "merge", topic="Business", into="Sci/Tech")
     assert shown.startswith("Refused: a merge would leave 1 topic") and plan is None and confirm["visible"] is False
-    assert store.taxonomy().names == ("Business", "Sci/Tech")
+    assert store.topics.current().names == ("Business", "Sci/Tech")
 
 
 def test_two_admins_at_once_the_second_is_told_and_shown_the_new_list(make_store: StoreFactory,
@@ -98,7 +99,7 @@ def test_two_admins_at_once_the_second_is_told_and_shown_the_new_list(make_store
     message, plan, _, listed, *_ = omar.confirm(omars, request=REQUEST)  # type: ignore[arg-type]
     assert message.startswith("Not changed: the topics changed while you were editing them") and plan is None
     assert "Version <strong>2</strong>" in listed and "Health" in listed and "Athletics" not in listed
-    assert store.taxonomy().names == (*LABELS, "Health")
+    assert store.topics.current().names == (*LABELS, "Health")
 
 
 def test_a_stranger_changes_nothing(make_store: StoreFactory, tmp_path: Path) -> None:
@@ -107,4 +108,4 @@ def test_a_stranger_changes_nothing(make_store: StoreFactory, tmp_path: Path) ->
     stranger = _editor(store, admin=False)
     assert _preview(stranger, "add", name="Health")[0] == "Sign in first."
     assert stranger.confirm(plan, request=REQUEST)[0] == "Sign in first."  # type: ignore[arg-type]
-    assert store.taxonomy().version == 1
+    assert store.topics.current().version == 1

@@ -9,14 +9,15 @@ import pytest
 
 from core.settings.policies import StoreLimits
 from feedback.errors import RateLimited
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 
 ADDRESS = "address-hash-of-one-newsroom"
 
 
 def _answer(store: FeedbackStore, who: str, i: int, *, verified: bool) -> None:
-    store.record(text=f"Story number {i} by {who}", user_label="World", annotator=who, kind="correct",
-                 predicted_label="Sports", verified=verified, address=ADDRESS)
+    store.answers.record(AnswerInput(text=f"Story number {i} by {who}", user_label="World", annotator=who, kind="correct",
+                 predicted_label="Sports", verified=verified, address=ADDRESS))
 
 
 def test_signed_in_people_behind_one_address_are_not_capped_by_the_address_limit(tmp_path: Path) -> None:

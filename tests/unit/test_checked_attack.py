@@ -16,6 +16,7 @@ import pytest
 from core.labels import LABELS
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from feedback.trust.checks import CheckScore, passed_checks
@@ -53,22 +54,22 @@ TRUTH |= {text: model_label(text) for text in PASTED}
 def store(tmp_path: Path) -> FeedbackStore:
     clock = itertools.count(start=1_700_000_000, step=3)  # three seconds between answers: no rate limit
     store = FeedbackStore(tmp_path / "feedback.db", StoreLimits(), clock=lambda: float(next(clock)))
-    store.add_to_pool(list(GOLD), source="checks", labels=list(GOLD.values()))
-    store.add_to_pool(POOL, source="pool")
+    store.pool.add(list(GOLD), source="checks", labels=list(GOLD.values()))
+    store.pool.add(POOL, source="pool")
     return store
 
 
 def label_queue(store: FeedbackStore, who: str, address: str, answers: int, choose) -> None:  # type: ignore[no-untyped-def]
     for _ in range(answers):
-        item = store.next_item(who, EVERY_ITEM_A_CHECK)
+        item = store.pool.next_item(who, EVERY_ITEM_A_CHECK)
         assert item is not None
-        store.record(text=item["text"], user_label=choose(item["text"]), annotator=who, kind="queue",
-                     item_id=item["id"], probabilities=model(item["text"]), address=address)
+        store.answers.record(AnswerInput(text=item["text"], user_label=choose(item["text"]), annotator=who, kind="queue",
+                     item_id=item["id"], probabilities=model(item["text"]), address=address))
 
 
 def one_click(store: FeedbackStore, who: str, address: str, text: str, label: str) -> None:
-    store.record(text=text, user_label=label, annotator=who, kind="confirm" if label == model_label(text) else "correct",
-                 probabilities=model(text), address=address)
+    store.answers.record(AnswerInput(text=text, user_label=label, annotator=who, kind="confirm" if label == model_label(text) else "correct",
+                 probabilities=model(text), address=address))
 
 
 def attack(store: FeedbackStore) -> list[str]:
@@ -91,7 +92,7 @@ def test_copying_the_model_on_checks_then_one_clicking_wrong_labels_trains_nothi
     store: FeedbackStore, labels_required: int
 ) -> None:
     sybils = attack(store)
-    scores = check_scores(store.answers(), store.gold_labels())
+    scores = check_scores(store.answers.rows(), store.pool.gold_labels())
     # By accuracy alone they would pass (the rule before telling checks): 9 of 12 checks right.
     assert all(scores[who].answered == 12 and scores[who].accuracy == 0.75 for who in sybils)
     assert all(scores[who].telling == 3 and scores[who].telling_right == 0 for who in sybils)
@@ -119,17 +120,17 @@ def test_a_one_click_answer_needs_an_independent_checked_voice(store: FeedbackSt
     one_click(store, "anon:bob", "addr:bob", text, TRUTH[text])
     assert text not in {e.text for e in read_trusted(store, policy)}  # two people pasting it agree with each other only
 
-    store.add_to_pool([text], source="correction")  # the queue serves it, say, to cat
+    store.pool.add([text], source="correction")  # the queue serves it, say, to cat
     with sqlite3.connect(store.path) as db:
         [(item_id,)] = db.execute("SELECT id FROM pool WHERE text_hash = ?", [text_hash(text)]).fetchall()
-    store.record(text=text, user_label=TRUTH[text], annotator="anon:cat", kind="queue", item_id=item_id,
-                 probabilities=model(text), address="addr:ann")
+    store.answers.record(AnswerInput(text=text, user_label=TRUTH[text], annotator="anon:cat", kind="queue", item_id=item_id,
+                 probabilities=model(text), address="addr:ann"))
     [example] = [e for e in read_trusted(store, policy) if e.text == text]
     assert set(example.annotators) == {"anon:bob", "anon:cat"}  # cat is independent of bob, not of ann
 
-    accepted = store.record(text=PASTED[1], user_label=TRUTH[PASTED[1]], annotator="anon:ann", kind="correct",
-                            probabilities=model(PASTED[1]), address="addr:ann")
-    store.set_status(accepted.id, "accepted")  # a maintainer vouches for it
+    accepted = store.answers.record(AnswerInput(text=PASTED[1], user_label=TRUTH[PASTED[1]], annotator="anon:ann", kind="correct",
+                            probabilities=model(PASTED[1]), address="addr:ann"))
+    store.answers.set_status(accepted.id, "accepted")  # a maintainer vouches for it
     assert PASTED[1] in {e.text for e in read_trusted(store, policy)}
 
 

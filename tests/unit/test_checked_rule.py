@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from core.labels import LABELS
 from core.settings.policies import StoreLimits, TrustPolicy
 from feedback.database.tables import answers
+from feedback.labelling.answers import AnswerInput
 from feedback.trust.checks import passed_checks
 from feedback.trust.credible import credible
 
@@ -22,7 +23,7 @@ CHECKS = {f"known-answer check number {i} about a topic": LABELS[i % len(LABELS)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_python_and_sql_checked_rules_pick_the_same_people(make_store, tmp_path, seed: int) -> None:  # type: ignore[no-untyped-def]
     store = make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000))
-    store.add_to_pool(list(CHECKS), source="checks", labels=list(CHECKS.values()))
+    store.pool.add(list(CHECKS), source="checks", labels=list(CHECKS.values()))
     rng = random.Random(seed)
     # People of every kind: careful, sloppy, model-copiers, few answers; the model right or wrong on each check.
     for person in range(24):
@@ -35,13 +36,13 @@ def test_python_and_sql_checked_rules_pick_the_same_people(make_store, tmp_path,
                 label = model
             else:
                 label = known if rng.random() < skill else rng.choice([lab for lab in LABELS if lab != known])
-            store.record(text=text, user_label=label, annotator=f"anon:p{person}",
+            store.answers.record(AnswerInput(text=text, user_label=label, annotator=f"anon:p{person}",
                          kind="confirm" if label == model else "correct",
-                         predicted_label=model)
+                         predicted_label=model))
     policy = TrustPolicy(min_checks=4, min_check_accuracy=0.7)
     in_python = passed_checks(store.crowd.check_scores(), min_checks=policy.min_checks,
                               min_accuracy=policy.min_check_accuracy)
-    with store._db.read() as conn:
+    with store.database.read() as conn:
         in_sql = set(conn.execute(sa.select(answers.c.annotator).where(credible(policy)).distinct()).scalars())
     assert in_python == in_sql
     assert 0 < len(in_python) < 24  # the rows tell people apart, or the comparison shows nothing

@@ -13,6 +13,7 @@ from core.settings.config import SEED_CSV
 from core.settings.policies import QueuePolicy
 from core.text import text_hash
 from feedback.database.tables import pool
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.demo import DEMO_FILE, DEMO_SOURCE
 from testkit.data import SHARED_AG_NEWS
 from testkit.pg_cluster import StoreFactory
@@ -49,38 +50,38 @@ def test_the_demo_articles_are_the_projects_own() -> None:
 
 def test_an_empty_store_is_offered_the_demo_pool_once(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "f.db")
-    assert store.offer_demo_pool() == len(demo_texts())
+    assert store.pool.offer_demo() == len(demo_texts())
     assert sources(store) == {DEMO_SOURCE: len(demo_texts())}
-    assert store.offer_demo_pool() == 0 and store.stats()["pool"]["items"] == len(demo_texts())
-    assert store.next_item("anon:a", QueuePolicy(), holder="tab") is not None
+    assert store.pool.offer_demo() == 0 and store.stats()["pool"]["items"] == len(demo_texts())
+    assert store.pool.next_item("anon:a", QueuePolicy(), holder="tab") is not None
 
 
 def test_a_store_with_articles_gets_no_demo_pool(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "f.db")
-    store.add_to_pool(["A host's own article about the harbour strike"], source="host.csv")
-    assert store.offer_demo_pool() == 0 and sources(store) == {"host.csv": 1}
+    store.pool.add(["A host's own article about the harbour strike"], source="host.csv")
+    assert store.pool.offer_demo() == 0 and sources(store) == {"host.csv": 1}
 
 
 def test_a_first_import_replaces_the_unanswered_demo_articles(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "f.db")
-    store.offer_demo_pool()
+    store.pool.offer_demo()
     policy = QueuePolicy(traffic_share=0.0)
-    answered = store.next_item("anon:a", policy, holder="tab-a")
+    answered = store.pool.next_item("anon:a", policy, holder="tab-a")
     assert answered is not None
-    store.record(text=answered["text"], user_label="World", annotator="anon:a", kind="queue",
-                 item_id=answered["id"])
-    skipped = store.next_item("anon:b", policy, holder="tab-b")  # skipped and held: both go with the item
+    store.answers.record(AnswerInput(text=answered["text"], user_label="World", annotator="anon:a", kind="queue",
+                 item_id=answered["id"]))
+    skipped = store.pool.next_item("anon:b", policy, holder="tab-b")  # skipped and held: both go with the item
     assert skipped is not None and skipped["id"] != answered["id"]
-    store.skip("anon:b", skipped["id"])
+    store.pool.skip("anon:b", skipped["id"])
     checks = tmp_path / "checks.csv"
     checks.write_text("text,label\nA known answer about a cup final,Sports\n", encoding="utf-8")
-    assert store.import_pool(checks, checks=True).demo_removed == 0  # checks are not articles to label
+    assert store.pool.import_file(checks, checks=True).demo_removed == 0  # checks are not articles to label
     articles = tmp_path / "articles.csv"
     articles.write_text("text\nThe host's first article\nThe host's second article\n", encoding="utf-8")
-    report = store.import_pool(articles)
+    report = store.pool.import_file(articles)
     assert report.added == 2 and report.demo_removed == len(demo_texts()) - 1
     assert sources(store) == {DEMO_SOURCE: 1, "articles.csv": 2, "checks.csv": 1}
-    assert store.import_pool(articles).demo_removed == 0  # nothing new: nothing replaced
+    assert store.pool.import_file(articles).demo_removed == 0  # nothing new: nothing replaced
 
 
 def test_an_empty_queue_says_where_articles_come_from(tmp_path: Path) -> None:

@@ -11,9 +11,11 @@ from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.__main__ import main
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling.answers import AnswerInput
+from feedback.labelling.pool import check_due
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
-from feedback.trust.rules import check_due, check_scores
+from feedback.trust.rules import check_scores
 from testkit.pg_cluster import StoreFactory
 
 CHECKS = {
@@ -28,8 +30,8 @@ CHECKS = {
 @pytest.fixture
 def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
     store = make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000))  # SQLite and PostgreSQL
-    store.add_to_pool(list(CHECKS), source="checks", labels=list(CHECKS.values()))
-    store.add_to_pool([f"ordinary article number {i}" for i in range(40)], source="pool")
+    store.pool.add(list(CHECKS), source="checks", labels=list(CHECKS.values()))
+    store.pool.add([f"ordinary article number {i}" for i in range(40)], source="pool")
     return store
 
 
@@ -37,11 +39,11 @@ def label_queue(store: FeedbackStore, annotator: str, answers: int, *, lie: bool
     """Take `answers` items from the queue; a liar gives a wrong label on checks. Returns the texts served."""
     served = []
     for _ in range(answers):
-        item = store.next_item(annotator, QueuePolicy(**policy))
+        item = store.pool.next_item(annotator, QueuePolicy(**policy))
         assert item is not None and "gold_label" not in item  # the screen never learns the answer
         known = CHECKS.get(item["text"])
         label = ("World" if known != "World" else "Sports") if (lie and known) else (known or "Business")
-        store.record(text=item["text"], user_label=label, annotator=annotator, kind="queue", item_id=item["id"])
+        store.answers.record(AnswerInput(text=item["text"], user_label=label, annotator=annotator, kind="queue", item_id=item["id"]))
         served.append(item["text"])
     return served
 
@@ -65,12 +67,12 @@ def test_checks_sit_at_positions_of_each_annotators_own(store: FeedbackStore) ->
 
 
 def test_the_draw_does_not_change_on_reload_and_one_click_answers_move_it(store: FeedbackStore) -> None:
-    first = [store.next_item("anna", QueuePolicy())["text"] for _ in range(3)]
+    first = [store.pool.next_item("anna", QueuePolicy())["text"] for _ in range(3)]
     assert len(set(first)) == 1  # asking again (a reload) does not re-roll
     outcomes = set()
     for i in range(30):
-        store.record(text=f"pasted story {i}", user_label="World", annotator="anna", kind="correct")
-        check = store.due_check("anna", QueuePolicy())
+        store.answers.record(AnswerInput(text=f"pasted story {i}", user_label="World", annotator="anna", kind="correct"))
+        check = store.pool.due_check("anna", QueuePolicy())
         assert check is None or (check["text"] in CHECKS and "gold_label" not in check)
         outcomes.add(check is None)
     assert outcomes == {True, False}  # one-click answers count toward when a check is due
@@ -79,16 +81,16 @@ def test_the_draw_does_not_change_on_reload_and_one_click_answers_move_it(store:
 def test_queue_falls_back_to_ordinary_items_when_checks_run_out(store: FeedbackStore) -> None:
     served = label_queue(store, "anna", 44, lie=False, min_checks=10)
     assert sum(text in CHECKS for text in served) == len(CHECKS)
-    assert store.next_item("anna", QueuePolicy(min_checks=10))["text"] not in CHECKS
+    assert store.pool.next_item("anna", QueuePolicy(min_checks=10))["text"] not in CHECKS
 
 
 def test_annotator_who_fails_checks_is_not_trained_on_and_check_answers_are_not_training_rows(
     store: FeedbackStore,
 ) -> None:
-    store.add_to_pool([f"more ordinary news {i}" for i in range(60)], source="pool")
+    store.pool.add([f"more ordinary news {i}" for i in range(60)], source="pool")
     label_queue(store, "honest", 30, lie=False)
     label_queue(store, "troll", 30, lie=True)
-    scores = check_scores(store.answers(), store.gold_labels())
+    scores = check_scores(store.answers.rows(), store.pool.gold_labels())
     assert scores["honest"].answered >= 3 and scores["honest"].right == scores["honest"].answered
     assert scores["troll"].answered >= 3 and scores["troll"].right == 0
     assert store.stats()["checks_right"] == {
@@ -105,12 +107,12 @@ def test_one_miss_in_three_checks_passes_and_fewer_checks_than_the_minimum_are_n
     store: FeedbackStore,
 ) -> None:
     texts = list(CHECKS)
-    store.record(text=texts[0], user_label="World", annotator="unlucky", kind="correct")  # a miss
+    store.answers.record(AnswerInput(text=texts[0], user_label="World", annotator="unlucky", kind="correct"))  # a miss
     for text in texts[1:3]:
-        store.record(text=text, user_label=CHECKS[text], annotator="unlucky", kind="correct")
-    store.record(text=texts[0], user_label="World", annotator="newcomer", kind="correct")  # one miss, one check
+        store.answers.record(AnswerInput(text=text, user_label=CHECKS[text], annotator="unlucky", kind="correct"))
+    store.answers.record(AnswerInput(text=texts[0], user_label="World", annotator="newcomer", kind="correct"))  # one miss, one check
     for who in ("unlucky", "newcomer"):
-        store.record(text=f"fresh story from {who}", user_label="Business", annotator=who, kind="correct")
+        store.answers.record(AnswerInput(text=f"fresh story from {who}", user_label="Business", annotator=who, kind="correct"))
     trusted_by = {a for e in read_trusted(store, TrustPolicy(min_checks=3, min_check_accuracy=0.6)) for a in e.annotators}
     assert trusted_by == {"unlucky", "newcomer"}
     stricter = {a for e in read_trusted(store, TrustPolicy(min_checks=1, min_check_accuracy=0.6)) for a in e.annotators}
@@ -121,8 +123,8 @@ def test_check_files_need_a_valid_label_on_every_row(make_store: StoreFactory, t
     store = make_store(tmp_path / "f.db")
     ag_news = tmp_path / "checks.csv"  # AG News CSVs number topics 1-4
     ag_news.write_text('label,title,description\n2,"Cup final","Penalties decide it."\n3,"Oil","Crude up."\n')
-    assert store.import_pool(ag_news, checks=True).added == 2
-    assert set(store.gold_labels().values()) == {"Sports", "Business"}
+    assert store.pool.import_file(ag_news, checks=True).added == 2
+    assert set(store.pool.gold_labels().values()) == {"Sports", "Business"}
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(json.dumps(row) for row in [
@@ -130,7 +132,7 @@ def test_check_files_need_a_valid_label_on_every_row(make_store: StoreFactory, t
         {"text": "zero", "label": 0},
     ]))
     with pytest.raises(PoolImportError) as info:
-        store.import_pool(bad, checks=True)
+        store.pool.import_file(bad, checks=True)
     assert [line for line, _ in info.value.problems] == [2, 3, 4]
     assert "missing label" in str(info.value) and "'Weather'" in str(info.value)
     assert store.stats()["pool"]["items"] == 2  # nothing from the bad file
@@ -138,10 +140,10 @@ def test_check_files_need_a_valid_label_on_every_row(make_store: StoreFactory, t
     no_column = tmp_path / "texts.csv"
     no_column.write_text("text\nA story\n")
     with pytest.raises(FeedbackError, match="needs a 'label' column"):
-        store.import_pool(no_column, checks=True)
-    assert store.import_pool(no_column).added == 1  # the same file is a fine ordinary pool
+        store.pool.import_file(no_column, checks=True)
+    assert store.pool.import_file(no_column).added == 1  # the same file is a fine ordinary pool
     with pytest.raises(FeedbackError, match="1 labels for 2 texts"):
-        store.add_to_pool(["a", "b"], source="x", labels=["World"])
+        store.pool.add(["a", "b"], source="x", labels=["World"])
 
 
 def test_cli_imports_checks_and_stats_show_scores(
@@ -154,9 +156,9 @@ def test_cli_imports_checks_and_stats_show_scores(
     assert "imported 1 new known-answer checks" in capsys.readouterr().out
     store = FeedbackStore(tmp_path / "home" / "feedback.db")
     # With nothing else to label, a check is not served (an empty queue would give it away); answer it anyway.
-    assert store.next_item("anna", QueuePolicy()) is None
-    store.record(text="Federer wins the final in straight sets", user_label="World", annotator="anna", kind="correct")
+    assert store.pool.next_item("anna", QueuePolicy()) is None
+    store.answers.record(AnswerInput(text="Federer wins the final in straight sets", user_label="World", annotator="anna", kind="correct"))
     assert main(["stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["pool"]["checks"] == 1 and stats["checks_right"] == {"anna": "0/1"}
-    assert store.gold_labels() == {text_hash("Federer wins the final in straight sets"): "Sports"}
+    assert store.pool.gold_labels() == {text_hash("Federer wins the final in straight sets"): "Sports"}

@@ -10,6 +10,7 @@ import pytest
 from core.command_line import ExitCode
 from feedback.__main__ import main
 from feedback.database.schema import CURRENT_VERSION
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 
 
@@ -25,7 +26,7 @@ def test_import_then_stats_and_export(home: Path, tmp_path: Path, capsys: pytest
     pool.write_text("text\nFirst story\nSecond story\nFirst story\n", encoding="utf-8")
     assert main(["import", str(pool)]) == 0
     assert "imported 2 new items" in capsys.readouterr().out
-    FeedbackStore(home / "feedback.db").record(text="=1+1", user_label="World", annotator="a", kind="correct")
+    FeedbackStore(home / "feedback.db").answers.record(AnswerInput(text="=1+1", user_label="World", annotator="a", kind="correct"))
 
     assert main(["stats"]) == 0
     stats = json.loads(capsys.readouterr().out)
@@ -72,8 +73,8 @@ def test_bad_configuration_exits_non_zero_with_message(
 
 def test_tables_describes_a_backup_read_only(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
-    store.record(text="A story", user_label="World", annotator="a", kind="correct")
-    store.backup(tmp_path / "backup.db")
+    store.answers.record(AnswerInput(text="A story", user_label="World", annotator="a", kind="correct"))
+    store.database.backup(tmp_path / "backup.db")
     assert main(["tables", str(tmp_path / "backup.db")]) == 0
     described = json.loads(capsys.readouterr().out)
     assert described["schema_version"] == CURRENT_VERSION and described["tables"]["answers"]["rows"] == 1
@@ -92,7 +93,7 @@ def test_queue_push_puts_a_search_first_and_clear_takes_it_out(
     assert main(["import", str(pool)]) == 0
     assert main(["queue", "push", "wildfire", "--count", "5", "--by", "maya"]) == 0
     assert "pushed 2 articles to the front of the queue (2 pushed articles waiting)" in capsys.readouterr().out
-    assert FeedbackStore(home / "feedback.db").pushed_waiting() == 2
+    assert FeedbackStore(home / "feedback.db").pool.pushed_waiting() == 2
     assert main(["queue", "push", "   "]) == ExitCode.BAD_INPUT
     assert main(["queue", "clear"]) == 0
     assert "cleared 2 pushed articles" in capsys.readouterr().out
@@ -112,8 +113,8 @@ def test_a_reader_that_stops_reading_ends_the_output_quietly(home: Path) -> None
     store = FeedbackStore(home / "feedback.db", StoreLimits(writes_per_minute=100_000,
                                                              address_writes_per_minute=100_000))
     for i in range(1500):  # an export far larger than a pipe's buffer
-        store.record(text=f"Story number {i} about the summit and its long aftermath", user_label="World",
-                     annotator=f"a{i % 7}", kind="correct")
+        store.answers.record(AnswerInput(text=f"Story number {i} about the summit and its long aftermath", user_label="World",
+                     annotator=f"a{i % 7}", kind="correct"))
     store.close()
     env = os.environ | {"NEWSLOOP_HOME": str(home), "PYTHONPATH": str(PROJECT_ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "newsloop", "export", "--format", "csv"], cwd=PROJECT_ROOT, env=env,

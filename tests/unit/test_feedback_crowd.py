@@ -11,6 +11,7 @@ import pytest
 
 from core.settings.policies import TRAIN_ON, StoreLimits, TrustPolicy
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.trust.agreement import agreement, pairwise_agreement
 from feedback.trust.crowd import PersonCounts
@@ -29,11 +30,11 @@ def crowd_store(make_store: StoreFactory, tmp_path: Path) -> tuple[FeedbackStore
     clock = TickingClock()
     store = make_store(tmp_path / "feedback.db", StoreLimits(writes_per_minute=10_000), clock=clock)
     checks = [f"Known check {i}" for i in range(4)]
-    store.add_to_pool(checks, source="t", labels=["World", "Sports", "Business", "Sci/Tech"])
+    store.pool.add(checks, source="t", labels=["World", "Sports", "Business", "Sci/Tech"])
 
     def answer(who: str, text: str, label: str, *, verified: bool = True, model: str | None = None) -> int:
-        return store.record(text=text, user_label=label, annotator=who, kind="correct", predicted_label=model,
-                            verified=verified).id
+        return store.answers.record(AnswerInput(text=text, user_label=label, annotator=who, kind="correct", predicted_label=model,
+                            verified=verified)).id
 
     for i in range(5):  # dan's old answers: ten days before the rest, outside "the last 7 days"
         answer("anon:dan", f"Old story {i}", "World", verified=False)
@@ -59,7 +60,7 @@ def crowd_store(make_store: StoreFactory, tmp_path: Path) -> tuple[FeedbackStore
             answer("user:ben", text, model, model=model)
             answer("user:ben", text, known, model=model)  # ben's latest answer on the check is the one that counts
     rejected = answer("user:ben", "Shared story 5", "Business")
-    store.set_status(rejected, "rejected")
+    store.answers.set_status(rejected, "rejected")
     assert store.undo_last("anon:dan")["text"] == "Shared story 7"  # dan's newest answer, now withdrawn
     store.reviews.resolve(text_hash("Shared story 2"), "Business")  # the maintainer settles one text
     return store, clock
@@ -83,7 +84,7 @@ def _expected_counts(rows: list[dict], now: datetime) -> dict[str, PersonCounts]
 def test_per_person_counts_and_checks_from_the_database_match_the_answer_rows(crowd_store) -> None:
     store, clock = crowd_store
     now = datetime.fromtimestamp(clock.now + 60, UTC)
-    every = store.answers()
+    every = store.answers.rows()
     expected = _expected_counts(every, now)
     counted = store.crowd.counts(now)
     assert {c.annotator: c for c in counted} == expected
@@ -93,13 +94,13 @@ def test_per_person_counts_and_checks_from_the_database_match_the_answer_rows(cr
 
     people_rows = [row for row in every if row["annotator"] != MAINTAINER]
     scores = store.crowd.check_scores()
-    assert scores == check_scores(people_rows, store.gold_labels())
+    assert scores == check_scores(people_rows, store.pool.gold_labels())
     assert scores["user:ben"].right == 2 and scores["anon:cat"].telling_right == 0  # latest answers; copying fails
 
 
 def test_agreement_exclusions_and_disagreements_need_only_the_shared_texts(crowd_store) -> None:
     store, clock = crowd_store
-    every, shared, gold = store.answers(), store.crowd.shared_answers(), store.gold_labels()
+    every, shared, gold = store.answers.rows(), store.crowd.shared_answers(), store.pool.gold_labels()
     assert 0 < len(shared) < len(every)
     assert {row["text"] for row in shared}.isdisjoint({"Eve alone", "Ann alone 0", "Old story 0"})
     people_only = [row for row in every if row["annotator"] != MAINTAINER]

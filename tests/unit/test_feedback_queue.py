@@ -18,6 +18,7 @@ import feedback
 import feedback.labelling.pool
 from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.pool import margin_uncertainty
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
@@ -36,7 +37,7 @@ def write_csv(path: Path, header: str, rows: list[str]) -> Path:
 
 
 def pool_texts(store: FeedbackStore) -> list[str]:
-    with store._db.read() as db:  # either backend's connection
+    with store.database.read() as db:  # either backend's connection
         return [row["text"] for row in db.execute(sa.text("SELECT text FROM pool ORDER BY id")).mappings()]
 
 
@@ -58,7 +59,7 @@ def scorer_from(uncertain_words: dict[str, float]):
 
 def test_import_of_a_1000_row_csv_pool(store: FeedbackStore, tmp_path: Path) -> None:
     rows = [f'"Story number {i}, with a comma",World' for i in range(1000)]
-    report = store.import_pool(write_csv(tmp_path / "pool.csv", "text,label", rows))
+    report = store.pool.import_file(write_csv(tmp_path / "pool.csv", "text,label", rows))
     assert (report.rows, report.added, report.duplicates) == (1000, 1000, 0)
     assert store.stats()["pool"]["items"] == 1000
     assert pool_texts(store)[0] == "Story number 0, with a comma"
@@ -66,7 +67,7 @@ def test_import_of_a_1000_row_csv_pool(store: FeedbackStore, tmp_path: Path) -> 
 
 def test_import_joins_title_and_description(store: FeedbackStore, tmp_path: Path) -> None:
     path = write_csv(tmp_path / "ag.csv", "Label,Title,Description", ['3,"Oil prices","Crude rose 3% on Monday."'])
-    store.import_pool(path)
+    store.pool.import_file(path)
     assert pool_texts(store) == ["Oil prices Crude rose 3% on Monday."]
 
 
@@ -74,22 +75,22 @@ def test_import_jsonl_with_text_or_title_and_description(store: FeedbackStore, t
     lines = [{"text": "First story"}, {"title": "Second", "description": "story", "label": 2}, {"text": "Third"}]
     path = tmp_path / "pool.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n", encoding="utf-8")
-    assert store.import_pool(path).added == 3
+    assert store.pool.import_file(path).added == 3
     assert pool_texts(store) == ["First story", "Second story", "Third"]
 
 
 def test_duplicate_texts_are_skipped_and_counted(store: FeedbackStore, tmp_path: Path) -> None:
-    store.import_pool(write_csv(tmp_path / "a.csv", "text", ["Alpha", "Beta"]))
-    report = store.import_pool(write_csv(tmp_path / "b.csv", "text", ["alpha ", "Gamma", "Gamma", "Beta"]))
+    store.pool.import_file(write_csv(tmp_path / "a.csv", "text", ["Alpha", "Beta"]))
+    report = store.pool.import_file(write_csv(tmp_path / "b.csv", "text", ["alpha ", "Gamma", "Gamma", "Beta"]))
     assert (report.rows, report.added, report.duplicates) == (4, 1, 3)
     assert pool_texts(store) == ["Alpha", "Beta", "Gamma"]
 
 
 def test_import_with_a_bad_row_writes_nothing_and_names_the_line(store: FeedbackStore, tmp_path: Path) -> None:
-    store.add_to_pool(["Already there"], source="seed")
+    store.pool.add(["Already there"], source="seed")
     rows = ["Good one", "Good two", '""', "Good three", "x" * 20_001, "Good four"]
     with pytest.raises(PoolImportError) as refused:
-        store.import_pool(write_csv(tmp_path / "pool.csv", "text", rows))
+        store.pool.import_file(write_csv(tmp_path / "pool.csv", "text", rows))
     message = str(refused.value)
     assert "2 bad rows; nothing was imported (--skip-bad imports the good rows" in message
     assert "line 4: empty text" in message and "line 6: text is 20,001 characters; at most 20,000" in message
@@ -102,23 +103,23 @@ def test_an_import_asked_to_skip_bad_rows_adds_the_good_ones_and_names_the_other
 ) -> None:
     long = "A long article. " * 1000  # 16,000 characters: a newsroom's feature, taken as Classify takes it
     rows = ["Good one", '""', long.strip(), "x" * 20_001, "Good four"]
-    report = store.import_pool(write_csv(tmp_path / "pool.csv", "text", rows), skip_bad=True)
+    report = store.pool.import_file(write_csv(tmp_path / "pool.csv", "text", rows), skip_bad=True)
     assert report.added == 3 and report.bad == ((3, "empty text"), (5, "text is 20,001 characters; at most 20,000 "
                                                                            "are allowed"))
     assert pool_texts(store) == ["Good one", "A long article. " * 999 + "A long article.", "Good four"]
     with pytest.raises(FeedbackError, match="has no rows to import \\(2 bad\\)"):  # nothing good: nothing to say it did
-        store.import_pool(write_csv(tmp_path / "bad.csv", "text", ['""', "x" * 20_001]), skip_bad=True)
+        store.pool.import_file(write_csv(tmp_path / "bad.csv", "text", ['""', "x" * 20_001]), skip_bad=True)
 
 
 def test_malformed_json_and_csv_rows_are_reported_by_line(store: FeedbackStore, tmp_path: Path) -> None:
     jsonl = tmp_path / "pool.jsonl"
     jsonl.write_text('{"text": "ok"}\n{"text": "broken\n[1, 2]\n{"headline": "x"}\n', encoding="utf-8")
     with pytest.raises(PoolImportError, match="line 2: malformed JSON") as refused:
-        store.import_pool(jsonl)
+        store.pool.import_file(jsonl)
     assert [line for line, _ in refused.value.problems] == [2, 3, 4]
     csv_path = write_csv(tmp_path / "pool.csv", "text,source", ["fine,a", "too,many,fields"])
     with pytest.raises(PoolImportError, match="line 3: expected 2 fields, found 3"):
-        store.import_pool(csv_path)
+        store.pool.import_file(csv_path)
     assert pool_texts(store) == []
 
 
@@ -126,7 +127,7 @@ def test_invalid_utf8_file_is_a_clear_error_naming_the_line(store: FeedbackStore
     path = tmp_path / "latin1.csv"
     path.write_bytes("text\nfine\nCaf\u00e9 news\n".encode("latin-1"))
     with pytest.raises(PoolImportError, match=r"line 3: invalid UTF-8 .*save the file as UTF-8"):
-        store.import_pool(path)
+        store.pool.import_file(path)
     assert pool_texts(store) == []
 
 
@@ -148,18 +149,18 @@ def test_unusable_files_are_refused_clearly(
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
     with pytest.raises(FeedbackError, match=message):
-        store.import_pool(path)
+        store.pool.import_file(path)
 
 
 def test_missing_file_is_a_clear_error(store: FeedbackStore, tmp_path: Path) -> None:
     with pytest.raises(FeedbackError, match="cannot read .*nope.csv"):
-        store.import_pool(tmp_path / "nope.csv")
+        store.pool.import_file(tmp_path / "nope.csv")
 
 
 def test_exception_midway_through_import_leaves_pool_as_before(
     store: FeedbackStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.add_to_pool(["Already there"], source="seed")
+    store.pool.add(["Already there"], source="seed")
     real_insert = feedback.labelling.pool._insert_pool_row
     calls = []
 
@@ -171,14 +172,14 @@ def test_exception_midway_through_import_leaves_pool_as_before(
 
     monkeypatch.setattr(feedback.labelling.pool, "_insert_pool_row", failing_insert)
     with pytest.raises(OSError, match="disk full"):
-        store.import_pool(write_csv(tmp_path / "pool.csv", "text", [f"story {i}" for i in range(1000)]))
+        store.pool.import_file(write_csv(tmp_path / "pool.csv", "text", [f"story {i}" for i in range(1000)]))
     assert pool_texts(store) == ["Already there"]
     monkeypatch.setattr(feedback.labelling.pool, "_insert_pool_row", real_insert)
-    assert store.import_pool(tmp_path / "pool.csv").added == 1000  # the store is still usable
+    assert store.pool.import_file(tmp_path / "pool.csv").added == 1000  # the store is still usable
 
 
 def test_process_killed_midway_through_import_leaves_pool_as_before(store: FeedbackStore, tmp_path: Path) -> None:
-    store.add_to_pool(["Already there"], source="seed")
+    store.pool.add(["Already there"], source="seed")
     pool = write_csv(tmp_path / "pool.csv", "text", [f"story {i}" for i in range(1000)])
     script = textwrap.dedent(
         """
@@ -197,14 +198,14 @@ def test_process_killed_midway_through_import_leaves_pool_as_before(store: Feedb
             return real_insert(*args)
 
         feedback.labelling.pool._insert_pool_row = dying_insert
-        feedback.store.FeedbackStore(sys.argv[1]).import_pool(Path(sys.argv[2]))  # a file or a postgresql:// URL
+        feedback.store.FeedbackStore(sys.argv[1]).pool.import_file(Path(sys.argv[2]))  # a file or a postgresql:// URL
         """
     )
     env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
     child = subprocess.run([sys.executable, "-c", script, str(store.path), str(pool)], env=env, timeout=60)
     assert child.returncode == -signal.SIGKILL
     assert pool_texts(store) == ["Already there"]
-    assert store.import_pool(pool).added == 1000
+    assert store.pool.import_file(pool).added == 1000
 
 
 # Scoring and queue order ----------------------------------------------------------------------------
@@ -218,82 +219,82 @@ def test_margin_uncertainty_is_one_minus_top_two_gap() -> None:
 
 
 def test_queue_offers_most_uncertain_items_first(store: FeedbackStore) -> None:
-    store.add_to_pool(["sure thing", "coin flip", "fairly unsure", "unscored later"], source="test")
-    store.rescore(scorer_from({"coin": 0.5, "fairly": 0.3}), "v1")
-    store.add_to_pool(["added after scoring"], source="test")
+    store.pool.add(["sure thing", "coin flip", "fairly unsure", "unscored later"], source="test")
+    store.pool.rescore(scorer_from({"coin": 0.5, "fairly": 0.3}), "v1")
+    store.pool.add(["added after scoring"], source="test")
     order = []
-    while (item := store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))) is not None:
+    while (item := store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))) is not None:
         order.append(item["text"])
-        store.skip("anna", item["id"])
+        store.pool.skip("anna", item["id"])
     assert order == ["coin flip", "fairly unsure", "sure thing", "unscored later", "added after scoring"]
 
 
 def test_rescore_only_scores_items_not_scored_by_this_model(store: FeedbackStore) -> None:
-    store.add_to_pool(["alpha", "beta"], source="test")
+    store.pool.add(["alpha", "beta"], source="test")
     seen: list[str] = []
 
     def counting(texts: list[str]) -> np.ndarray:
         seen.extend(texts)
         return scorer_from({"beta": 0.4})(texts)
 
-    assert store.rescore(counting, "v1") == 2
-    assert store.rescore(counting, "v1") == 0
-    store.add_to_pool(["gamma"], source="test")
-    assert store.rescore(counting, "v1") == 1
-    assert store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "beta"
-    assert store.rescore(scorer_from({"alpha": 0.5}), "v2") == 3  # a new model rescores everything
-    item = store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))
+    assert store.pool.rescore(counting, "v1") == 2
+    assert store.pool.rescore(counting, "v1") == 0
+    store.pool.add(["gamma"], source="test")
+    assert store.pool.rescore(counting, "v1") == 1
+    assert store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "beta"
+    assert store.pool.rescore(scorer_from({"alpha": 0.5}), "v2") == 3  # a new model rescores everything
+    item = store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))
     assert (item["text"], item["scored_by"], item["uncertainty"]) == ("alpha", "v2", pytest.approx(1.0))
     assert seen == ["alpha", "beta", "gamma"]
 
 
 def test_scorer_with_wrong_shape_is_refused(store: FeedbackStore) -> None:
-    store.add_to_pool(["alpha", "beta"], source="test")
+    store.pool.add(["alpha", "beta"], source="test")
     with pytest.raises(FeedbackError, match="scorer returned shape"):
-        store.rescore(lambda texts: np.zeros((1, 4)), "v1")
+        store.pool.rescore(lambda texts: np.zeros((1, 4)), "v1")
 
 
 def test_answered_and_skipped_items_are_not_offered_again(store: FeedbackStore) -> None:
-    store.add_to_pool(["first", "second", "third"], source="test")
-    item = store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))
-    store.record(text=item["text"], user_label="World", annotator="anna", kind="queue", item_id=item["id"])
-    store.skip("anna", store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["id"])
-    assert store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "third"
-    assert store.next_item("ben", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "second"  # one label is enough by default
-    assert store.next_item("ben", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["text"] == "first"
-    assert store.progress("anna") == 1 and store.progress("ben") == 0
+    store.pool.add(["first", "second", "third"], source="test")
+    item = store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))
+    store.answers.record(AnswerInput(text=item["text"], user_label="World", annotator="anna", kind="queue", item_id=item["id"]))
+    store.pool.skip("anna", store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["id"])
+    assert store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "third"
+    assert store.pool.next_item("ben", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "second"  # one label is enough by default
+    assert store.pool.next_item("ben", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["text"] == "first"
+    assert store.pool.progress("anna") == 1 and store.pool.progress("ben") == 0
     store.undo_last("anna")  # an undone answer puts the item back in the annotator's queue
-    assert store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "first"
-    assert store.progress("anna") == 0
+    assert store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] == "first"
+    assert store.pool.progress("anna") == 0
 
 
 def test_labels_required_two_keeps_item_until_two_agreeing_labels(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "f.db")
-    store.add_to_pool(["contested story"], source="test")
-    item_id = store.next_item("a", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"]
+    store.pool.add(["contested story"], source="test")
+    item_id = store.pool.next_item("a", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"]
 
     def label(annotator: str, topic: str) -> None:
-        store.record(text="contested story", user_label=topic, annotator=annotator, kind="queue", item_id=item_id)
+        store.answers.record(AnswerInput(text="contested story", user_label=topic, annotator=annotator, kind="queue", item_id=item_id))
 
     label("a", "World")
-    assert store.next_item("b", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"] == item_id
-    assert store.next_item("b", QueuePolicy(traffic_share=0.0, labels_required=1)) is None
+    assert store.pool.next_item("b", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"] == item_id
+    assert store.pool.next_item("b", QueuePolicy(traffic_share=0.0, labels_required=1)) is None
     label("b", "Sports")  # disagreement: still one vote per label
-    assert store.next_item("c", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"] == item_id
+    assert store.pool.next_item("c", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1))["id"] == item_id
     label("c", "World")
-    assert store.next_item("d", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1)) is None
+    assert store.pool.next_item("d", QueuePolicy(traffic_share=0.0, labels_required=2, spread=1)) is None
 
 
 def test_queue_answers_must_name_a_matching_item(store: FeedbackStore) -> None:
-    store.add_to_pool(["pool story"], source="test")
-    item_id = store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["id"]
+    store.pool.add(["pool story"], source="test")
+    item_id = store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["id"]
     with pytest.raises(FeedbackError, match="needs the item_id"):
-        store.record(text="pool story", user_label="World", annotator="anna", kind="queue")
+        store.answers.record(AnswerInput(text="pool story", user_label="World", annotator="anna", kind="queue"))
     with pytest.raises(FeedbackError, match="does not match queue item"):
-        store.record(text="other story", user_label="World", annotator="anna", kind="queue", item_id=item_id)
+        store.answers.record(AnswerInput(text="other story", user_label="World", annotator="anna", kind="queue", item_id=item_id))
     with pytest.raises(FeedbackError, match="unknown queue item 99"):
-        store.skip("anna", 99)
-    assert store.count() == 0
+        store.pool.skip("anna", 99)
+    assert store.answers.count() == 0
 
 
 def test_each_annotator_draws_from_the_most_uncertain_few_in_an_order_of_their_own(
@@ -301,10 +302,10 @@ def test_each_annotator_draws_from_the_most_uncertain_few_in_an_order_of_their_o
 ) -> None:
     store = make_store(tmp_path / "feedback.db")
     texts = [f"pool article {i}" for i in range(40)]
-    store.add_to_pool(texts, source="pool")
+    store.pool.add(texts, source="pool")
     # Uncertainty falls with the index: items 0-3 are the four most uncertain.
-    store.rescore(lambda batch: np.array([[0.25 + 0.0175 * int(t.split()[-1]), 0.25, 0.25, 0.25 - 0.0175 * int(t.split()[-1])]
+    store.pool.rescore(lambda batch: np.array([[0.25 + 0.0175 * int(t.split()[-1]), 0.25, 0.25, 0.25 - 0.0175 * int(t.split()[-1])]
                                           for t in batch]) / 1.0, "v1")
     policy = QueuePolicy(traffic_share=0.0, spread=4)
-    firsts = {store.next_item(f"anon:{i}", policy)["text"] for i in range(16)}
+    firsts = {store.pool.next_item(f"anon:{i}", policy)["text"] for i in range(16)}
     assert firsts <= set(texts[:4]) and len(firsts) > 1

@@ -1,4 +1,4 @@
-"""One live answer per person, text and path: a change of mind replaces the earlier answer (kept as 'replaced'),
+"""One live answer per person, text and channel: a change of mind replaces the earlier answer (kept as 'replaced'),
 undo withdraws the live one and revives nothing, and nothing counts a replaced answer. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
 from feedback.errors import FeedbackError, RateLimited
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted
 from testkit.pg_cluster import StoreFactory
@@ -26,17 +27,17 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 def one_click(store: FeedbackStore, label: str, annotator: str = "anna", **fields: object):
     predicted = fields.pop("predicted_label", "Business")
     kind = "confirm" if label == predicted else "correct"
-    return store.record(text=TEXT, user_label=label, annotator=annotator, kind=kind, predicted_label=predicted,
-                        **fields)
+    return store.answers.record(AnswerInput(text=TEXT, user_label=label, annotator=annotator, kind=kind, predicted_label=predicted,
+                        **fields))
 
 
 def statuses(store: FeedbackStore) -> list[tuple[str, str, str]]:
-    return [(r["kind"], r["user_label"], r["status"]) for r in sorted(store.answers(), key=lambda r: r["id"])]
+    return [(r["kind"], r["user_label"], r["status"]) for r in sorted(store.answers.rows(), key=lambda r: r["id"])]
 
 
 def test_a_change_of_mind_replaces_the_earlier_answer(store: FeedbackStore) -> None:
     first = one_click(store, "Sci/Tech")
-    second = one_click(store, "Business")  # "Right" after a correction: the same path, so it replaces it
+    second = one_click(store, "Business")  # "Right" after a correction: the same channel, so it replaces it
     assert second.replaced == (first.id,) and not second.duplicate
     assert statuses(store) == [("correct", "Sci/Tech", "replaced"), ("confirm", "Business", "ok")]
     assert one_click(store, "Business").duplicate  # the live answer again: stored once
@@ -47,7 +48,7 @@ def test_a_change_of_mind_replaces_the_earlier_answer(store: FeedbackStore) -> N
     assert stats["answers"] == 3 and stats["by_status"]["replaced"] == 2
     assert stats["by_label"]["Sci/Tech"] == 1 and stats["by_label"]["Business"] == 0
     assert stats["by_kind"] == {"confirm": 0, "correct": 1, "queue": 0} and stats["annotators"] == 1
-    assert store.count_since(0) == 1
+    assert store.answers.count_since(0) == 1
 
 
 def test_undo_withdraws_the_live_answer_and_revives_nothing(store: FeedbackStore) -> None:
@@ -57,7 +58,7 @@ def test_undo_withdraws_the_live_answer_and_revives_nothing(store: FeedbackStore
     assert undone is not None and undone["user_label"] == "World"
     assert statuses(store) == [("correct", "Sci/Tech", "replaced"), ("correct", "World", "undone")]
     assert store.undo_last("anna", ("confirm", "correct")) is None  # the replaced answer is not undoable either
-    assert store.count_since(0) == 0 and store.stats()["annotators"] == 0
+    assert store.answers.count_since(0) == 0 and store.stats()["annotators"] == 0
     assert read_trusted(store, TrustPolicy(labels_required=1)) == []  # no label of this text may train
 
 
@@ -67,20 +68,20 @@ def test_only_the_last_answer_trains_and_a_replaced_one_is_not_reviewed(store: F
     one_click(store, "Sports", probabilities=SURE_OF_SPORTS, predicted_label="Sports")
     assert [(e.label, e.votes) for e in read_trusted(store, TrustPolicy(labels_required=1))] == [("Sports", 1)]
     with pytest.raises(FeedbackError, match="replaced by a later answer"):
-        store.set_status(first.id, "accepted")
-    assert store.answers(status="suspicious") == []  # nothing waits for a review that no longer matters
+        store.answers.set_status(first.id, "accepted")
+    assert store.answers.rows(status="suspicious") == []  # nothing waits for a review that no longer matters
 
 
 def test_each_path_keeps_its_own_live_answer(store: FeedbackStore) -> None:
-    store.add_to_pool([TEXT], source="test")
-    item = store.next_item("anna", QueuePolicy(labels_required=1))
+    store.pool.add([TEXT], source="test")
+    item = store.pool.next_item("anna", QueuePolicy(labels_required=1))
     assert item is not None and item["text"] == TEXT
     one_click(store, "World")
-    queue = [store.record(text=TEXT, user_label=label, annotator="anna", kind="queue", item_id=item["id"])
+    queue = [store.answers.record(AnswerInput(text=TEXT, user_label=label, annotator="anna", kind="queue", item_id=item["id"]))
              for label in ("Sports", "Business")]
     assert queue[1].replaced == (queue[0].id,)
     assert statuses(store) == [("correct", "World", "ok"), ("queue", "Sports", "replaced"), ("queue", "Business", "ok")]
-    assert store.progress("anna") == 1  # one article labelled in the queue, not two
+    assert store.pool.progress("anna") == 1  # one article labelled in the queue, not two
     undone = store.undo_last("anna", ("queue",))
     assert undone is not None and undone["user_label"] == "Business"
     assert statuses(store)[0] == ("correct", "World", "ok")  # the other path is untouched
@@ -89,17 +90,17 @@ def test_each_path_keeps_its_own_live_answer(store: FeedbackStore) -> None:
 
 def test_a_rejected_answer_stays_rejected(store: FeedbackStore) -> None:
     rejected = one_click(store, "World", probabilities=SURE_OF_SPORTS, predicted_label="Sports")
-    store.set_status(rejected.id, "rejected")
+    store.answers.set_status(rejected.id, "rejected")
     assert one_click(store, "World", probabilities=SURE_OF_SPORTS, predicted_label="Sports").duplicate
     later = one_click(store, "Sci/Tech", probabilities=SURE_OF_SPORTS, predicted_label="Sports")
-    assert later.replaced == () and store.get(rejected.id)["status"] == "rejected"
+    assert later.replaced == () and store.answers.get(rejected.id)["status"] == "rejected"
 
 
 def test_racing_changes_of_mind_leave_one_live_answer(store: FeedbackStore) -> None:
     labels = ["World", "Sports", "Business", "Sci/Tech"] * 2
     at_once(len(labels), lambda i: one_click(store, labels[i]))
-    live = [r for r in store.answers() if r["status"] not in ("replaced", "undone")]
-    assert len(live) == 1 and len(store.answers()) >= 4
+    live = [r for r in store.answers.rows() if r["status"] not in ("replaced", "undone")]
+    assert len(live) == 1 and len(store.answers.rows()) >= 4
 
 
 def test_signed_in_accounts_get_a_higher_answer_limit(make_store: StoreFactory, tmp_path: Path) -> None:
@@ -108,8 +109,8 @@ def test_signed_in_accounts_get_a_higher_answer_limit(make_store: StoreFactory, 
     def burst(annotator: str, verified: bool) -> int:
         for i in range(10):
             try:
-                store.record(text=f"{annotator} story {i}", user_label="World", annotator=annotator, kind="correct",
-                             verified=verified)
+                store.answers.record(AnswerInput(text=f"{annotator} story {i}", user_label="World", annotator=annotator, kind="correct",
+                             verified=verified))
             except RateLimited:
                 return i
         return 10

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from core.settings.policies import StoreLimits, TrustPolicy
 from core.text import text_hash
 from feedback.errors import FeedbackError
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.guidelines import DEFAULT, built_in
 from feedback.labelling.pool_files import cleaned
 from feedback.store import FeedbackStore
@@ -34,40 +35,40 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 
 def suspicious(store: FeedbackStore, n: int, who: str = "anon:a", probs: dict = SURE_OF_WORLD, label: str = "Sports",
                prefix: str = "Summit talk") -> list[int]:
-    ids = [store.record(text=f"{prefix} number {i}", user_label=label, annotator=who, kind="correct",
-                        probabilities=probs).id for i in range(n)]
-    assert all(store.get(i)["status"] == "suspicious" for i in ids)
+    ids = [store.answers.record(AnswerInput(text=f"{prefix} number {i}", user_label=label, annotator=who, kind="correct",
+                        probabilities=probs)).id for i in range(n)]
+    assert all(store.answers.get(i)["status"] == "suspicious" for i in ids)
     return ids
 
 
 def test_bulk_review_changes_exactly_the_named_answers_and_says_what_it_did(store: FeedbackStore) -> None:
     ids = suspicious(store, 5)
     other = suspicious(store, 2, prefix="Other story")
-    report = store.set_statuses(ids[:3], "accepted")
+    report = store.reviews.set_statuses(ids[:3], "accepted")
     assert sorted(report.changed) == ids[:3] and set(report.changed.values()) == {"suspicious"}
-    assert [store.get(i)["status"] for i in ids + other] == ["accepted"] * 3 + ["suspicious"] * 4
+    assert [store.answers.get(i)["status"] for i in ids + other] == ["accepted"] * 3 + ["suspicious"] * 4
     assert f"Accepted 3 answer(s): #{ids[0]}, #{ids[1]}, #{ids[2]}." in review_message(report)
 
-    again = store.set_statuses([ids[0], ids[3], 999_999], "accepted")
+    again = store.reviews.set_statuses([ids[0], ids[3], 999_999], "accepted")
     assert again.already == (ids[0],) and list(again.changed) == [ids[3]] and again.missing == (999_999,)
     message = review_message(again)
     assert "1 already accepted" in message and f"#{ids[0]}" in message and "1 not found: #999999" in message
 
     store.undo_last("anon:a")  # the newest answer, other[-1], is taken back: never reviewed
-    withdrawn = store.set_statuses([other[-1]], "rejected")
+    withdrawn = store.reviews.set_statuses([other[-1]], "rejected")
     assert withdrawn.withdrawn == (other[-1],) and not withdrawn.changed
-    assert store.get(other[-1])["status"] == "undone"
+    assert store.answers.get(other[-1])["status"] == "undone"
     with pytest.raises(FeedbackError, match="at least one"):
-        store.set_statuses([], "accepted")
+        store.reviews.set_statuses([], "accepted")
     with pytest.raises(FeedbackError, match="review status"):
-        store.set_statuses(ids, "ok")
+        store.reviews.set_statuses(ids, "ok")
 
 
 def test_filters_narrow_by_status_reason_label_annotator_and_text(store: FeedbackStore) -> None:
     world = suspicious(store, 4, who="anon:a")
     sports = suspicious(store, 3, who="user:bea", probs=SURE_OF_SPORTS, label="World", prefix="Cup 100%_final")
-    plain = store.record(text="A quiet day on the markets", user_label="Business", annotator="anon:a",
-                         kind="correct").id
+    plain = store.answers.record(AnswerInput(text="A quiet day on the markets", user_label="Business", annotator="anon:a",
+                         kind="correct")).id
     find = store.reviews.find
     rows, total = find(ReviewFilter())
     assert total == 7 and [r["id"] for r in rows] == sorted(world + sports, reverse=True)  # newest first
@@ -89,34 +90,34 @@ def test_filters_narrow_by_status_reason_label_annotator_and_text(store: Feedbac
 
 def test_held_corrections_are_found_and_released_by_a_bulk_accept(store: FeedbackStore) -> None:
     texts = [f"Pasted story {i} about a chip plant" for i in range(3)]
-    ids = [store.record(text=t, user_label="Business", annotator="anon:x", kind="correct").id for t in texts]
-    store.add_to_pool(texts, source="correction", held=("anon:x", "a correction by a visitor not signed in"))
-    store.record(text="Someone else's story", user_label="World", annotator="anon:y", kind="correct")
+    ids = [store.answers.record(AnswerInput(text=t, user_label="Business", annotator="anon:x", kind="correct")).id for t in texts]
+    store.pool.add(texts, source="correction", held=("anon:x", "a correction by a visitor not signed in"))
+    store.answers.record(AnswerInput(text="Someone else's story", user_label="World", annotator="anon:y", kind="correct"))
     held, total = store.reviews.find(ReviewFilter(status=HELD))
     assert total == 3 and sorted(r["id"] for r in held) == ids
-    assert len(store.held_items()) == 3
-    store.set_statuses(ids[:2], "accepted")
+    assert len(store.pool.held()) == 3
+    store.reviews.set_statuses(ids[:2], "accepted")
     assert [r["id"] for r in store.reviews.find(ReviewFilter(status=HELD))[0]] == [ids[2]]
-    assert len(store.held_items()) == 1  # accepted: back in the queue for everyone
+    assert len(store.pool.held()) == 1  # accepted: back in the queue for everyone
 
 
 def test_a_resolved_disagreement_trains_with_the_reviewed_label(store: FeedbackStore) -> None:
     text = "Chipmaker's quarterly profit beats forecasts as data-centre sales soar"
-    first = store.record(text=text, user_label="Sci/Tech", annotator="anon:a", kind="correct").id
-    second = store.record(text=text, user_label="Business", annotator="anon:b", kind="correct").id
+    first = store.answers.record(AnswerInput(text=text, user_label="Sci/Tech", annotator="anon:a", kind="correct")).id
+    second = store.answers.record(AnswerInput(text=text, user_label="Business", annotator="anon:b", kind="correct")).id
     policy = TrustPolicy(labels_required=2)
     assert read_trusted(store, policy) == []  # a tie, and too few votes
-    [found] = disagreements(store.answers(), store.gold_labels())
+    [found] = disagreements(store.answers.rows(), store.pool.gold_labels())
     assert found.votes == {"Sci/Tech": [nickname("anon:a")], "Business": [nickname("anon:b")]}
 
     resolution = store.reviews.resolve(found.text_hash, "Business")
     assert resolution.accepted == (second,) and resolution.rejected == (first,)
-    assert store.get(first)["status"] == "rejected" and store.get(second)["status"] == "accepted"
-    mine = store.get(resolution.maintainer_answer)
+    assert store.answers.get(first)["status"] == "rejected" and store.answers.get(second)["status"] == "accepted"
+    mine = store.answers.get(resolution.maintainer_answer)
     assert mine["annotator"] == MAINTAINER and mine["user_label"] == "Business" and mine["status"] == "accepted"
     [trusted] = read_trusted(store, policy)  # labels_required=2, yet the reviewed label settles it
     assert trusted.text == text and trusted.label == "Business"
-    assert disagreements(store.answers(), store.gold_labels()) == []
+    assert disagreements(store.answers.rows(), store.pool.gold_labels()) == []
     # Changing one's mind about the resolution: the earlier reviewed label is rejected too.
     again = store.reviews.resolve(found.text_hash, "Sci/Tech")
     assert resolution.maintainer_answer in again.rejected and first in again.accepted
@@ -127,7 +128,7 @@ def test_a_resolved_disagreement_trains_with_the_reviewed_label(store: FeedbackS
 
 def test_guidelines_keep_every_version_with_its_time(store: FeedbackStore) -> None:
     book = store.guidelines
-    assert book.current().version == 0 and book.current().text == built_in(store.taxonomy())
+    assert book.current().version == 0 and book.current().text == built_in(store.topics.current())
     assert "Business" in book.current().text and "earnings" in book.current().text  # AG News's hard cases
     assert "Business" not in DEFAULT  # the general rules name no topic
     first, new = book.save("# Rules\nEarnings are **Business**.", "admin")
@@ -145,8 +146,8 @@ def test_guidelines_keep_every_version_with_its_time(store: FeedbackStore) -> No
 def test_pool_texts_lose_their_html_entities(store: FeedbackStore, tmp_path: Path) -> None:
     pool = tmp_path / "pool.csv"
     pool.write_text('text\n"Intel #39;s chip sales quot;soar quot; at AT&amp;T stores"\n', encoding="utf-8")
-    store.import_pool(pool)
-    store.add_to_pool(["Fed #39;s rate cut &quot;lifts&quot; shares\n\n\nSecond paragraph"], source="correction")
+    store.pool.import_file(pool)
+    store.pool.add(["Fed #39;s rate cut &quot;lifts&quot; shares\n\n\nSecond paragraph"], source="correction")
     texts = sorted(item["text"] for item in _pool(store))
     assert texts == ["Fed's rate cut \"lifts\" shares\n\nSecond paragraph", 'Intel\'s chip sales"soar" at AT&T stores']
     assert not any(re.search(r"#\d+;|quot;|&amp;", t) for t in texts)
@@ -161,14 +162,14 @@ def _pool(store: FeedbackStore) -> list[dict]:
 
 
 def test_people_are_named_and_measured_honestly(store: FeedbackStore) -> None:
-    store.add_to_pool(["Known check story"], source="t", labels=["World"])
+    store.pool.add(["Known check story"], source="t", labels=["World"])
     for who in ("anon:a", "anon:b", "user:cleo"):
-        store.record(text="Known check story", user_label="World" if who != "anon:b" else "Sports", annotator=who,
-                     kind="correct", verified=who.startswith("user:"))
+        store.answers.record(AnswerInput(text="Known check story", user_label="World" if who != "anon:b" else "Sports", annotator=who,
+                     kind="correct", verified=who.startswith("user:")))
     for i in range(6):  # a and cleo share six texts and agree on all; b shares none of these
         for who in ("anon:a", "user:cleo"):
-            store.record(text=f"Shared story {i}", user_label="Business", annotator=who, kind="correct",
-                         verified=who == "user:cleo")
+            store.answers.record(AnswerInput(text=f"Shared story {i}", user_label="Business", annotator=who, kind="correct",
+                         verified=who == "user:cleo"))
     crowd = store.crowd
     rows = people(crowd.counts(datetime.fromtimestamp(1_750_000_100, UTC)), crowd.check_scores(), crowd.shared_answers(),
                   TrustPolicy())

@@ -16,6 +16,7 @@ from core.text import text_hash
 from feedback.database.schema import CURRENT_VERSION
 from feedback.database.shared_state import SharedMap
 from feedback.database.tables import metadata
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
 from tests.legacy_feedback_schema import STEPS, legacy_database
@@ -118,18 +119,18 @@ def test_a_database_made_by_the_old_runner_opens_and_reads_back_every_row(tmp_pa
 
     store = FeedbackStore(path)
     assert _every_row(path) == before  # opening changed nothing
-    answers = sorted(store.answers(), key=lambda row: row["id"])
+    answers = sorted(store.answers.rows(), key=lambda row: row["id"])
     assert [(row["text"], row["status"], row["kind"], row["verified"], row["address"]) for row in answers] == [
         (row[1], row[11], row[9], row[13], row[14]) for row in before["answers"]]
     assert answers[0]["probabilities"] == {"World": 0.7, "Sports": 0.1, "Business": 0.1, "Sci/Tech": 0.1}
     assert store.stats()["by_status"] == {"ok": 1, "suspicious": 1, "accepted": 1, "rejected": 1, "undone": 1,
                                           "replaced": 1}
-    assert store.gold_labels() == {text_hash("a check story"): "World"}
-    assert [item["text"] for item in store.held_items()] == []  # nobody answered the held check: nothing to show
+    assert store.pool.gold_labels() == {text_hash("a check story"): "World"}
+    assert [item["text"] for item in store.pool.held()] == []  # nobody answered the held check: nothing to show
     assert store.guidelines.current().text == "Label the subject.\n" and store.guidelines.current().version == 1
     assert SharedMap(store.database, "queue_item").get("session-a") == {"id": 1}
-    assert store.progress("anon:bob") == 1 and store.queue_left("anon:bob", QueuePolicy()) == 0
-    assert store.record(text="a new story", user_label="World", annotator="anon:new", kind="correct").id == 7
+    assert store.pool.progress("anon:bob") == 1 and store.pool.queue_left("anon:bob", QueuePolicy()) == 0
+    assert store.answers.record(AnswerInput(text="a new story", user_label="World", annotator="anon:new", kind="correct")).id == 7
     with sqlite3.connect(path) as check:
         # Every step the new runner added after the old one's last (max(STEPS)) was applied on top.
         assert check.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION > max(STEPS)

@@ -7,6 +7,7 @@ from pathlib import Path
 from core.data import Example, split_by_hash
 from core.labels import LABELS, label_index
 from core.settings.policies import StoreLimits, TrustPolicy
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import FeedbackSplit, backup_database, trusted_split
 from testkit.pg_cluster import StoreFactory
@@ -15,7 +16,7 @@ from testkit.pg_cluster import StoreFactory
 def filled_store(path: Path | str, texts: int) -> FeedbackStore:
     store = FeedbackStore(path, StoreLimits(writes_per_minute=10_000))
     for i in range(texts):
-        store.record(text=f"story number {i}", user_label=LABELS[i % 4], annotator="anna", kind="correct")
+        store.answers.record(AnswerInput(text=f"story number {i}", user_label=LABELS[i % 4], annotator="anna", kind="correct"))
     return store
 
 
@@ -28,7 +29,7 @@ def test_backup_copies_the_database_and_keeps_the_newest_copies(tmp_path: Path) 
     # Names sort by the second they were taken in; within one second the suffix only keeps them apart.
     kept = list((tmp_path / "backups").iterdir())
     assert len(kept) == 2 and set(kept) <= set(copies)
-    assert all(FeedbackStore(copy).count() == 3 for copy in kept)
+    assert all(FeedbackStore(copy).answers.count() == 3 for copy in kept)
 
 
 def test_backup_of_either_backend_is_a_sqlite_file_the_retrain_reads(make_store: StoreFactory, tmp_path: Path) -> None:
@@ -43,8 +44,8 @@ def test_trusted_split_is_the_salted_hash_split_of_the_trusted_answers(tmp_path:
     assert trusted_split(None, TrustPolicy(), 0.25) == FeedbackSplit(train=[], holdout=[], last_answer_id=0)
     db = tmp_path / "feedback.db"
     store = filled_store(db, 40)
-    rejected = store.record(text="withdrawn story", user_label="World", annotator="ben", kind="correct")
-    store.set_status(rejected.id, "rejected")
+    rejected = store.answers.record(AnswerInput(text="withdrawn story", user_label="World", annotator="ben", kind="correct"))
+    store.answers.set_status(rejected.id, "rejected")
     split = trusted_split(db, TrustPolicy(), 0.25)
     assert split.last_answer_id == rejected.id
     expected = [Example(f"story number {i}", label_index(LABELS[i % 4])) for i in range(40)]

@@ -16,6 +16,8 @@ from core.settings.policies import StoreLimits
 from core.text import text_hash
 from feedback.database.schema import CURRENT_VERSION
 from feedback.errors import FeedbackError, RateLimited
+from feedback.export.files import export_answers
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
@@ -39,7 +41,7 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 
 def answer(store: FeedbackStore, text: str = "Stocks rally on Wall Street", **overrides: object):
     fields = {"text": text, "user_label": "Business", "annotator": "anna", "kind": "correct"} | overrides
-    return store.record(**fields)
+    return store.answers.record(AnswerInput(**fields))
 
 
 # Recording and validation ---------------------------------------------------------------------------
@@ -47,7 +49,7 @@ def answer(store: FeedbackStore, text: str = "Stocks rally on Wall Street", **ov
 
 def test_record_stores_canonical_label_hash_and_probabilities(store: FeedbackStore) -> None:
     result = answer(store, user_label="business", probabilities=UNSURE, model_version="v1")
-    row = store.get(result.id)
+    row = store.answers.get(result.id)
     assert result.duplicate is False and result.status == "ok"
     assert row["user_label"] == "Business"
     assert row["predicted_label"] == "Sports"  # argmax of the probabilities when not given
@@ -60,7 +62,7 @@ def test_record_stores_canonical_label_hash_and_probabilities(store: FeedbackSto
 def test_unknown_label_is_refused_listing_valid_labels(store: FeedbackStore, label: object) -> None:
     with pytest.raises(FeedbackError, match="expected one of World, Sports, Business, Sci/Tech"):
         answer(store, user_label=label)
-    assert store.count() == 0
+    assert store.answers.count() == 0
 
 
 @pytest.mark.parametrize("text", ["", "   \n\t", "<br>"])
@@ -98,21 +100,21 @@ def test_identical_answer_is_stored_once(store: FeedbackStore) -> None:
     first = answer(store)
     again = answer(store, text="  stocks rally on wall street ")  # same text_hash after cleaning
     assert again == type(first)(id=first.id, duplicate=True, status="ok")
-    assert store.count() == 1
+    assert store.answers.count() == 1
 
 
 def test_changed_mind_and_other_annotators_are_new_answers(store: FeedbackStore) -> None:
     first = answer(store)
     answer(store, user_label="World")
     answer(store, annotator="ben")
-    assert store.count() == 3
+    assert store.answers.count() == 3
     # A change of mind is kept for audit, replaced: one live answer per person (tests/unit/test_feedback_replace.py).
-    assert store.get(first.id)["status"] == "replaced" and store.count("ok") == 2
+    assert store.answers.get(first.id)["status"] == "replaced" and store.answers.count("ok") == 2
 
 
 def test_identical_answer_from_racing_threads_is_stored_once(store: FeedbackStore) -> None:
     results = at_once(8, lambda _: answer(store))
-    assert store.count() == 1
+    assert store.answers.count() == 1
     assert {r.id for r in results} == {results[0].id}
     assert sum(not r.duplicate for r in results) == 1
 
@@ -129,12 +131,12 @@ def test_rate_limit_refuses_with_seconds_to_wait(make_store: StoreFactory, tmp_p
     answer(store, text="story 3", annotator="someone else")  # the limit is per annotator
     clock.now += 31  # the first answer has left the window
     answer(store, text="story 3")
-    assert store.count() == 5
+    assert store.answers.count() == 5
 
 
 def test_confident_model_contradicted_marks_answer_suspicious(store: FeedbackStore) -> None:
     result = answer(store, user_label="World", probabilities=SURE_OF_SPORTS)
-    row = store.get(result.id)
+    row = store.answers.get(result.id)
     assert result.status == row["status"] == "suspicious"
     assert row["suspicious_reason"] == "model was 95% sure of Sports"
     assert answer(store, text="another", user_label="World", probabilities=UNSURE).status == "ok"
@@ -150,10 +152,10 @@ def test_undo_marks_latest_answer_undone_and_keeps_it(store: FeedbackStore) -> N
     answer(store, text="someone else's", annotator="ben")
     undone = store.undo_last("anna")
     assert undone["id"] == second.id and undone["status"] == "undone"
-    assert store.get(second.id)["status"] == "undone"
+    assert store.answers.get(second.id)["status"] == "undone"
     assert store.undo_last("anna")["id"] == first.id
     assert store.undo_last("anna") is None
-    assert store.count() == 3 and store.count("undone") == 2
+    assert store.answers.count() == 3 and store.answers.count("undone") == 2
 
 
 def test_answer_repeated_after_undo_is_stored_again(store: FeedbackStore) -> None:
@@ -165,16 +167,16 @@ def test_answer_repeated_after_undo_is_stored_again(store: FeedbackStore) -> Non
 
 def test_maintainer_accepts_or_rejects_suspicious_answers(store: FeedbackStore) -> None:
     suspicious = answer(store, user_label="World", probabilities=SURE_OF_SPORTS)
-    assert [row["id"] for row in store.answers(status="suspicious")] == [suspicious.id]
-    assert store.set_status(suspicious.id, "accepted")["status"] == "accepted"
-    assert store.answers(status="suspicious") == []
+    assert [row["id"] for row in store.answers.rows(status="suspicious")] == [suspicious.id]
+    assert store.answers.set_status(suspicious.id, "accepted")["status"] == "accepted"
+    assert store.answers.rows(status="suspicious") == []
     with pytest.raises(FeedbackError, match="unknown review status"):
-        store.set_status(suspicious.id, "ok")
+        store.answers.set_status(suspicious.id, "ok")
     with pytest.raises(FeedbackError, match="no answer with id 999"):
-        store.set_status(999, "rejected")
+        store.answers.set_status(999, "rejected")
     store.undo_last("anna")
     with pytest.raises(FeedbackError, match="undone"):
-        store.set_status(suspicious.id, "rejected")
+        store.answers.set_status(suspicious.id, "rejected")
 
 
 def test_stats_count_labels_kinds_statuses_and_annotators(store: FeedbackStore) -> None:
@@ -188,7 +190,7 @@ def test_stats_count_labels_kinds_statuses_and_annotators(store: FeedbackStore) 
     assert stats["by_label"] == {"World": 1, "Sports": 1, "Business": 0, "Sci/Tech": 0}
     assert stats["by_kind"] == {"confirm": 1, "correct": 1, "queue": 0}
     assert stats["annotators"] == 2
-    assert store.count_since(0) == 2
+    assert store.answers.count_since(0) == 2
 
 
 # Export and backup ----------------------------------------------------------------------------------
@@ -200,7 +202,7 @@ def test_csv_export_escapes_spreadsheet_formulas(store: FeedbackStore, tmp_path:
         answer(store, text=text)
     answer(store, text="plain", annotator="=cmd|' /C calc'!A0")
     out = tmp_path / "answers.csv"
-    assert store.export(out, "csv") == 6
+    assert export_answers(store, out, "csv") == 6
     with out.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert [row["text"] for row in rows[:5]] == ["'" + text for text in risky]
@@ -212,19 +214,19 @@ def test_jsonl_export_has_every_answer_oldest_first(store: FeedbackStore, tmp_pa
     answer(store, text="two")
     store.undo_last("anna")
     out = tmp_path / "answers.jsonl"
-    store.export(out, "jsonl")
+    export_answers(store, out, "jsonl")
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [row["text"] for row in rows] == ["one", "two"]
     assert rows[0]["probabilities"]["Sports"] == 0.4 and rows[1]["status"] == "undone"
     with pytest.raises(FeedbackError, match="unknown export format 'xlsx'"):
-        store.export(out, "xlsx")
+        export_answers(store, out, "xlsx")
 
 
 def test_backup_is_a_complete_database(store: FeedbackStore, tmp_path: Path) -> None:
     for i in range(5):
         answer(store, text=f"story {i}")
-    store.backup(tmp_path / "backup.db")
-    assert FeedbackStore(tmp_path / "backup.db").count() == 5
+    store.database.backup(tmp_path / "backup.db")
+    assert FeedbackStore(tmp_path / "backup.db").answers.count() == 5
 
 
 # Schema migration -----------------------------------------------------------------------------------
@@ -254,7 +256,7 @@ def test_v1_database_is_migrated_in_place_keeping_its_rows(tmp_path: Path) -> No
     conn.close()
 
     store = FeedbackStore(path)
-    rows = sorted(store.answers(), key=lambda row: row["id"])
+    rows = sorted(store.answers.rows(), key=lambda row: row["id"])
     assert [(r["text"], r["kind"], r["status"], r["probabilities"]) for r in rows] == [
         ("old confirm", "confirm", "ok", None),
         ("old fix", "correct", "ok", None),
@@ -263,10 +265,10 @@ def test_v1_database_is_migrated_in_place_keeping_its_rows(tmp_path: Path) -> No
     with sqlite3.connect(path) as check:
         assert check.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION
     assert answer(store, text="old fix", user_label="Sports").duplicate is True
-    store.add_to_pool(["a new pool item"], source="test")  # the v2 tables exist
-    store.add_to_pool(["a known-answer check"], source="test", labels=["World"])  # and v3's column
-    assert store.gold_labels() == {text_hash("a known-answer check"): "World"}
-    assert store.count() == 2
+    store.pool.add(["a new pool item"], source="test")  # the v2 tables exist
+    store.pool.add(["a known-answer check"], source="test", labels=["World"])  # and v3's column
+    assert store.pool.gold_labels() == {text_hash("a known-answer check"): "World"}
+    assert store.answers.count() == 2
 
 
 def test_database_from_newer_code_is_refused(tmp_path: Path) -> None:
@@ -297,7 +299,7 @@ def test_eight_threads_of_200_writes_lose_and_double_nothing(make_store: StoreFa
     for thread in threads:
         thread.join()
     assert errors == []
-    texts = [row["text"] for row in store.answers()]
+    texts = [row["text"] for row in store.answers.rows()]
     assert len(texts) == 1600 and len(set(texts)) == 1600
 
 
@@ -305,9 +307,9 @@ def _write_from_process(db_path: str, worker: int, count: int) -> None:
     # Each process opens the store itself, so they also race on creating and migrating the database.
     store = FeedbackStore(db_path, StoreLimits(writes_per_minute=10_000))  # a file path or a postgresql:// URL
     for i in range(count):
-        store.record(
+        store.answers.record(AnswerInput(
             text=f"process {worker} story {i}", user_label=LABELS[i % 4], annotator=f"p{worker}", kind="correct"
-        )
+        ))
 
 
 def test_four_processes_of_100_writes_lose_and_double_nothing(make_store: StoreFactory, tmp_path: Path) -> None:
@@ -319,5 +321,5 @@ def test_four_processes_of_100_writes_lose_and_double_nothing(make_store: StoreF
     for process in processes:
         process.join(timeout=60)
     assert [process.exitcode for process in processes] == [0, 0, 0, 0]
-    texts = [row["text"] for row in make_store(tmp_path / "f.db").answers()]
+    texts = [row["text"] for row in make_store(tmp_path / "f.db").answers.rows()]
     assert len(texts) == 400 and len(set(texts)) == 400

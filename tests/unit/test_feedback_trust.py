@@ -9,8 +9,9 @@ import pytest
 
 from core.labels import LABELS
 from core.settings.policies import TrustPolicy
+from feedback.labelling.answers import AnswerInput, contradiction_reason
 from feedback.training.snapshot import read_trusted
-from feedback.trust.rules import aggregate, annotator_agreement, contradiction_reason, select_trusted
+from feedback.trust.rules import aggregate, annotator_agreement, select_trusted
 from testkit.pg_cluster import StoreFactory
 
 _ids = itertools.count(1)
@@ -109,9 +110,9 @@ def test_an_answer_naming_a_topic_the_model_lacks_is_not_suspicious(make_store: 
     store = make_store(tmp_path / "f.db")
     store.topics.commit(store.topics.current(LABELS).add("Health"), planned_on=1)
     sure = {"World": 0.01, "Sports": 0.97, "Business": 0.01, "Sci/Tech": 0.01}
-    new_topic = store.record(text="Clinic flu cases rise", user_label="Health", annotator="a", kind="correct",
-                             probabilities=sure)
-    known = store.record(text="Odd one", user_label="World", annotator="a", kind="correct", probabilities=sure)
+    new_topic = store.answers.record(AnswerInput(text="Clinic flu cases rise", user_label="Health", annotator="a", kind="correct",
+                             probabilities=sure))
+    known = store.answers.record(AnswerInput(text="Odd one", user_label="World", annotator="a", kind="correct", probabilities=sure))
     assert (str(new_topic.status), str(known.status)) == ("ok", "suspicious")
     assert contradiction_reason("Sports", sure, "Health", 0.9) is None
 
@@ -119,14 +120,14 @@ def test_an_answer_naming_a_topic_the_model_lacks_is_not_suspicious(make_store: 
 def test_read_trusted_reads_the_store(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "f.db")
     sure = {"World": 0.01, "Sports": 0.97, "Business": 0.01, "Sci/Tech": 0.01}
-    store.record(text="Match report", user_label="Sports", annotator="a", kind="confirm", probabilities=sure)
-    flagged = store.record(text="Odd one", user_label="World", annotator="a", kind="correct", probabilities=sure)
-    store.record(text="Quarterly results", user_label="Business", annotator="b", kind="correct")
+    store.answers.record(AnswerInput(text="Match report", user_label="Sports", annotator="a", kind="confirm", probabilities=sure))
+    flagged = store.answers.record(AnswerInput(text="Odd one", user_label="World", annotator="a", kind="correct", probabilities=sure))
+    store.answers.record(AnswerInput(text="Quarterly results", user_label="Business", annotator="b", kind="correct"))
     assert {e.text: e.label for e in read_trusted(store, TrustPolicy())} == {
         "Match report": "Sports",
         "Quarterly results": "Business",
     }
-    store.set_status(flagged.id, "accepted")
+    store.answers.set_status(flagged.id, "accepted")
     assert [e.text for e in read_trusted(store, TrustPolicy())] == ["Match report", "Odd one", "Quarterly results"]
     assert read_trusted(store, TrustPolicy(labels_required=2)) == []
 

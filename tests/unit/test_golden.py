@@ -9,6 +9,7 @@ import pytest
 
 from core.settings.policies import QueuePolicy, TrustPolicy
 from feedback.errors import FeedbackError, PoolImportError
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import read_trusted, split_trusted, traffic_hashes
 from testkit.pg_cluster import StoreFactory
@@ -53,14 +54,14 @@ def test_a_bad_row_imports_nothing_and_names_its_line(store: FeedbackStore, tmp_
 def test_golden_labels_follow_the_topics_and_their_texts_never_train(store: FeedbackStore, tmp_path: Path) -> None:
     store.golden.import_file(write(tmp_path / "g.csv", [("World", "Talks resume in Geneva"),
                                                         ("Sports", "A late goal wins the cup")]), by="maya")
-    taxonomy = store.topics.commit(store.taxonomy().rename("World", "Politics").split("Sports", "Football"), 1)
+    taxonomy = store.topics.commit(store.topics.current().rename("World", "Politics").split("Sports", "Football"), 1)
     examples = {e.text: e for e in store.golden.examples(taxonomy)}
     assert taxonomy.keys[examples["Talks resume in Geneva"].label] == "World"  # renamed: the same key
     football = examples["A late goal wins the cup"]
     assert {taxonomy.keys[i] for i in football.allowed} == {"Sports", "Football"}  # split: "parent or child"
     # An answer on a golden text is set aside: the golden label judges it, nothing trains on it.
-    store.record(text="A late goal wins the cup", user_label="Football", annotator="ann", kind="correct")
-    store.record(text="Rates rise again", user_label="Business", annotator="ann", kind="correct")
+    store.answers.record(AnswerInput(text="A late goal wins the cup", user_label="Football", annotator="ann", kind="correct"))
+    store.answers.record(AnswerInput(text="Rates rise again", user_label="Business", annotator="ann", kind="correct"))
     trusted = read_trusted(store, TrustPolicy(), taxonomy=taxonomy)
     split = split_trusted(trusted, traffic_hashes(store), 0.0, taxonomy, store.golden.hashes())
     assert [e.text for e in split.train] == ["Rates rise again"] and split.on_golden == 1
@@ -70,8 +71,8 @@ def test_a_maintained_traffic_share_overrides_the_setting_for_every_replica(stor
     assert store.traffic_share.maintained() is None
     store.traffic_share.set(0.5, "maya")
     assert store.traffic_share.maintained() == 0.5
-    store.add_to_pool([f"pool story {i}" for i in range(200)], source="test")
-    store.next_item("anyone", QueuePolicy(traffic_share=0.0))  # the maintained share draws the membership
+    store.pool.add([f"pool story {i}" for i in range(200)], source="test")
+    store.pool.next_item("anyone", QueuePolicy(traffic_share=0.0))  # the maintained share draws the membership
     drawn = len(traffic_hashes(store))
     assert 60 < drawn < 140  # about half of 200, not none
     with pytest.raises(FeedbackError, match="from 0 to below 1"):

@@ -16,9 +16,9 @@ AG_NEWS_WORDS = ("World", "Sports", "Business", "Sci/Tech", "earnings", "chip")
 def test_a_list_of_your_own_gets_a_section_per_topic_and_no_ag_news(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
     store.topics.seed(("Weather", "Elections", "Football"))
-    described = store.taxonomy().describe("Weather", "Forecasts, storms, heat and the climate's effects")
+    described = store.topics.current().describe("Weather", "Forecasts, storms, heat and the climate's effects")
     store.topics.commit(described, 1)
-    taxonomy = store.taxonomy()
+    taxonomy = store.topics.current()
     shown = render(store.guidelines.current(taxonomy).text, taxonomy)
     assert shown.startswith("**The topics**\n\n- **Weather**: Forecasts, storms, heat and the climate's effects\n"
                             "- **Elections**\n- **Football**\n")
@@ -28,8 +28,8 @@ def test_a_list_of_your_own_gets_a_section_per_topic_and_no_ag_news(tmp_path: Pa
 def test_ag_news_topics_are_described_and_a_rename_shows_everywhere_at_once(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
     store.topics.seed(LABELS)
-    store.topics.commit(store.taxonomy().rename("Business", "Economy"), 1)
-    taxonomy = store.taxonomy()
+    store.topics.commit(store.topics.current().rename("Business", "Economy"), 1)
+    taxonomy = store.topics.current()
     shown = render(store.guidelines.current(taxonomy).text, taxonomy)
     assert "- **Economy**: companies, markets, earnings" in shown
     assert "→ **Economy** (the story is money)" in shown  # the built-in hard cases name it as it is now
@@ -41,12 +41,12 @@ def test_the_maintainer_is_told_how_the_topics_changed_since_their_text_was_save
     store = FeedbackStore(tmp_path / "feedback.db", clock=lambda: float(next(clock)))
     store.topics.seed(LABELS)
     saved, _ = store.guidelines.save("Chip earnings are **Business**.", "maya")
-    store.topics.commit(store.taxonomy().rename("Business", "Economy"), 1)
-    store.topics.commit(store.taxonomy().add("Health"), 2)
-    taxonomy = store.taxonomy()
+    store.topics.commit(store.topics.current().rename("Business", "Economy"), 1)
+    store.topics.commit(store.topics.current().add("Health"), 2)
+    taxonomy = store.topics.current()
     assert changes_since(taxonomy, saved.saved_at) == ["Business renamed Economy", "Health added"]
     line = version_line(saved, store.guidelines.history(), taxonomy)
     assert "The topics changed since it was saved**: Business renamed Economy; Health added." in line
     assert "- **Economy**" in render(saved.text, taxonomy) and "- **Health**" in render(saved.text, taxonomy)
     newer, _ = store.guidelines.save("Chip earnings are **Economy**.", "maya")
-    assert "changed since" not in version_line(newer, store.guidelines.history(), store.taxonomy())
+    assert "changed since" not in version_line(newer, store.guidelines.history(), store.topics.current())

@@ -1,5 +1,5 @@
 """A home knows its data: a champion or data of other topics than the home's topic list is refused in one sentence
-naming the fix, before anything is trained or served (feedback.topics.home); a list nobody worked under simply
+naming the fix, before anything is trained or served (feedback.home_topics); a list nobody worked under simply
 becomes the new topics; `newsloop topics adopt` is the fix that keeps the home; a page never offers topics the model
 cannot answer."""
 
@@ -18,8 +18,9 @@ from core.labels import LABELS
 from core.registry.versions import ModelRegistry
 from core.settings.config import PROJECT_ROOT
 from feedback.__main__ import main as feedback_main
+from feedback.home_topics import ADOPT, HomeMismatch, adopt, data_fits_home, fits, foreign
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
-from feedback.topics.home import ADOPT, HomeMismatch, adopt, data_fits_home, fits, foreign
 from testkit.data import OWN_TOPICS, own_topics_csv
 from testkit.models import build_tiny_champion, tiny_settings
 from testkit.pg_cluster import StoreFactory
@@ -38,9 +39,9 @@ def own_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ag_news_home(store: FeedbackStore, answers: int = 0) -> None:
     """What a first `newsloop serve` of a fresh clone leaves: the AG News list stored, the demo pool, `answers`."""
     store.topics.seed(LABELS, why="the champion's topics, when the app first served it")
-    store.offer_demo_pool()
+    store.pool.offer_demo()
     for i in range(answers):
-        store.record(text=f"Ceasefire talks resume, day {i}", user_label="World", annotator="ann", kind="correct")
+        store.answers.record(AnswerInput(text=f"Ceasefire talks resume, day {i}", user_label="World", annotator="ann", kind="correct"))
 
 
 def test_labels_a_list_never_had_are_foreign_and_a_grown_list_still_fits() -> None:
@@ -62,7 +63,7 @@ def test_a_list_nobody_worked_under_becomes_the_new_topics_and_its_demo_articles
     said = fits(store, TOPICS, whose="own.csv's", fresh="a fresh home")
     assert said == ("this home's topic list was World, Sports, Business, Sci/Tech, with nothing answered under it: "
                     "it is now own.csv's topics, Politics, Sport, Money")
-    assert store.taxonomy().version == 1 and store.taxonomy().names == TOPICS
+    assert store.topics.current().version == 1 and store.topics.current().names == TOPICS
     assert store.stats()["pool"]["items"] == 0  # the app offers the data's own demo articles next
     assert fits(store, TOPICS, whose="own.csv's", fresh="a fresh home") is None
 
@@ -79,7 +80,7 @@ def test_a_home_with_work_under_other_topics_is_refused_in_one_sentence_naming_b
                        "Sports, Business, Sci/Tech, with 2 answers: serve a fresh home (NEWSLOOP_HOME=x newsloop "
                        f"serve), or run `{ADOPT}` to make the champion v0002's topics this home's list (its 2 answers "
                        "stay stored; those naming a topic no longer listed train nothing)")
-    assert store.taxonomy().names == LABELS  # nothing changed
+    assert store.topics.current().names == LABELS  # nothing changed
 
 
 def test_adopting_makes_the_topics_the_next_version_and_keeps_what_stays(
@@ -87,7 +88,7 @@ def test_adopting_makes_the_topics_the_next_version_and_keeps_what_stays(
 ) -> None:
     store = make_store(tmp_path / "feedback.db")
     ag_news_home(store, answers=2)
-    described = store.taxonomy().describe("Sports", "Games, teams and results")
+    described = store.topics.current().describe("Sports", "Games, teams and results")
     store.topics.commit(described, 1)
     adopted = adopt(store, ("World", "Local", "Sports"), by="maintainer", why="adopted the champion's topics")
     assert adopted.after.version == 3 and adopted.after.names == ("World", "Local", "Sports")
@@ -98,7 +99,7 @@ def test_adopting_makes_the_topics_the_next_version_and_keeps_what_stays(
     assert fits(store, ("World", "Local", "Sports"), whose="x's", fresh="y") is None
     again = adopt(store, TOPICS, by="maintainer", why="adopted own.csv's topics")
     assert again.stranded.answers == 2 and "2 answers name a topic no longer listed" in again.words()
-    assert [a["user_label"] for a in store.answers()] == ["World", "World"]  # kept, for audit
+    assert [a["user_label"] for a in store.answers.rows()] == ["World", "World"]  # kept, for audit
 
 
 def test_bootstrapping_other_topics_into_a_home_with_work_is_refused_before_training(tmp_path: Path) -> None:
@@ -125,12 +126,12 @@ def test_a_bootstrap_into_a_home_nobody_worked_in_says_in_one_line_that_the_list
     settings.paths.feedback_db.parent.mkdir(parents=True)
     store = FeedbackStore(settings.paths.feedback_db)
     ag_news_home(store)
-    with caplog.at_level("WARNING", logger="feedback.topics.home"):
+    with caplog.at_level("WARNING", logger="feedback.home_topics"):
         data_fits_home(settings.paths.feedback_db, settings.data)
     assert [r.getMessage() for r in caplog.records] == [
         "this home's topic list was World, Sports, Business, Sci/Tech, with nothing answered under it: it is now "
         "own.csv's topics, Politics, Sport, Money"]
-    assert store.taxonomy().names == TOPICS
+    assert store.topics.current().names == TOPICS
     store.close()
 
 
@@ -146,7 +147,7 @@ def test_the_cli_adopts_the_datas_topics(tmp_path: Path, monkeypatch: pytest.Mon
     out = capsys.readouterr().out
     assert out.startswith("the topic list is now version 2: Politics, Sport, Money (it was World, Sports, Business, "
                           "Sci/Tech); 1 answer names a topic no longer listed")
-    assert store.taxonomy().names == TOPICS and store.taxonomy().current.by == "ann"
+    assert store.topics.current().names == TOPICS and store.topics.current().current.by == "ann"
     monkeypatch.setenv("NEWSLOOP_DATA", str(tmp_path / "missing.csv"))
     assert feedback_main(["topics", "adopt", "--data"]) == ExitCode.BAD_INPUT
     assert "missing.csv does not exist" in capsys.readouterr().err

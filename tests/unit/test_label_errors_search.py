@@ -16,6 +16,7 @@ from core.data import Example, load_corpus, under_taxonomy
 from core.labels import LABELS
 from core.settings.policies import TrustPolicy
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.fixes import read_fixes
 from newsloop.cli import main
@@ -92,7 +93,7 @@ def test_search_stores_base_rows_and_answers_with_where_they_came_from(tmp_path:
     folder = _write_folder(tmp_path / "data", noisy)
     store = FeedbackStore(tmp_path / "feedback.db")
     answer = "99 " + " ".join(WORDS[1][:4])  # a sports text a person called Business
-    store.record(text=answer, user_label="Business", annotator="user:ann", kind="correct", verified=True)
+    store.answers.record(AnswerInput(text=answer, user_label="Business", annotator="user:ann", kind="correct", verified=True))
     report = search(store, load_corpus(str(folder), 0.1, True), str(folder), TrustPolicy(labels_required=1),
                     models_dir=tmp_path / "models", cache_dir=tmp_path / "cache", base_model="", max_length=32,
                     embedder=_word_counts)
@@ -183,13 +184,13 @@ def test_after_a_split_the_earlier_rows_come_first_with_the_likelier_topic(tmp_p
     base += [Example(f"s{i} " + " ".join(rng.choice(space if i % 2 else tech, size=4)), 3) for i in range(40)]
     folder = _write_folder(tmp_path / "data", base)
     store = FeedbackStore(tmp_path / "feedback.db")
-    before = store.taxonomy()
+    before = store.topics.current()
     store.topics.commit(before.split("Sci/Tech", "Space", by="maintainer"), before.version)
     for i in range(8):  # exact answers given after the split teach which is which
-        store.record(text=f"a{i} " + " ".join(rng.choice(space, size=4)), user_label="Space", annotator="user:ann",
-                     kind="correct", verified=True)
-        store.record(text=f"b{i} " + " ".join(rng.choice(tech, size=4)), user_label="Sci/Tech", annotator="user:ann",
-                     kind="correct", verified=True)
+        store.answers.record(AnswerInput(text=f"a{i} " + " ".join(rng.choice(space, size=4)), user_label="Space", annotator="user:ann",
+                     kind="correct", verified=True))
+        store.answers.record(AnswerInput(text=f"b{i} " + " ".join(rng.choice(tech, size=4)), user_label="Sci/Tech", annotator="user:ann",
+                     kind="correct", verified=True))
     corpus = load_corpus(str(folder), 0.1, True)
     # 8 exact answers a topic, below the default floor of labelled rows: taken as enough for these word-made texts.
     search(store, corpus, str(folder), TrustPolicy(labels_required=1), models_dir=tmp_path / "models",
@@ -206,7 +207,7 @@ def test_after_a_split_the_earlier_rows_come_first_with_the_likelier_topic(tmp_p
     assert right >= 0.9 * len(first)
 
     store.label_errors.decide([row["id"] for row in first], "relabel", "maintainer")
-    taxonomy = store.taxonomy()
+    taxonomy = store.topics.current()
     read = read_fixes(store).examples(under_taxonomy(corpus, taxonomy).train, labels=taxonomy.keys)
     suggested = {row["text"]: row["suggested_label"] for row in first}
     fixed = [e for e in read if e.text in suggested]
@@ -226,11 +227,11 @@ def test_a_topic_with_two_answers_is_never_suggested_and_the_search_says_so(tmp_
     noisy, flipped = flip_labels(clean, 0.03, seed=2)
     folder = _write_folder(tmp_path / "data", noisy)
     store = FeedbackStore(tmp_path / "feedback.db")
-    store.topics.commit(store.taxonomy().add("Health", by="maintainer"), 1)
+    store.topics.commit(store.topics.current().add("Health", by="maintainer"), 1)
     # Health stories touch every other topic (a minister, a club, a drug maker's shares): their words say little.
     health = ["97 clinic minister match shares chip", "98 clinic treaty coach bank internet"]
     for text in health:
-        store.record(text=text, user_label="Health", annotator="user:ann", kind="correct", verified=True)
+        store.answers.record(AnswerInput(text=text, user_label="Health", annotator="user:ann", kind="correct", verified=True))
     corpus = load_corpus(str(folder), 0.1, True)
 
     def run(**floor: int) -> list[dict]:  # type: ignore[type-arg]

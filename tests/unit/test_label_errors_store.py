@@ -12,6 +12,7 @@ from core.labels import label_index
 from core.settings.policies import TrustPolicy
 from core.text import text_hash
 from feedback.errors import FeedbackError
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.fixes import LabelFixes, read_fixes
 from feedback.training.snapshot import backup_database, read_trusted, trusted_split
@@ -114,7 +115,7 @@ def test_trusted_answers_read_through_answer_fixes_in_the_retrains_snapshot(make
     store = make_store(tmp_path / "feedback.db")
     texts = ["Market rallies on jobs data", "Goalkeeper saves late penalty"]
     for text in texts:
-        store.record(text=text, user_label="World", annotator="user:ann", kind="correct", verified=True)
+        store.answers.record(AnswerInput(text=text, user_label="World", annotator="user:ann", kind="correct", verified=True))
     policy = TrustPolicy(labels_required=1)
     assert {t.text: t.label for t in read_trusted(store, policy)} == dict.fromkeys(texts, "World")
     store.label_errors.save_search("s1", [
@@ -168,7 +169,7 @@ def test_limit_0_lists_every_candidate_and_decision_as_the_search_stores_every_o
     """`newsloop label-errors --limit 0` stores all; `review label-errors list --limit 0` lists all (it was an error)."""
     import json
 
-    from feedback.trust.label_errors import MAX_SHOWN
+    from feedback.trust.bulk import MAX_SHOWN
     from newsloop.cli import main
 
     monkeypatch.setenv("NEWSLOOP_HOME", str(tmp_path))

@@ -13,6 +13,7 @@ from core.labels import LABELS
 from core.registry.stages import read_last_run
 from core.settings.policies import StoreLimits
 from core.text import text_hash
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.trust.label_errors import Candidate, Source
 from retrain.inputs import RetrainSetup
@@ -34,7 +35,7 @@ def test_the_next_challenger_trains_and_is_judged_on_exactly_the_fixed_rows(
     corpus = load_seed()
     store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     for i, ex in enumerate(corpus.train[:30]):  # trusted feedback, or the run stops before training
-        store.record(text=ex.text, user_label=LABELS[ex.label], annotator=f"tester-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=ex.text, user_label=LABELS[ex.label], annotator=f"tester-{i % 3}", kind="correct"))
     relabel, excluded, undone, kept = corpus.train[40], corpus.train[41], corpus.train[42], corpus.train[43]
     val_row = corpus.validation[0]
     rows = [relabel, excluded, undone, kept, val_row]

@@ -1,6 +1,6 @@
 """Watching served traffic: the alert rule and the drift (core.evaluation.monitor), the served tallies kept in the
 feedback store on both backends (feedback.traffic.served), a server's tallies written as it serves (ServedTallies), and
-the day-by-day report of estimated beside measured accuracy (feedback.traffic.monitoring)."""
+the day-by-day report of estimated beside measured accuracy (feedback.monitoring)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from core.labels import LABELS
 from core.settings.policies import MonitorPolicy, TrustPolicy
 from feedback.database.db import parse_iso_time
 from feedback.database.tables import pool
+from feedback.labelling.answers import AnswerInput
+from feedback.monitoring import traffic_report
 from feedback.store import FeedbackStore
-from feedback.traffic.monitoring import traffic_report
 from feedback.traffic.served import TallyKey, read_tallies, save_tallies, utc_day
 from testkit.pg_cluster import StoreFactory
 from web.server.metrics import ServedTallies
@@ -151,15 +152,15 @@ def test_a_failing_write_never_fails_a_classification(tmp_path: Path) -> None:
 def test_the_report_puts_the_traffic_sets_measured_accuracy_beside_the_estimate(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
     texts = [f"Headline number {i} about markets" for i in range(10)]
-    store.add_to_pool(texts, source="test")
+    store.pool.add(texts, source="test")
     with store.database.write() as conn:  # the traffic set: drawn at random in service, all of them here
         conn.execute(pool.update().values(traffic=1))
     with store.database.read() as conn:
         items = dict(conn.execute(sa.select(pool.c.text, pool.c.id)).all())
     for i, text in enumerate(texts):  # the champion predicted World on each; 7 of 10 truly are
-        store.record(text=text, user_label="World" if i < 7 else "Sports", predicted_label="World",
-                     model_version="v1", annotator="user:ann", verified=True, kind="queue", item_id=items[text])
-    now = parse_iso_time(store.answers()[0]["created_at"])  # the answers' day is the tallies' day
+        store.answers.record(AnswerInput(text=text, user_label="World" if i < 7 else "Sports", predicted_label="World",
+                     model_version="v1", annotator="user:ann", verified=True, kind="queue", item_id=items[text]))
+    now = parse_iso_time(store.answers.rows()[0]["created_at"])  # the answers' day is the tallies' day
     save_tallies(store.database, "a", {TallyKey(utc_day(now), "title", "v1"): Tally().add(_sure(150, 0.75))})
     meta = {"validation_read_as": {"title": {"n": 500, "accuracy": 0.87, "confidence_counts": [0] * 10}}}
     report = traffic_report(store, "v1", meta, POLICY, TrustPolicy(), now=now)

@@ -14,6 +14,7 @@ import pytest
 from core.command_line import ExitCode
 from core.settings.config import setting_fields
 from feedback.cli import COMMANDS as FEEDBACK_COMMANDS
+from feedback.labelling.answers import AnswerInput
 from newsloop.cli import cli, main
 from retrain.cli import COMMANDS as RETRAIN_COMMANDS
 
@@ -107,8 +108,8 @@ def test_status_counts_the_suspicious_answers_the_admin_tile_counts(
     monkeypatch.setenv("NEWSLOOP_DATA", "seed")
     store = FeedbackStore(home / "feedback.db")
     for i in range(2):  # anonymous answers the model was very sure were another topic
-        store.record(text=f"Striker scores twice, story {i}", user_label="Business", annotator=f"anon{i}",
-                     kind="correct", probabilities={"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0.01})
+        store.answers.record(AnswerInput(text=f"Striker scores twice, story {i}", user_label="Business", annotator=f"anon{i}",
+                     kind="correct", probabilities={"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0.01}))
     assert '<div class="n">2</div><div class="what">suspicious waiting</div>' in tiles(store.stats(), None, 0)
     store.close()
     assert main(["status"]) == 0

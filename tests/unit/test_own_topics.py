@@ -87,11 +87,11 @@ def test_the_app_seeds_the_taxonomy_from_the_champion_it_serves(
     service = ChampionService(ModelRegistry(own_home / "models"))
     service.refresh()
     seed_topics(store, service)
-    assert store.topics.stored_version() == 1 and store.taxonomy().names == TOPICS
-    changed = store.taxonomy().rename("Money", "Economy")
+    assert store.topics.stored_version() == 1 and store.topics.current().names == TOPICS
+    changed = store.topics.current().rename("Money", "Economy")
     store.topics.commit(changed, 1)
     seed_topics(store, service)  # a restart leaves the maintainers' changes as they are
-    assert store.taxonomy().version == 2 and store.taxonomy().names == ("Politics", "Sport", "Economy")
+    assert store.topics.current().version == 2 and store.topics.current().names == ("Politics", "Sport", "Economy")
 
 
 def test_probabilities_come_in_the_order_asked_for_and_refuse_topics_the_model_lacks(own_home: Path) -> None:

@@ -57,7 +57,7 @@ def scored_by(store: FeedbackStore) -> dict[str, str | None]:
 def running(tmp_path: Path):  # type: ignore[no-untyped-def]
     store = FeedbackStore(tmp_path / "f.db")
     champion = Champion()
-    scoring = PoolScoring(store, lambda: champion.version, champion, interval_s=0.05)
+    scoring = PoolScoring(store.pool, lambda: champion.version, champion, interval_s=0.05)
     scoring.start()
     yield store, champion, scoring
     scoring.stop()
@@ -65,7 +65,7 @@ def running(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_items_added_while_running_are_scored_without_a_queue_request(running) -> None:  # type: ignore[no-untyped-def]
     store, champion, _ = running
-    store.add_to_pool([f"Imported story {i} about ports and banks" for i in range(40)], source="import.csv")
+    store.pool.add([f"Imported story {i} about ports and banks" for i in range(40)], source="import.csv")
     eventually(lambda: set(scored_by(store).values()) == {"v1"}, "every imported item scored by v1")
     assert store.stats()["pool"]["scored"] == 40
     # A new champion scores every item again, by itself.
@@ -77,7 +77,7 @@ def test_items_added_while_running_are_scored_without_a_queue_request(running) -
 def test_a_failed_round_is_tried_again(running) -> None:  # type: ignore[no-untyped-def]
     store, champion, _ = running
     champion.failing = True
-    store.add_to_pool(["A story the model cannot score yet"], source="t")
+    store.pool.add(["A story the model cannot score yet"], source="t")
     time.sleep(0.3)  # several looks, each failing
     assert scored_by(store) == {"A story the model cannot score yet": None}
     champion.failing = False
@@ -86,10 +86,10 @@ def test_a_failed_round_is_tried_again(running) -> None:  # type: ignore[no-unty
 
 def test_nothing_is_scored_without_a_champion(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
-    store.add_to_pool(["A story"], source="t")
+    store.pool.add(["A story"], source="t")
     champion = Champion()
     champion.version = None
-    assert PoolScoring(store, lambda: champion.version, champion, interval_s=60).run_once() == 0
+    assert PoolScoring(store.pool, lambda: champion.version, champion, interval_s=60).run_once() == 0
     assert champion.scored == [] and scored_by(store) == {"A story": None}
 
 
@@ -112,7 +112,7 @@ class Identities:
 
 def test_the_page_queue_serves_unscored_items_at_once_without_scoring(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
-    store.add_to_pool([f"Unscored story {i} about ports and banks" for i in range(8)], source="t")
+    store.pool.add([f"Unscored story {i} about ports and banks" for i in range(8)], source="t")
     actions = NewsLoopActions(NeverScores(), store, limits=PageLimits(), queue=QueuePolicy(),  # type: ignore[arg-type]
                               identities=Identities())  # type: ignore[arg-type]
     out = actions.buffered.sync(json.dumps({"ops": [], "have": [], "want": 5}), object())
@@ -122,16 +122,16 @@ def test_the_page_queue_serves_unscored_items_at_once_without_scoring(tmp_path: 
 
 def test_unscored_items_are_never_mixed_in_with_the_least_sure(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
-    store.add_to_pool([f"Scored story {i}" for i in range(3)], source="t")
-    store.rescore(lambda texts: np.tile([0.4, 0.3, 0.2, 0.1], (len(texts), 1)), "v1")
-    store.add_to_pool([f"New unscored story {i}" for i in range(5)], source="t")
+    store.pool.add([f"Scored story {i}" for i in range(3)], source="t")
+    store.pool.rescore(lambda texts: np.tile([0.4, 0.3, 0.2, 0.1], (len(texts), 1)), "v1")
+    store.pool.add([f"New unscored story {i}" for i in range(5)], source="t")
     policy = QueuePolicy(traffic_share=0.0)
     served = []
     for _ in range(8):
-        item = store.next_item("anon:a", policy, holder="tab")
+        item = store.pool.next_item("anon:a", policy, holder="tab")
         assert item is not None
         served.append(item["text"])
-        store.skip("anon:a", item["id"])
+        store.pool.skip("anon:a", item["id"])
     # The three scored ones first (the least sure), then the new ones.
     assert sorted(served[:3]) == [f"Scored story {i}" for i in range(3)]
     assert sorted(served[3:]) == [f"New unscored story {i}" for i in range(5)]
@@ -139,7 +139,7 @@ def test_unscored_items_are_never_mixed_in_with_the_least_sure(tmp_path: Path) -
 
 def test_after_each_batch_the_thread_rests_as_long_as_the_batch_took(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
-    store.add_to_pool([f"Paced story {i}" for i in range(70)], source="t")  # three batches of at most 32
+    store.pool.add([f"Paced story {i}" for i in range(70)], source="t")  # three batches of at most 32
     now = [0.0]
     batches: list[int] = []
 
@@ -148,7 +148,7 @@ def test_after_each_batch_the_thread_rests_as_long_as_the_batch_took(tmp_path: P
         now[0] += 0.25  # each batch "takes" 0.25 s on the fake clock
         return np.tile([0.4, 0.3, 0.2, 0.1], (len(texts), 1))
 
-    scoring = PoolScoring(store, lambda: "v1", scorer, interval_s=60, clock=lambda: now[0])
+    scoring = PoolScoring(store.pool, lambda: "v1", scorer, interval_s=60, clock=lambda: now[0])
     rests: list[float] = []
     scoring._stopped.wait = lambda timeout=None: rests.append(timeout) or False  # type: ignore[method-assign]
     assert scoring.run_once() == 70
@@ -157,9 +157,9 @@ def test_after_each_batch_the_thread_rests_as_long_as_the_batch_took(tmp_path: P
 
 def test_a_round_keeps_each_items_likeliest_topic_under_the_champions_own_labels(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
-    store.add_to_pool(["an article"], source="test")
+    store.pool.add(["an article"], source="test")
     labels = ("Sci/Tech", "Business", "World", "Sports")  # the champion's own order, not the taxonomy's
-    assert PoolScoring(store, lambda: "v1", Champion(), interval_s=60.0, labels=lambda: labels).run_once() == 1
+    assert PoolScoring(store.pool, lambda: "v1", Champion(), interval_s=60.0, labels=lambda: labels).run_once() == 1
     with store.database.read() as conn:
         top_key, probabilities = conn.execute(pool.select().with_only_columns(pool.c.top_key,
                                                                               pool.c.probabilities)).one()

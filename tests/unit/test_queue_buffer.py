@@ -38,7 +38,7 @@ class Identities:
 
 def make(tmp_path: Path, items: int = 20, per_minute: int = 1000) -> tuple[BufferedQueue, FeedbackStore]:
     store = FeedbackStore(tmp_path / "f.db", StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
-    store.add_to_pool([f"Buffered story {i} about ports, cups, banks and chips" for i in range(items)], source="t")
+    store.pool.add([f"Buffered story {i} about ports, cups, banks and chips" for i in range(items)], source="t")
     queue = LabellingQueue(UnsureClassifier(), store, policy=QueuePolicy(), identities=Identities(),  # type: ignore[arg-type]
                            limit=RateLimiter(per_minute, 60.0), items=BoundedMap(100, 10**7, queue_item_bytes))
     return BufferedQueue(queue), store
@@ -61,12 +61,12 @@ def test_answers_in_one_sync_are_stored_in_order_on_the_items_they_name(tmp_path
     assert [r["status"] for r in second["results"]] == ["saved"] * 3
     assert len(second["items"]) == 3  # topped up again, with new items only
     assert not {i["text"] for i in second["items"]} & {i["text"] for i in items}
-    stored = {row["text"]: row["user_label"] for row in store.answers()}
+    stored = {row["text"]: row["user_label"] for row in store.answers.rows()}
     assert [stored[item["text"]] for item in items[:3]] == ["Sports", "Business", "World"]
     assert "labelled **3**" in second["progress"]
     # Sent again (its answer was lost on the way back): saved once, not twice.
     again = sync(buffered, tab, ops[:1], [])
-    assert again["results"][0]["status"] == "saved" and store.count() == 3
+    assert again["results"][0]["status"] == "saved" and store.answers.count() == 3
 
 
 def test_an_id_this_tab_was_not_given_stores_nothing(tmp_path: Path) -> None:
@@ -80,7 +80,7 @@ def test_an_id_this_tab_was_not_given_stores_nothing(tmp_path: Path) -> None:
     bad = sync(buffered, Tab("b1", "t1"), [{"op": "answer", "shown": mine[0]["shown"], "label": "Nonsense"}],
                [item["shown"] for item in mine])["results"][0]
     assert bad["status"] == "refused"
-    assert store.count() == 0
+    assert store.answers.count() == 0
 
 
 def test_two_tabs_are_not_given_the_same_items_while_others_are_left(tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ def test_every_op_counts_against_the_queue_limit(tmp_path: Path) -> None:
     ops = [{"op": "answer", "shown": item["shown"], "label": "World"} for item in items[:4]]
     out = sync(buffered, tab, ops, [item["shown"] for item in items[4:]])  # 3 fit, the 4th waits
     assert [r["status"] for r in out["results"]] == ["saved", "saved", "saved", "retry"]
-    assert out["retry_s"] > 0 and store.count() == 3
+    assert out["retry_s"] > 0 and store.answers.count() == 3
 
 
 @pytest.mark.parametrize("payload", ["", "not json", "[]", json.dumps({"ops": "x", "have": 3, "want": "many"}),
@@ -108,4 +108,4 @@ def test_every_op_counts_against_the_queue_limit(tmp_path: Path) -> None:
 def test_a_malformed_sync_is_read_as_asking_for_nothing(tmp_path: Path, payload: str) -> None:
     buffered, store = make(tmp_path)
     out = buffered.sync(payload, Tab("b1", "t1"))
-    assert out["results"] == [] and out["items"] == [] and store.count() == 0
+    assert out["results"] == [] and out["items"] == [] and store.answers.count() == 0

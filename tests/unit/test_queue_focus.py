@@ -15,6 +15,7 @@ from core.labels import LABELS
 from core.settings.policies import QueuePolicy
 from core.taxonomy import starting
 from feedback.database.tables import pool
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.focus import Teaching, focus_scores, interleaved, is_focus_turn, model_focus, teaching
 from feedback.store import FeedbackStore
 from feedback.traffic.traffic_set import is_traffic_turn
@@ -98,13 +99,13 @@ def test_the_topic_taught_is_the_newest_added_or_split_with_too_few_answers() ->
 
 def _pool_for_a_split(store: FeedbackStore) -> None:
     """20 items of each kind: traffic, read as Sci/Tech unsure (the split's focus), and most uncertain elsewhere."""
-    store.add_to_pool([f"traffic article {i}" for i in range(20)], source="t")
-    store.add_to_pool([f"gadget review {i}" for i in range(20)], source="t")
-    store.add_to_pool([f"election coverage {i}" for i in range(20)], source="t")
+    store.pool.add([f"traffic article {i}" for i in range(20)], source="t")
+    store.pool.add([f"gadget review {i}" for i in range(20)], source="t")
+    store.pool.add([f"election coverage {i}" for i in range(20)], source="t")
     with store.database.write() as db:
         db.execute(sa.update(pool).values(traffic=sa.case((pool.c.text.like("traffic%"), 1), else_=0)))
-    store.topics.commit(store.taxonomy().split(SCI, "Space"), 1)
-    store.rescore(scorer({"traffic": [0.9, 0.1, 0, 0], "gadget": [0.4, 0, 0, 0.6],
+    store.topics.commit(store.topics.current().split(SCI, "Space"), 1)
+    store.pool.rescore(scorer({"traffic": [0.9, 0.1, 0, 0], "gadget": [0.4, 0, 0, 0.6],
                           "election": [0.5, 0.5, 0, 0]}), "v1", labels=LABELS)
 
 
@@ -114,30 +115,30 @@ def test_focus_turns_serve_the_split_parents_unsure_items_and_traffic_turns_traf
     kinds = {"traffic": "traffic", "gadget": "focus", "election": "uncertain"}
     served, expected = [], []
     for position in range(20):
-        item = store.next_item("anna", policy)
+        item = store.pool.next_item("anna", policy)
         assert item is not None
         served.append(kinds[item["text"].split()[0]])
         expected.append("traffic" if is_traffic_turn("anna", position, 0.2)
                         else "focus" if is_focus_turn("anna", position, 0.5) else "uncertain")
-        store.skip("anna", item["id"])
+        store.pool.skip("anna", item["id"])
     assert served == expected and {"traffic", "focus", "uncertain"} <= set(served)
 
 
 def test_the_queue_stops_teaching_a_topic_once_it_has_enough_answers(store: FeedbackStore) -> None:
     _pool_for_a_split(store)
     policy = QueuePolicy(traffic_share=0.0, focus_share=1.0, spread=4, teach_until=3)
-    assert store.next_item("anna", policy)["text"].startswith("gadget")
+    assert store.pool.next_item("anna", policy)["text"].startswith("gadget")
     for i in range(3):
-        store.record(text=f"A rocket launch {i}", user_label="Space", annotator=f"a{i}", kind="correct")
-    assert store.next_item("anna", policy)["text"].startswith("election")  # the most uncertain, as before
-    assert store.refocus(policy) is None
+        store.answers.record(AnswerInput(text=f"A rocket launch {i}", user_label="Space", annotator=f"a{i}", kind="correct"))
+    assert store.pool.next_item("anna", policy)["text"].startswith("election")  # the most uncertain, as before
+    assert store.pool.refocus(policy.teach_until) is None
     with store.database.read() as db:
         assert db.execute(sa.select(sa.func.count()).where(pool.c.focus.is_not(None))).scalar() == 0
 
 
 def test_rescoring_keeps_the_models_likeliest_topic(store: FeedbackStore) -> None:
-    store.add_to_pool(["gadget review"], source="t")
-    store.rescore(scorer({"gadget": [0.1, 0.2, 0.3, 0.4]}), "v1", labels=[SPORTS, WORLD, BUSINESS, SCI])
+    store.pool.add(["gadget review"], source="t")
+    store.pool.rescore(scorer({"gadget": [0.1, 0.2, 0.3, 0.4]}), "v1", labels=[SPORTS, WORLD, BUSINESS, SCI])
     with store.database.read() as db:
         top_key, top_prob = db.execute(sa.select(pool.c.top_key, pool.c.top_prob)).one()
     assert (top_key, top_prob) == (SCI, pytest.approx(0.4))
@@ -151,37 +152,37 @@ ARTICLES = ["Wildfire smoke blankets the valley as drought deepens", "Central ba
 
 
 def _uncertain_pool(store: FeedbackStore) -> None:
-    store.add_to_pool(ARTICLES, source="t")
-    store.rescore(scorer({"bank": [0.5, 0.5, 0, 0], "": [0.9, 0.1, 0, 0]}), "v1", labels=LABELS)
+    store.pool.add(ARTICLES, source="t")
+    store.pool.rescore(scorer({"bank": [0.5, 0.5, 0, 0], "": [0.9, 0.1, 0, 0]}), "v1", labels=LABELS)
 
 
 def test_a_pushed_search_comes_first_for_every_annotator_until_cleared(store: FeedbackStore) -> None:
     _uncertain_pool(store)
     policy = QueuePolicy(traffic_share=0.0, spread=4)
-    assert store.push_search("wildfire drought", 10, "maya") == 2  # only the two that share its words
+    assert store.pool.push_search("wildfire drought", 10, "maya") == 2  # only the two that share its words
     fires = {ARTICLES[0], ARTICLES[2]}
     for annotator in ("anna", "ben"):
-        assert {item["text"] for item in store.next_items(annotator, policy, 2)} == fires
-    assert store.pushed_waiting() == 2
-    answered = store.next_item("anna", policy)
-    store.record(text=answered["text"], user_label=WORLD, annotator="anna", kind="queue", item_id=answered["id"])
-    assert store.pushed_waiting() == 1
-    assert store.next_item("ben", policy)["text"] == (fires - {answered["text"]}).pop()  # settled: not served again
-    assert store.clear_pushed() == 2 and store.pushed_waiting() == 0
-    assert store.next_item("ben", QueuePolicy(traffic_share=0.0, spread=1))["text"] == ARTICLES[1]  # most uncertain
+        assert {item["text"] for item in store.pool.next_items(annotator, policy, 2)} == fires
+    assert store.pool.pushed_waiting() == 2
+    answered = store.pool.next_item("anna", policy)
+    store.answers.record(AnswerInput(text=answered["text"], user_label=WORLD, annotator="anna", kind="queue", item_id=answered["id"]))
+    assert store.pool.pushed_waiting() == 1
+    assert store.pool.next_item("ben", policy)["text"] == (fires - {answered["text"]}).pop()  # settled: not served again
+    assert store.pool.clear_pushed() == 2 and store.pool.pushed_waiting() == 0
+    assert store.pool.next_item("ben", QueuePolicy(traffic_share=0.0, spread=1))["text"] == ARTICLES[1]  # most uncertain
 
 
 def test_more_like_this_article_pushes_its_neighbours(store: FeedbackStore) -> None:
     _uncertain_pool(store)
-    assert store.push_search("A wildfire spread overnight; the drought left the hills dry.", 1, "maya") == 1
-    assert store.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] in {ARTICLES[0], ARTICLES[2]}
+    assert store.pool.push_search("A wildfire spread overnight; the drought left the hills dry.", 1, "maya") == 1
+    assert store.pool.next_item("anna", QueuePolicy(traffic_share=0.0, spread=1))["text"] in {ARTICLES[0], ARTICLES[2]}
 
 
 def test_the_admin_box_pushes_and_clears_and_a_stranger_cannot(store: FeedbackStore) -> None:
     _uncertain_pool(store)
     stranger = QueueSearch(FakeAdmin(store, admin=False))  # type: ignore[arg-type]
     assert stranger.push("wildfire", 50, request=REQUEST) == "Sign in first."  # type: ignore[arg-type]
-    assert store.pushed_waiting() == 0
+    assert store.pool.pushed_waiting() == 0
     box = QueueSearch(FakeAdmin(store))  # type: ignore[arg-type]
     assert box.push("wildfire", 50, request=REQUEST).startswith("Pushed 2 articles")  # type: ignore[arg-type]
     assert "2 pushed articles wait" in box.load(request=REQUEST)  # type: ignore[arg-type]

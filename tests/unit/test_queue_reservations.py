@@ -49,7 +49,7 @@ def replicas(make_store: StoreFactory, tmp_path: Path, items: int, clock: Clock,
     """`n` replicas' queues, each over its own store (its own connections) on one database holding `items` items."""
     limits = StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000)
     stores: list[FeedbackStore] = [make_store(tmp_path / "f.db", limits, clock=clock) for _ in range(n)]
-    stores[0].add_to_pool([f"Replica story {i} about ports, cups, banks and chips" for i in range(items)], source="t")
+    stores[0].pool.add([f"Replica story {i} about ports, cups, banks and chips" for i in range(items)], source="t")
     queues = [BufferedQueue(LabellingQueue(
         UnsureClassifier(), store, policy=POLICY, identities=Identities(),  # type: ignore[arg-type]
         limit=RateLimiter(10_000, 60.0), items=BoundedMap(100, 10**7, queue_item_bytes))) for store in stores]
@@ -95,7 +95,7 @@ def test_items_a_tab_answers_or_drops_are_free_for_other_tabs_at_once(
     assert not texts({"items": first}) & texts(sync(two, Tab("b2")))  # every item is held now
     # b1 answers its first item and drops the rest (a reload): it asks for nothing more.
     out = sync(one, Tab("b1"), [{"op": "answer", "shown": first[0]["shown"], "label": "Sports"}], have=[], want=0)
-    assert out["results"][0]["status"] == "saved" and stores[0].count() == 1
+    assert out["results"][0]["status"] == "saved" and stores[0].answers.count() == 1
     # On the other replica, a third tab is given exactly what b1 held (still wanted: 2 labels settle an item).
     assert texts(sync(two, Tab("b3"))) == texts({"items": first})
 
@@ -117,10 +117,10 @@ def test_a_hold_expires_so_a_closed_tab_does_not_keep_its_items(make_store: Stor
 def test_a_batch_is_held_at_once_and_other_holders_get_the_rest_first(make_store: StoreFactory, tmp_path: Path) -> None:
     clock = Clock()
     one, two = (make_store(tmp_path / "f.db", clock=clock) for _ in range(2))
-    one.add_to_pool([f"Batch story {i}" for i in range(6)], source="t")
-    mine = one.next_items("anon:a", POLICY, 4, holder="tab-a")
+    one.pool.add([f"Batch story {i}" for i in range(6)], source="t")
+    mine = one.pool.next_items("anon:a", POLICY, 4, holder="tab-a")
     assert len({item["id"] for item in mine}) == 4
-    theirs = two.next_items("anon:b", POLICY, 4, holder="tab-b")
+    theirs = two.pool.next_items("anon:b", POLICY, 4, holder="tab-b")
     # The two nobody held come first, then two tab-a holds (nothing else is left); none twice.
     assert len({item["id"] for item in theirs}) == 4
     assert {item["id"] for item in theirs[:2]}.isdisjoint(item["id"] for item in mine)

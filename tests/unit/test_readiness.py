@@ -17,8 +17,9 @@ from core.registry.versions import write_json_atomic
 from core.settings.config import load_settings
 from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, StoreLimits, TrustPolicy
 from core.storage.paths import HomePaths
+from feedback.labelling.answers import AnswerInput
+from feedback.monitoring import TrafficReport
 from feedback.store import FeedbackStore
-from feedback.traffic.monitoring import TrafficReport
 from feedback.training.readiness import count_new_trusted, readiness
 from feedback.trust.credible import credible_waiting
 from feedback.trust.review import ReviewFilter
@@ -35,7 +36,7 @@ def store(make_store: StoreFactory, tmp_path: Path) -> FeedbackStore:
 
 
 def answer(store: FeedbackStore, i: int, who: str, **extra: object) -> int:
-    return store.record(text=f"story {i}", user_label=LABELS[i % 4], annotator=who, kind="correct", **extra).id
+    return store.answers.record(AnswerInput(text=f"story {i}", user_label=LABELS[i % 4], annotator=who, kind="correct", **extra)).id
 
 
 def test_only_trusted_answers_since_the_last_run_count(store: FeedbackStore) -> None:
@@ -44,8 +45,8 @@ def test_only_trusted_answers_since_the_last_run_count(store: FeedbackStore) -> 
         answer(store, i, "user:ann", verified=True)
     for i in range(5, 30):
         answer(store, i, "anon:burst")  # not signed in: stored, never trusted under train_on=signed_in
-    suspicious = store.record(text="story 99", user_label="Sports", annotator="user:ann", kind="correct",
-                              probabilities=SURE_OF_WORLD, verified=True)
+    suspicious = store.answers.record(AnswerInput(text="story 99", user_label="Sports", annotator="user:ann", kind="correct",
+                              probabilities=SURE_OF_WORLD, verified=True))
     assert suspicious.status == "suspicious"  # waits for review: not trusted yet
     assert count_new_trusted(store, signed_in, None) == 5
     assert count_new_trusted(store, TrustPolicy(), None) == 30  # anyone may train: the burst counts too
@@ -54,20 +55,20 @@ def test_only_trusted_answers_since_the_last_run_count(store: FeedbackStore) -> 
     answer(store, 100, "user:ann", verified=True)
     answer(store, 101, "anon:burst")
     assert count_new_trusted(store, signed_in, last) == 1
-    store.set_status(suspicious.id, "accepted")  # reviewed now, but it is older than the last run
+    store.answers.set_status(suspicious.id, "accepted")  # reviewed now, but it is older than the last run
     assert count_new_trusted(store, signed_in, last) == 1
 
 
 def test_preview_says_what_is_new_what_trains_what_judges_and_what_waits(store: FeedbackStore) -> None:
-    store.add_to_pool([f"pool story {i}" for i in range(100)], source="test")
-    store.next_item("anyone", QueuePolicy())  # draws the traffic set
+    store.pool.add([f"pool story {i}" for i in range(100)], source="test")
+    store.pool.next_item("anyone", QueuePolicy())  # draws the traffic set
     with store.database.read() as db:
         pool = list(db.execute(sa.text("SELECT id, text, traffic FROM pool ORDER BY id")).mappings())
     for row in pool:
-        store.record(text=row["text"], user_label="World", annotator="user:ann", kind="queue", item_id=row["id"],
-                     verified=True)
-    store.record(text="a chip maker's earnings", user_label="Business", annotator="user:ann", kind="correct",
-                 probabilities=SURE_OF_WORLD, verified=True)
+        store.answers.record(AnswerInput(text=row["text"], user_label="World", annotator="user:ann", kind="queue", item_id=row["id"],
+                     verified=True))
+    store.answers.record(AnswerInput(text="a chip maker's earnings", user_label="Business", annotator="user:ann", kind="correct",
+                 probabilities=SURE_OF_WORLD, verified=True))
     ready = readiness(store, TrustPolicy(), RetrainPolicy(min_feedback=150), GateConfig(), None)
     traffic = sum(row["traffic"] for row in pool)
     assert ready.evidence.traffic == traffic > 0 and ready.train + ready.holdout + traffic == ready.trusted == 100
@@ -115,18 +116,18 @@ def test_preview_counts_the_label_fixes_and_reads_answers_through_them(store: Fe
 
 
 def test_true_looking_corrections_come_first_in_review(store: FeedbackStore) -> None:
-    store.add_to_pool(["check one", "check two", "check three"], source="checks", labels=["World"] * 3)
+    store.pool.add(["check one", "check two", "check three"], source="checks", labels=["World"] * 3)
     checked, failing = "anon:checked", "anon:guesser"
     with store.database.read() as db:
         checks = list(db.execute(sa.text("SELECT id, text FROM pool")).mappings())
     for row in checks:  # the model said Sports on the first: a telling check, which "checked" needs right
-        store.record(text=row["text"], user_label="World", annotator=checked, kind="queue", item_id=row["id"],
-                     predicted_label="Sports" if row["text"] == "check one" else "World")
-        store.record(text=row["text"], user_label="Sports", annotator=failing, kind="queue", item_id=row["id"])
+        store.answers.record(AnswerInput(text=row["text"], user_label="World", annotator=checked, kind="queue", item_id=row["id"],
+                     predicted_label="Sports" if row["text"] == "check one" else "World"))
+        store.answers.record(AnswerInput(text=row["text"], user_label="Sports", annotator=failing, kind="queue", item_id=row["id"]))
     ids = {}
     for who, verified in ((checked, False), ("user:signed", True), (failing, False), ("anon:new", False)):
-        ids[who] = store.record(text=f"confident story for {who}", user_label="Sports", annotator=who,
-                                kind="correct", probabilities=SURE_OF_WORLD, verified=verified).id
+        ids[who] = store.answers.record(AnswerInput(text=f"confident story for {who}", user_label="Sports", annotator=who,
+                                kind="correct", probabilities=SURE_OF_WORLD, verified=verified)).id
     rows, total = store.reviews.find(ReviewFilter(status="suspicious"))
     assert total == 4
     order = [row["id"] for row in rows]
@@ -134,7 +135,7 @@ def test_true_looking_corrections_come_first_in_review(store: FeedbackStore) -> 
     assert order[2:] == [ids["anon:new"], ids[failing]]  # the rest newest first
     assert credible_waiting(store.database, TrustPolicy()) == 2
     assert credible_waiting(store.database, TrustPolicy(min_checks=4)) == 1  # three checks are not enough now
-    store.set_status(ids["user:signed"], "accepted")
+    store.answers.set_status(ids["user:signed"], "accepted")
     assert credible_waiting(store.database, TrustPolicy()) == 1
 
 

@@ -61,8 +61,8 @@ def test_a_maintainers_examples_file_sets_classifys_examples(tmp_path: Path) -> 
 def test_an_empty_pool_is_offered_the_datas_demo_articles(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
     samples = data_samples(str(own_topics_csv(tmp_path / "own.csv")), 0.1, True)
-    assert store.offer_demo_pool(samples.demo) == len(samples.demo)
-    texts = {item["text"] for item in store.next_items("ann", _policy(), 100)}
+    assert store.pool.offer_demo(samples.demo) == len(samples.demo)
+    texts = {item["text"] for item in store.pool.next_items("ann", _policy(), 100)}
     shipped = DEMO_FILE.read_text(encoding="utf-8")
     assert texts and texts <= set(samples.demo) and not any(text[:40] in shipped for text in texts)
     store.close()

@@ -15,6 +15,7 @@ import pytest
 
 from core.storage.sqlite_guard import LiveDatabaseFile, is_live
 from feedback.errors import FeedbackError
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 
 
@@ -45,7 +46,7 @@ def descriptor_of(path: Path) -> str:
 def test_going_around_sqlite_is_refused_and_the_locks_stay(tmp_path: Path) -> None:
     db = tmp_path / "feedback.db"
     store = FeedbackStore(db)
-    store.record(text="Markets rallied", user_label="Business", annotator="anna", kind="correct")
+    store.answers.record(AnswerInput(text="Markets rallied", user_label="Business", annotator="anna", kind="correct"))
     assert held_locks(db) == {"feedback.db", "feedback.db-shm"}
     attempts = {
         "read": lambda: db.read_bytes(),
@@ -61,9 +62,9 @@ def test_going_around_sqlite_is_refused_and_the_locks_stay(tmp_path: Path) -> No
             attempt()
         assert held_locks(db) == {"feedback.db", "feedback.db-shm"}, name
     with pytest.raises(FeedbackError, match="live database's file"):
-        store.backup(Path(str(db) + "-shm"))
+        store.database.backup(Path(str(db) + "-shm"))
     assert not (tmp_path / "copy.db").exists()
-    store.backup(tmp_path / "backup.db")  # SQLite's backup API is the way to copy it
+    store.database.backup(tmp_path / "backup.db")  # SQLite's backup API is the way to copy it
     assert sqlite3.connect(tmp_path / "backup.db").execute("SELECT COUNT(*) FROM answers").fetchone() == (1,)
 
     # Another process reads, checkpoints and closes: it is not the last user, so nothing is deleted.
@@ -75,8 +76,8 @@ def test_going_around_sqlite_is_refused_and_the_locks_stay(tmp_path: Path) -> No
     """)
     subprocess.run([sys.executable, "-c", other], check=True, timeout=60)
     assert Path(str(db) + "-shm").exists()
-    store.record(text="Cup final tonight", user_label="Sports", annotator="anna", kind="correct")
-    assert store.count() == 2
+    store.answers.record(AnswerInput(text="Cup final tonight", user_label="Sports", annotator="anna", kind="correct"))
+    assert store.answers.count() == 2
 
     del store
     gc.collect()

@@ -19,6 +19,7 @@ from core.labels import LABELS
 from core.registry.starter import install_starter
 from core.registry.versions import ModelRegistry
 from core.settings.config import load_settings
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, save_tallies, utc_day
 from retrain.commands import retrain_reason
@@ -75,8 +76,8 @@ def test_watch_retrains_on_the_alert_only_when_told_to_and_only_with_something_n
     settings = load_settings(home=home)
     assert retrain_reason(settings.with_(monitor_retrain_on_alert=True), 50) == (0, None)  # nothing new to learn
     store = FeedbackStore(home / "feedback.db")
-    store.record(text="Shares of the chip maker jumped after strong earnings.", user_label="Business",
-                 annotator="user:ann", kind="correct", verified=True)
+    store.answers.record(AnswerInput(text="Shares of the chip maker jumped after strong earnings.", user_label="Business",
+                 annotator="user:ann", kind="correct", verified=True))
     store.close()
     assert retrain_reason(settings, 50) == (1, None)  # off by default: one answer is not the 50 needed
     new, reason = retrain_reason(settings.with_(monitor_retrain_on_alert=True), 50)

@@ -9,6 +9,7 @@ import pytest
 
 from core.command_line import ExitCode
 from feedback.__main__ import main
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.topics.changes import Impact, impact
 from testkit.pg_cluster import StoreFactory
@@ -20,30 +21,30 @@ def test_impact_counts_rows_answers_checks_and_queued_items(make_store: StoreFac
     store = make_store(tmp_path / "f.db")
     checks = tmp_path / "checks.csv"
     checks.write_text("label,text\nBusiness,Oil prices climb\nBusiness,Bank fined\nWorld,Summit ends\n")
-    store.import_pool(checks, checks=True)
-    store.record(text="Oil prices climb", user_label="Business", annotator="anna", kind="correct")  # answers a check
-    store.record(text="Shares fall", user_label="Business", annotator="ben", kind="correct")
-    store.record(text="Shares fall", user_label="World", annotator="cleo", kind="correct")
-    undone = store.record(text="Rates rise", user_label="Business", annotator="dan", kind="correct")
+    store.pool.import_file(checks, checks=True)
+    store.answers.record(AnswerInput(text="Oil prices climb", user_label="Business", annotator="anna", kind="correct"))  # answers a check
+    store.answers.record(AnswerInput(text="Shares fall", user_label="Business", annotator="ben", kind="correct"))
+    store.answers.record(AnswerInput(text="Shares fall", user_label="World", annotator="cleo", kind="correct"))
+    undone = store.answers.record(AnswerInput(text="Rates rise", user_label="Business", annotator="dan", kind="correct"))
     assert undone and store.undo_last("dan")  # taken back: touched by nothing
-    before = store.taxonomy()
+    before = store.topics.current()
 
-    merged = impact(store, before, before.merge("Business", "World"), BASE)
+    merged = impact(store.database, before, before.merge("Business", "World"), BASE)
     assert merged == Impact(3, 2, 2, 1, "merging Business into World", "as World")
     assert merged.words() == "merging Business into World relabels 3 base rows, 2 answers, 2 checks and 1 queued item as World"
 
-    split = impact(store, before, before.split("Business", "Finance"), BASE)
+    split = impact(store.database, before, before.split("Business", "Finance"), BASE)
     assert (split.base_rows, split.answers, split.checks, split.queued) == (3, 2, 2, 1)
     assert '"Business or Finance"' in split.words()
 
     for after, said in ((before.add("Health"), "touches no data"), (before.rename("World", "International"), "only the name"),
                         (before.describe("World", "news from abroad"), "only its description")):
-        found = impact(store, before, after, BASE)
+        found = impact(store.database, before, after, BASE)
         assert (found.base_rows, found.answers, found.checks, found.queued) == (0, 0, 0, 0) and said in found.words()
 
     # After a split, a merge of the new topic touches the parent's earlier rows too: they may mean it.
     split_first = before.split("Business", "Finance")
-    assert impact(store, split_first, split_first.merge("Finance", "World"), BASE).base_rows == 3
+    assert impact(store.database, split_first, split_first.merge("Finance", "World"), BASE).base_rows == 3
 
 
 @pytest.fixture
@@ -85,8 +86,8 @@ def test_changes_are_stored_with_who_and_why_and_listed(home: Path, capsys: pyte
     assert "1. International [key World]" in out and "6. Health: medicine and public health (new: the model is still learning it)" in out
     # The store answers by the stored topics.
     store = FeedbackStore(home / "feedback.db")
-    store.record(text="Flu season", user_label="health", annotator="anna", kind="correct")
-    assert store.answers()[0]["user_label"] == "Health"
+    store.answers.record(AnswerInput(text="Flu season", user_label="health", annotator="anna", kind="correct"))
+    assert store.answers.rows()[0]["user_label"] == "Health"
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -113,15 +114,15 @@ def test_a_merge_that_would_leave_one_topic_is_refused(home: Path, capsys: pytes
 
 def test_a_change_planned_on_an_old_version_is_told_to_look_again(home: Path, capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from feedback.topics import commands
+    from feedback import actions
 
-    real = commands.change_topics
+    real = actions.change_topics
 
     def someone_else_first(store: FeedbackStore, before, *args, **kwargs):  # type: ignore[no-untyped-def]
         store.topics.commit(before.add("Weather"), before.version)  # another maintainer, between read and write
         return real(store, before, *args, **kwargs)
 
-    monkeypatch.setattr(commands, "change_topics", someone_else_first)
+    monkeypatch.setattr(actions, "change_topics", someone_else_first)
     assert main(["topics", "add", "Health"]) == ExitCode.BUSY
     assert "look at them again" in capsys.readouterr().err
-    assert FeedbackStore(home / "feedback.db").taxonomy().names[-1] == "Weather"
+    assert FeedbackStore(home / "feedback.db").topics.current().names[-1] == "Weather"

@@ -8,6 +8,7 @@ from pathlib import Path
 import datasets
 
 from feedback.export.dataset import answers_dataset, export_dataset
+from feedback.labelling.answers import AnswerInput
 from testkit.pg_cluster import StoreFactory
 
 SURE_OF_BUSINESS = {"World": 0.05, "Sports": 0.05, "Business": 0.85, "Sci/Tech": 0.05}
@@ -15,13 +16,13 @@ SURE_OF_BUSINESS = {"World": 0.05, "Sports": 0.05, "Business": 0.85, "Sci/Tech":
 
 def test_the_dataset_speaks_the_current_taxonomy(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "f.db")
-    store.record(text="New chip", user_label="Sci/Tech", annotator="anna", kind="correct")
-    store.record(text="Oil up", user_label="Business", annotator="anna", kind="confirm", probabilities=SURE_OF_BUSINESS)
+    store.answers.record(AnswerInput(text="New chip", user_label="Sci/Tech", annotator="anna", kind="correct"))
+    store.answers.record(AnswerInput(text="Oil up", user_label="Business", annotator="anna", kind="confirm", probabilities=SURE_OF_BUSINESS))
     for step in (lambda t: t.rename("World", "International"), lambda t: t.split("Sci/Tech", "Science"),
                  lambda t: t.merge("Business", "World")):
-        before = store.taxonomy()
+        before = store.topics.current()
         store.topics.commit(step(before), before.version)
-    store.record(text="Comet seen", user_label="Science", annotator="anna", kind="correct")
+    store.answers.record(AnswerInput(text="Comet seen", user_label="Science", annotator="anna", kind="correct"))
 
     dataset = answers_dataset(store)
     names = ["International", "Sports", "Sci/Tech", "Science"]
@@ -43,7 +44,7 @@ def test_the_dataset_speaks_the_current_taxonomy(make_store: StoreFactory, tmp_p
 
 def test_a_fresh_store_exports_the_four_ag_news_topics(make_store: StoreFactory, tmp_path: Path) -> None:
     store = make_store(tmp_path / "f.db")
-    store.record(text="Cup final", user_label="Sports", annotator="anna", kind="correct")
+    store.answers.record(AnswerInput(text="Cup final", user_label="Sports", annotator="anna", kind="correct"))
     dataset = answers_dataset(store)
     assert dataset.features["label"].names == ["World", "Sports", "Business", "Sci/Tech"]
     assert dataset[0]["label"] == 1 and dataset[0]["taxonomy_version"] == 1

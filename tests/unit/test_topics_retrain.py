@@ -24,6 +24,7 @@ from core.serving.classifier import OnnxClassifier
 from core.settings.policies import GateConfig, StoreLimits
 from core.taxonomy import Taxonomy, starting
 from core.topic_maps import NewTopicScore, comparison, in_taxonomy, new_topic_scores
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.training.snapshot import HOLDOUT_SALT
 from retrain.classifier.model import fit_head
@@ -245,7 +246,7 @@ def _with_feedback(home: Path, change: Any = None) -> Any:
     from core.data import load_seed
 
     for i, ex in enumerate(load_seed().train[:30]):  # trusted feedback, or the run stops before training
-        store.record(text=ex.text, user_label=LABELS[ex.label], annotator=f"tester-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=ex.text, user_label=LABELS[ex.label], annotator=f"tester-{i % 3}", kind="correct"))
     if change is not None:
         store.topics.commit(change(store.topics.current(LABELS)), planned_on=1)
     store.close()
@@ -263,7 +264,7 @@ def test_a_retrain_after_add_grows_the_head_logs_the_topics_and_refuses_with_too
     health = [f"Clinic {i} reports a rise in flu cases as the vaccine campaign begins" for i in range(24)]
     store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     for i, text in enumerate(health):
-        store.record(text=text, user_label="Health", annotator=f"tester-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label="Health", annotator=f"tester-{i % 3}", kind="correct"))
     store.close()
     held_out = len(split_by_hash([Example(t, 0) for t in health], 0.25, salt=HOLDOUT_SALT)[1])
     assert 0 < held_out < GateConfig().min_new_topic_answers
@@ -306,14 +307,14 @@ def _traffic_pool(settings: Any, tmp_path: Path, health_answers: int = 24) -> li
     """Health answers and a pool whose traffic set the queue's first look draws; returns the traffic set's texts."""
     store = FeedbackStore(settings.paths.feedback_db, StoreLimits(writes_per_minute=10_000))
     for i in range(health_answers):
-        store.record(text=f"Clinic {i} reports a rise in flu cases as the vaccine campaign begins",
-                     user_label="Health", annotator=f"tester-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=f"Clinic {i} reports a rise in flu cases as the vaccine campaign begins",
+                     user_label="Health", annotator=f"tester-{i % 3}", kind="correct"))
     pool = [f"Hospital {i} trial of a new heart drug" if i % 2 else f"Striker {i} scores twice in the derby"
             for i in range(80)]
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pool.csv").write_text("text\n" + "\n".join(pool) + "\n")
-    store.import_pool(tmp_path / "pool.csv")
-    store.next_item("anna", settings.queue)
+    store.pool.import_file(tmp_path / "pool.csv")
+    store.pool.next_item("anna", settings.queue)
     with store.database.read() as db:
         traffic = list(db.execute(sa.text("SELECT text FROM pool WHERE traffic = 1")).scalars())
     store.close()
@@ -369,8 +370,8 @@ def test_after_a_split_with_answers_of_both_topics_the_old_rows_train_toward_one
     science = [f"Astronomers {i} find a planet orbiting a distant star with the new telescope" for i in range(16)]
     tech = [f"Chipmaker {i} ships a faster laptop processor and new software" for i in range(16)]
     for i, (a, b) in enumerate(zip(science, tech, strict=True)):
-        store.record(text=a, user_label="Science", annotator=f"tester-{i % 3}", kind="correct")
-        store.record(text=b, user_label="Sci/Tech", annotator=f"tester-{i % 3}", kind="correct")
+        store.answers.record(AnswerInput(text=a, user_label="Science", annotator=f"tester-{i % 3}", kind="correct"))
+        store.answers.record(AnswerInput(text=b, user_label="Sci/Tech", annotator=f"tester-{i % 3}", kind="correct"))
     store.close()
     retrain(RetrainSetup.from_settings(settings), track=False)
     [call] = no_steps

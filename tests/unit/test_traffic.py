@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from core.labels import LABELS
 from core.settings.policies import QueuePolicy, StoreLimits, TrustPolicy
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.traffic import traffic_set as traffic
 from feedback.training.snapshot import trusted_split
@@ -30,23 +31,23 @@ def traffic_flags(store: FeedbackStore) -> dict[str, int | None]:
 
 def filled(store: FeedbackStore, n: int) -> list[str]:
     texts = [f"pool article {i} about something" for i in range(n)]
-    store.add_to_pool(texts, source="test")
+    store.pool.add(texts, source="test")
     # The most uncertain items are the first ones, so uncertainty order and random draws are told apart.
-    store.rescore(lambda batch: np.array([[0.5 + int(t.split()[2]) / (2 * n), 0.5 - int(t.split()[2]) / (2 * n), 0, 0]
+    store.pool.rescore(lambda batch: np.array([[0.5 + int(t.split()[2]) / (2 * n), 0.5 - int(t.split()[2]) / (2 * n), 0, 0]
                                           for t in batch]), "v1")
     return texts
 
 
 def test_membership_is_drawn_once_by_hash_and_answered_items_never_join(store: FeedbackStore) -> None:
     texts = filled(store, 300)
-    store.record(text=texts[0], user_label="World", annotator="early", kind="correct")  # answered before the draw
+    store.answers.record(AnswerInput(text=texts[0], user_label="World", annotator="early", kind="correct"))  # answered before the draw
     assert set(traffic_flags(store).values()) == {None}  # nothing drawn until the queue first looks
-    store.next_item("anna", POLICY)
+    store.pool.next_item("anna", POLICY)
     flags = traffic_flags(store)
     expected = {t: int(traffic.draw(store_hash(t)) < 0.2) for t in texts} | {texts[0]: 0}
     assert flags == expected
     assert 40 <= sum(flags.values()) <= 80  # about one in five of 300
-    store.next_item("ben", QueuePolicy(traffic_share=0.9))  # a new share never moves an item already drawn
+    store.pool.next_item("ben", QueuePolicy(traffic_share=0.9))  # a new share never moves an item already drawn
     assert traffic_flags(store) == expected
 
 
@@ -58,7 +59,7 @@ def store_hash(text: str) -> str:
 
 def test_uncertainty_turns_never_offer_traffic_items_and_traffic_turns_offer_only_them(store: FeedbackStore) -> None:
     filled(store, 200)
-    offered = [store.next_item(f"labeller-{i}", POLICY) for i in range(200)]
+    offered = [store.pool.next_item(f"labeller-{i}", POLICY) for i in range(200)]
     flags = traffic_flags(store)
     from_traffic = [item for item in offered if flags[item["text"]] == 1]
     from_order = [item for item in offered if flags[item["text"]] == 0]
@@ -73,27 +74,27 @@ def test_uncertainty_turns_never_offer_traffic_items_and_traffic_turns_offer_onl
 
 def test_a_turn_falls_back_to_the_other_kind_when_its_own_is_empty(store: FeedbackStore) -> None:
     texts = filled(store, 30)
-    store.next_item("anna", POLICY)
+    store.pool.next_item("anna", POLICY)
     flags = traffic_flags(store)
     everyone = [f"labeller-{i}" for i in range(40)]
     # Settle every ordinary item: only traffic items are left, whatever the turn.
     for text in (t for t in texts if flags[t] == 0):
-        store.record(text=text, user_label="World", annotator="settler", kind="correct")
-    left = {store.next_item(who, POLICY)["text"] for who in everyone}
+        store.answers.record(AnswerInput(text=text, user_label="World", annotator="settler", kind="correct"))
+    left = {store.pool.next_item(who, POLICY)["text"] for who in everyone}
     assert left and all(flags[t] == 1 for t in left)
-    assert store.next_item("nobody", QueuePolicy(traffic_share=0.0)) is not None  # share 0: traffic still served last
+    assert store.pool.next_item("nobody", QueuePolicy(traffic_share=0.0)) is not None  # share 0: traffic still served last
 
 
 def test_traffic_labels_are_judged_on_and_never_trained_on(make_store: StoreFactory, tmp_path: Path) -> None:
     location = make_store.location(tmp_path / "feedback.db")
     store = FeedbackStore(location, StoreLimits(writes_per_minute=10_000))
     texts = filled(store, 120)
-    store.next_item("anna", POLICY)
+    store.pool.next_item("anna", POLICY)
     flags = traffic_flags(store)
     for i, text in enumerate(texts):
-        store.record(text=text, user_label=LABELS[i % 4], annotator="anna", kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label=LABELS[i % 4], annotator="anna", kind="correct"))
     copy = tmp_path / "snapshot.db"
-    store.backup(copy)
+    store.database.backup(copy)
     store.close()
     split = trusted_split(copy, TrustPolicy(), 0.25)
     judged = {e.text for e in split.traffic}
@@ -107,13 +108,13 @@ def test_a_retrain_reads_the_traffic_items_no_trusted_answer_labels(make_store: 
     location = make_store.location(tmp_path / "feedback.db")
     store = FeedbackStore(location, StoreLimits(writes_per_minute=10_000))
     filled(store, 120)
-    store.next_item("anna", POLICY)
+    store.pool.next_item("anna", POLICY)
     members = sorted(t for t, f in traffic_flags(store).items() if f == 1)
     answered = members[:5]
     for text in answered:
-        store.record(text=text, user_label="Sports", annotator="anna", kind="correct")
+        store.answers.record(AnswerInput(text=text, user_label="Sports", annotator="anna", kind="correct"))
     copy = tmp_path / "snapshot.db"
-    store.backup(copy)
+    store.database.backup(copy)
     store.close()
     split = trusted_split(copy, TrustPolicy(), 0.25, unlabelled_traffic=1000)
     assert {e.text for e in split.traffic} == set(answered)

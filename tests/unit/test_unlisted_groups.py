@@ -10,6 +10,7 @@ import pytest
 from core.settings.config import load_settings
 from feedback.__main__ import main
 from feedback.store import FeedbackStore
+from feedback.topics.unlisted import UnlistedInput
 from feedback.topics.unlisted_groups import group_unlisted, name_key
 
 
@@ -62,14 +63,14 @@ def test_the_cli_lists_groups_and_creates_a_topic_from_ids(tmp_path: Path, monke
     settings = load_settings()
     settings.paths.feedback_db.parent.mkdir(parents=True, exist_ok=True)
     store = FeedbackStore.from_settings(settings)
-    a = store.record_unlisted(text="Flu season peaks", annotator="anna", kind="correct", name="Health").id
-    b = store.record_unlisted(text="Measles outbreak", annotator="ben", kind="correct", name="health").id
+    a = store.unlisted.record(UnlistedInput(text="Flu season peaks", annotator="anna", kind="correct", name="Health")).id
+    b = store.unlisted.record(UnlistedInput(text="Measles outbreak", annotator="ben", kind="correct", name="health")).id
     assert main(["topics", "unlisted"]) == 0
     out = capsys.readouterr().out
     assert f"Health: 2 answer(s), 2 people; ids {a},{b}" in out and "Flu season peaks" in out
     assert main(["topics", "unlisted", "create", "Health", "--ids", f"{a},{b}", "--by", "maya"]) == 0
     assert "created topic 'Health', with 2 label(s)" in capsys.readouterr().out
-    assert store.taxonomy().names[-1] == "Health" and store.count("accepted") == 2
+    assert store.topics.current().names[-1] == "Health" and store.answers.count("accepted") == 2
     assert main(["topics", "unlisted", "create", "Health", "--ids", "x"]) != 0
     assert main(["topics", "unlisted", "dismiss", "--ids", f"{a}"]) == 0 and "dismissed 0" in capsys.readouterr().out
     store.close()

@@ -23,7 +23,7 @@ def test_key_0_stores_none_of_these_moves_on_and_undo_brings_it_back(tmp_path: P
     [row] = store.unlisted.rows()
     assert (row["text"], row["kind"], row["name"], row["annotator"]) == (items[0]["text"], "queue",
                                                                          "Ports and shipping", "anon:b1")
-    assert store.count() == 0
+    assert store.answers.count() == 0
     assert sync(buffered, tab, [op], have)["results"][0]["status"] == "saved" and len(store.unlisted.rows()) == 1
     undone = sync(buffered, tab, [{"op": "undo"}], have)["results"][0]
     assert undone["status"] == "undone" and undone["item"]["text"] == items[0]["text"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from core.settings.policies import StoreLimits
 from feedback.store import FeedbackStore
-from feedback.topics.unlisted import SAMPLE
+from feedback.topics.unlisted import SAMPLE, UnlistedInput
 from testkit.attackers import unlisted_flood
 from testkit.fakes import FakeAdmin
 from web.admin.unlisted_view import ANSWERS_SHOWN, GROUPS_PER_PAGE, UnlistedPanel
@@ -25,8 +25,8 @@ def panel(store: FeedbackStore, admin: bool = True) -> UnlistedPanel:
 def test_a_flood_waiting_opens_bounded_with_nothing_chosen(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db", StoreLimits(writes_per_minute=1000))
     unlisted_flood(store, 2_500, people=50)
-    honest = [store.record_unlisted(text=f"Flu cases rise in hospitals of region {i}", annotator=f"user:{i}",
-                                    kind="correct", name="Health", verified=True).id for i in range(3)]
+    honest = [store.unlisted.record(UnlistedInput(text=f"Flu cases rise in hospitals of region {i}", annotator=f"user:{i}",
+                                                  kind="correct", name="Health", verified=True)).id for i in range(3)]
     words, table, page, chooser, answers, name, groups = panel(store).show(None)
     assert "**2,503** answer(s)" in words and f"groups are of **{SAMPLE:,}** of them" in words
     assert sum(len(g.ids) for g in groups) == SAMPLE and page == 0
@@ -51,7 +51,7 @@ def test_a_flood_waiting_opens_bounded_with_nothing_chosen(tmp_path: Path) -> No
 
 def test_a_stranger_sees_and_changes_nothing(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
-    row = store.record_unlisted(text="Flu season peaks", annotator="anna", kind="correct", name="Health").id
+    row = store.unlisted.record(UnlistedInput(text="Flu season peaks", annotator="anna", kind="correct", name="Health")).id
     stranger = panel(store, admin=False)
     assert stranger.show(None)[0] == "Sign in first."
     assert stranger.choose(row, [], None)[0] == "Sign in first."

@@ -22,6 +22,7 @@ from core.settings.hosting import HostingSection
 from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, TrustPolicy
 from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
+from feedback.export.files import export_answers
 from feedback.store import FeedbackStore
 from feedback.topics.changes import BaseData
 from web.admin import report
@@ -34,7 +35,7 @@ from web.server.session_memory import SessionMap
 from web.server.topics import PageTopics
 
 if TYPE_CHECKING:
-    from feedback.traffic.monitoring import TrafficReport
+    from feedback.monitoring import TrafficReport
 
 log = logging.getLogger("newsloop.app")
 EXPORTS = ("csv", "jsonl", "parquet")
@@ -251,7 +252,7 @@ class AdminActions:
         """The champion on its traffic: estimated and measured by day and form, the window's alert and drift."""
         if self.store is None:
             return None
-        from feedback.traffic.monitoring import traffic_report  # here: only the overview and the preview need it
+        from feedback.monitoring import traffic_report  # here: only the overview and the preview need it
 
         self.flush_served()
         status = self.registry.status()
@@ -297,7 +298,7 @@ class AdminActions:
         if self.store is None or not file:
             return "Choose a CSV or JSONL file."
         try:
-            report = self.store.import_pool(Path(file), source=Path(file).name, checks=bool(checks),
+            report = self.store.pool.import_file(Path(file), source=Path(file).name, checks=bool(checks),
                                             skip_bad=bool(skip_bad))
         except FeedbackError as exc:
             return f"Nothing imported: {exc}"
@@ -321,7 +322,7 @@ class AdminActions:
 
             export_dataset(self.store, path, "parquet")
         else:
-            self.store.export(path, fmt)
+            export_answers(self.store, path, fmt)
         name = f"newsloop-feedback-{time.strftime('%Y%m%d-%H%M%S')}.{fmt}"
         token = self.exports.offer(path, name, self.identities.identify(request).browser)
         minutes = self.exports.ttl_s / 60

@@ -62,8 +62,8 @@ class AdminDashboard:
         stats = store.stats() if store else {}
         status = admin.registry.status()
         meta = status.get("champion_meta") or {}
-        days = store.answers_per_day(30) if store else {}
-        pool_left = store.pool_left(admin.trust.labels_required) if store else 0
+        days = store.answers.per_day(30) if store else {}
+        pool_left = store.pool.items_left(admin.trust.labels_required) if store else 0
         record = admin.jobs.last_run()
         previous = status["previous"]
         job = admin.jobs.status()

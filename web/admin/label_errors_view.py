@@ -17,14 +17,14 @@ import gradio as gr
 
 from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
-from feedback.topics.meaning import shown
+from feedback.meaning import label_in_words
+from feedback.trust.bulk import ANY, narrowing
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import MAINTAINER
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only, guarded_by
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
-ANY = "any"
 SUGGESTED = "suggested"  # relabel each ticked row to its own suggested topic
 SHOWN = 100  # candidates listed at once
 DECISIONS_SHOWN = 20  # recent decisions offered for undo
@@ -36,15 +36,16 @@ POLL_S = 3.0  # how often the panel looks whether its search ended
 def candidate_label(row: dict[str, Any], taxonomy: Taxonomy) -> str:
     """One candidate as its checkbox reads: id, the label it has (a split's earlier label as "B or C"), the suggested
     one and how sure, where from, the text; topics by their current names."""
-    given, suggested = shown(taxonomy, row["given_label"]), shown(taxonomy, row["suggested_label"])
+    given = label_in_words(taxonomy, row["given_label"])
+    suggested = label_in_words(taxonomy, row["suggested_label"])
     return (f"#{row['id']} · {given} → {suggested} {row['probability']:.0%} · "
             f"{row['origin']}\n{' '.join(str(row['text']).split())}")
 
 
 def decision_label(row: dict[str, Any], taxonomy: Taxonomy) -> str:
     """One decision as its checkbox reads: what, on which label, who, when, and the text's start."""
-    before = shown(taxonomy, row["label_before"])
-    after = shown(taxonomy, row["label_after"]) if row["label_after"] else ""
+    before = label_in_words(taxonomy, row["label_before"])
+    after = label_in_words(taxonomy, row["label_after"]) if row["label_after"] else ""
     what = {Action.RELABEL: f"relabelled {before} → {after}",
             Action.KEEP: f"kept {before}", Action.EXCLUDE: f"excluded ({before})"}
     when = str(row.get("decided_at", ""))[:16].replace("T", " ")
@@ -70,7 +71,7 @@ class LabelErrorsPanel:
         if store is None:
             return NOTHING, gr.skip(), gr.skip()
         try:
-            rows, total = store.label_errors.open_candidates(SHOWN, None if source in (None, "", ANY) else source)
+            rows, total = store.label_errors.open_candidates(SHOWN, narrowing(source))
         except (FeedbackError, ValueError) as exc:
             return f"Cannot list: {exc}", gr.update(choices=[], value=[]), gr.skip()
         search = store.label_errors.latest_search()
@@ -95,7 +96,7 @@ class LabelErrorsPanel:
         if self.searching():
             summary = f"**Searching for label errors…** the list refreshes itself when it ends. {summary}"
         decisions = store.label_errors.decisions(DECISIONS_SHOWN, live_only=True)
-        taxonomy = store.taxonomy()
+        taxonomy = store.topics.current()
         return (summary, gr.update(choices=[(candidate_label(r, taxonomy), int(r["id"])) for r in rows], value=[]),
                 gr.update(choices=[(decision_label(r, taxonomy), int(r["id"])) for r in decisions], value=[]))
 

@@ -60,7 +60,7 @@ class PeoplePanel:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         # Counts by the database; the answers read one by one are only those on texts two or more people answered.
         shared = store.crowd.shared_answers()
-        gold = store.gold_labels()
+        gold = store.pool.gold_labels()
         policy = self.admin.trust
         found_people = people(store.crowd.counts(), store.crowd.check_scores(), shared, policy)
         table = [person_row(p, policy.min_answers_for_agreement) for p in found_people]

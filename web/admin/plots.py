@@ -16,7 +16,7 @@ from core.evaluation.monitor import FORMS, TrafficCheck
 from core.input_forms import FORM_NAMES
 from core.registry.stages import RunRecord
 from core.registry.versions import ModelRegistry
-from feedback.traffic.monitoring import DayPoint
+from feedback.monitoring import DayPoint
 from web.admin.report import served_accuracy
 
 MIN_SPAN = 0.10  # the accuracy axis spans at least 10 points, so a 0.06-point dip looks like what it is

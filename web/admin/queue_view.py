@@ -1,5 +1,5 @@
 """The admin view's "Find articles for a topic" box: a maintainer's words, or a pasted article ("more like this"),
-push the nearest pool articles to the front of every annotator's queue (`FeedbackStore.push_search`), for a new
+push the nearest pool articles to the front of every annotator's queue (`Pool.push_search`), for a new
 topic the model cannot find yet; "Clear pushed" takes them back out. It says how many pushed articles wait."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class QueueSearch:
         store = self.admin.store
         if store is None:
             return NO_STORE
-        return f"{store.pushed_waiting()} pushed articles wait at the front of the queue."
+        return f"{store.pool.pushed_waiting()} pushed articles wait at the front of the queue."
 
     @admin_only()
     def load(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
@@ -40,8 +40,9 @@ class QueueSearch:
         store = self.admin.store
         if store is None:
             return NO_STORE
+        by = self.admin.signed_in_as(request, profile)
         try:
-            pushed = store.push_search(query, int(count or DEFAULT_COUNT), self.admin.signed_in_as(request, profile))
+            pushed = store.pool.push_search(query, int(count or DEFAULT_COUNT), by)
         except FeedbackError as exc:
             return f"Nothing pushed: {exc}."
         if not pushed:
@@ -53,7 +54,7 @@ class QueueSearch:
         store = self.admin.store
         if store is None:
             return NO_STORE
-        return f"Cleared {store.clear_pushed()} pushed articles. {self.waiting()}"
+        return f"Cleared {store.pool.clear_pushed()} pushed articles. {self.waiting()}"
 
 
 def build_queue_search(admin: AdminActions) -> Any:

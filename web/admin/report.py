@@ -12,7 +12,7 @@ from core.evaluation.decision import FeedbackParts
 from core.evaluation.monitor import TrafficCheck, alert_lines
 from core.input_forms import FORM_NAMES
 from core.registry.stages import RunRecord, Stage
-from feedback.traffic.monitoring import TrafficReport
+from feedback.monitoring import TrafficReport
 from feedback.training.readiness import Readiness
 from feedback.validate import WITHDRAWN, Status
 from web.admin.decision_words import decision_text as decision_text  # the page's decision, rendered from the record

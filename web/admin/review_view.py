@@ -17,6 +17,7 @@ from typing import Any
 import gradio as gr
 
 from feedback.errors import FeedbackError
+from feedback.trust.bulk import ANY, narrowing
 from feedback.trust.people import nickname
 from feedback.trust.review import HELD, ReviewFilter, review_message
 from feedback.validate import STATUSES
@@ -25,7 +26,6 @@ from web.admin.guard import admin_only, guarded_by
 from web.admin.tab_memory import TabMemory
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
-ANY = "any"
 SHOWN = 200  # answers listed at once; the summary says how many more match
 
 
@@ -43,10 +43,8 @@ def choice_label(row: dict[str, Any]) -> str:
 
 
 def _filter(status: str, reason: str, label: str, annotator: str, text: str) -> ReviewFilter:
-    def pick(value: object) -> str | None:
-        return value if isinstance(value, str) and value and value != ANY else None
-
-    return ReviewFilter(status=pick(status), reason=pick(reason), label=pick(label), annotator=pick(annotator),
+    return ReviewFilter(status=narrowing(status), reason=narrowing(reason), label=narrowing(label),
+                        annotator=narrowing(annotator),
                         text=text if isinstance(text, str) else "", limit=SHOWN)
 
 
@@ -115,7 +113,7 @@ class ReviewPanel:
             if not ids:
                 return "Tick one or more answers first (Space ticks the focused one).", gr.skip(), gr.skip()
             try:
-                message = review_message(store.set_statuses(ids, verdict))
+                message = review_message(store.reviews.set_statuses(ids, verdict))
             except FeedbackError as exc:
                 return f"Nothing changed: {exc}", gr.skip(), gr.skip()
             summary, update = self.search([], status, reason, label, annotator, text, request, profile)

@@ -15,12 +15,12 @@ from typing import Any
 
 import gradio as gr
 
-from core.taxonomy import Taxonomy, TaxonomyConflict, TaxonomyError
+from core.taxonomy import LEARNING, Taxonomy, TaxonomyConflict, TaxonomyError
 from feedback.topics.changes import BaseData, impact
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
 from web.admin.tab_memory import TabMemory
-from web.server.topics import LEARNING, PageTopics
+from web.server.topics import PageTopics
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 CHANGES = {"add": "Add a topic", "rename": "Rename a topic", "describe": "Describe a topic",
@@ -129,7 +129,7 @@ class TopicsEditor:
         except TaxonomyError as exc:
             return f"Refused: {exc}.", None, gr.update(visible=False), ""
         base = self.base_data()
-        words = impact(self.admin.store, before, after, base.labels, base.description).words()
+        words = impact(self.admin.store.database, before, after, base.labels, base.description).words()
         text = f"{words[:1].upper()}{words[1:]}. {TRAINING.get(after.current.change.kind, '')}".strip()
         return (f"{text}\n\nConfirm to make it (version {before.version} → {after.version}).", plan,
                 gr.update(visible=True), "")

@@ -1,10 +1,10 @@
 """The admin view's "Answers with no topic" panel, an accordion that lists when opened: the "None of these" answers
 labellers gave, grouped into candidate topics (by the names they typed, then by what the texts say:
 `feedback.topics.unlisted_groups`). The maintainer picks a group, unticks the answers that do not belong, names the
-topic and creates it: the ticked answers become its first labels (`FeedbackStore.place_unlisted`). A missing topic
+topic and creates it: the ticked answers become its first labels (`UnlistedAnswers.place`). A missing topic
 is found by the people who meet it. Answers no topic is missing for are dismissed.
 
-What the panel shows is bounded whatever waits: the store groups a fair sample (`FeedbackStore.unlisted_listing`), the
+What the panel shows is bounded whatever waits: the store groups a fair sample (`UnlistedAnswers.listing`), the
 groups are shown a page at a time, a group's answers at most ANSWERS_SHOWN at a time, and nothing is chosen, ticked or
 named until the maintainer picks a group: the largest group may be a stranger's flood."""
 
@@ -114,7 +114,7 @@ class UnlistedPanel:
         """Group what waits again: the first page, none chosen; and the groups, for the tab's state."""
         store = self.admin.store
         assert store is not None
-        listing = store.unlisted_listing()
+        listing = store.unlisted.listing()
         return (*page_of(listing.groups, 0, summary(listing)).as_tuple(), listing.groups)
 
     @admin_only(lambda _: ("Sign in first.", *[gr.skip()] * 6))
@@ -164,7 +164,7 @@ class UnlistedPanel:
         if not ids:
             return "Tick one or more answers first.", *[gr.skip()] * 7
         try:
-            placed = store.place_unlisted([int(i) for i in ids], name or "", by=self._who(request, profile))
+            placed = store.unlisted.place([int(i) for i in ids], name or "", by=self._who(request, profile))
         except TaxonomyConflict as exc:
             return f"Not created: {exc}.", *self._list()
         except (TaxonomyError, FeedbackError) as exc:
@@ -182,7 +182,7 @@ class UnlistedPanel:
         if not ids:
             return "Tick one or more answers first.", *[gr.skip()] * 7
         try:
-            n = store.dismiss_unlisted([int(i) for i in ids], by=self._who(request, profile))
+            n = store.unlisted.dismiss([int(i) for i in ids], by=self._who(request, profile))
         except FeedbackError as exc:
             return f"Nothing changed: {exc}.", *[gr.skip()] * 7
         return f"Dismissed {n} answer(s).", *self._list()

@@ -14,8 +14,10 @@ from core.serving.limits import Limiter, RateLimiter
 from core.settings.policies import QueuePolicy
 from core.text import clean_text
 from feedback.errors import FeedbackError
+from feedback.labelling.answers import AnswerInput
 from feedback.labelling.guidelines import render as render_guidelines
 from feedback.store import FeedbackStore
+from feedback.topics.unlisted import UnlistedInput
 from web.page.answer_rules import NONE, NONE_WORDS, RIGHT, names_shown, new_shown_id, snippet, topic_of, undone_words
 from web.page.labelling import BufferedQueue, LabellingQueue
 from web.server.identity import Identity, IdentityService
@@ -172,7 +174,7 @@ class NewsLoopActions:
         if user_label is None:
             return AnswerOutcome(f"Not saved: the model's topic was split since; choose one of {', '.join(taxonomy.names)}.")
         try:
-            result = self.store.record(
+            result = self.store.answers.record(AnswerInput(
                 text=last.text,
                 user_label=user_label,
                 annotator=who.annotator,
@@ -182,7 +184,7 @@ class NewsLoopActions:
                 model_version=last.model_version,
                 verified=who.verified,
                 address=who.address,
-            )
+            ))
         except FeedbackError as exc:
             return AnswerOutcome(f"Not saved: {exc}")
         if user_label != last.label and not result.duplicate:
@@ -197,17 +199,17 @@ class NewsLoopActions:
         self, missing: object, prediction: object, text: object, request: Any = None, profile: Any = None
     ) -> AnswerOutcome:
         """Say that no topic fits the text of the prediction on this tab's screen ("None of these"), naming the
-        missing topic if `missing` is not empty; kept apart from the answers (`FeedbackStore.record_unlisted`)."""
+        missing topic if `missing` is not empty; kept apart from the answers (`UnlistedAnswers.record`)."""
         assert self.store is not None
         who = self.identities.identify(request, profile)
         last = self._on_screen(who, prediction, text)
         if isinstance(last, AnswerOutcome):
             return last
         try:
-            result = self.store.record_unlisted(
+            result = self.store.unlisted.record(UnlistedInput(
                 text=last.text, annotator=who.annotator, kind="correct", name=missing, predicted_label=last.label,
                 model_version=last.model_version, verified=who.verified, address=who.address,
-            )
+            ))
         except FeedbackError as exc:
             return AnswerOutcome(f"Not saved: {exc}.")
         named = f" (missing topic: **{result.name}**)" if result.name else ""
@@ -229,11 +231,11 @@ class NewsLoopActions:
         """A corrected text goes to the labelling pool, so others (whose answers may train) label it too.
 
         Anyone can paste anything, so a correction from someone the host did not sign in is held: the queue
-        serves it to nobody until a maintainer accepts an answer on it (`FeedbackStore.held_items` lists them)."""
+        serves it to nobody until a maintainer accepts an answer on it (`Pool.held` lists them)."""
         assert self.store is not None
         held = None if who.verified else (who.annotator, f"answer {answer_id}: a correction by a visitor not signed in")
         try:
-            added = self.store.add_to_pool([text[: self.store.limits.max_text_chars]], source="correction", held=held)
+            added = self.store.pool.add([text[: self.store.limits.max_text_chars]], source="correction", held=held)
             if added.added:
                 self.pool_added()
         except FeedbackError:

@@ -10,7 +10,7 @@ from core.taxonomy import CONFIRM_ANSWER, Taxonomy
 from web.server.topics import key_for
 
 RIGHT = CONFIRM_ANSWER  # the answer that confirms the prediction on screen (no topic may be named so)
-# "None of these": no topic fits (`FeedbackStore.record_unlisted`). Topic names never hold "|", so no topic is named
+# "None of these": no topic fits (`UnlistedAnswers.record`). Topic names never hold "|", so no topic is named
 # so; on Classify the missing topic's name, if one was typed, follows the mark.
 NONE = "|none|"
 NONE_WORDS = "None of these"

@@ -10,7 +10,9 @@ from typing import Any
 from core.serving.limits import Limiter
 from core.settings.policies import QueuePolicy
 from feedback.errors import FeedbackError, RateLimited
+from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
+from feedback.topics.unlisted import UnlistedInput
 from web.page.answer_rules import NONE_WORDS, RIGHT, names_shown, new_shown_id, snippet, topic_of, undone_words
 from web.server.identity import Identity, IdentityService
 from web.server.session_memory import SessionMap
@@ -78,20 +80,20 @@ class LabellingQueue:
 
     def _next(self, who: Identity, message: str = "") -> QueueView:
         assert self.store is not None
-        self.store.release(who.session)  # what this tab was shown is answered, skipped or replaced
-        return self._show(who, self.store.next_item(who.annotator, self.policy, holder=who.session), message)
+        self.store.pool.release(who.session)  # what this tab was shown is answered, skipped or replaced
+        return self._show(who, self.store.pool.next_item(who.annotator, self.policy, holder=who.session), message)
 
     def _show(self, who: Identity, item: dict[str, Any] | None, message: str = "") -> QueueView:
         """Put `item` on this tab's screen under a fresh id (None: nothing left)."""
         assert self.store is not None
-        done = self.store.progress(who.annotator)
+        done = self.store.pool.progress(who.annotator)
         if item is None:
             self.items.pop(who.session)
             return QueueView("", f"{EMPTY} You have labelled **{done}** article(s). Thank you!", message, "")
         shown = new_shown_id()
         self.items.put(who.session, {"id": item["id"], "text": item["text"], "shown": shown})
-        # Checks and ordinary items are counted together (feedback.labelling.progress): the count never tells them apart.
-        left = max(self.store.queue_left(who.annotator, self.policy), 1)
+        # Checks and ordinary items are counted together (`Pool.queue_left`): the count never tells them apart.
+        left = max(self.store.pool.queue_left(who.annotator, self.policy), 1)
         return QueueView(item["text"], f"You have labelled **{done}**, **{left}** left.", message, shown)
 
     def next(self, request: Any = None, profile: Any = None) -> QueueView:
@@ -119,12 +121,12 @@ class LabellingQueue:
             return QueueView(item["text"], None, f"Not saved: {one_of(taxonomy)}", item["shown"])
         prediction = self.classifier.predict([item["text"]])[0]
         try:
-            self.store.record(
+            self.store.answers.record(AnswerInput(
                 text=item["text"], user_label=topic, annotator=who.annotator, kind="queue",
                 item_id=item["id"], predicted_label=prediction.label,
                 probabilities=prediction.probabilities, model_version=prediction.model_version,
                 verified=who.verified, address=who.address,
-            )
+            ))
         except FeedbackError as exc:
             return QueueView(item["text"], None, f"Not saved: {exc}", item["shown"])
         return self._next(who, f"Saved as **{taxonomy.name_of(topic)}**: {snippet(item['text'])}.")
@@ -141,7 +143,7 @@ class LabellingQueue:
             if not names_shown(shown, item.get("shown")):
                 return QueueView(item["text"], None, f"Not skipped: {QUEUE_STALE}", item.get("shown"))
             try:
-                self.store.skip(who.annotator, item["id"], self.policy.max_skips)
+                self.store.pool.skip(who.annotator, item["id"], self.policy.max_skips)
             except FeedbackError as exc:
                 return QueueView(item["text"], None, f"Not skipped: {exc}.", item["shown"])
         return self._next(who, "Skipped." if item is not None else "")
@@ -158,8 +160,8 @@ class LabellingQueue:
             return QueueView(None, None, "Nothing to undo in the queue.", None)
         name = undone_words(undone, self.topics.taxonomy())
         message = f"Undone: **{name}** for {snippet(undone['text'])}. Label it again."
-        self.store.release(who.session)
-        self.store.hold(who.session, [int(undone["item_id"])], self.policy)
+        self.store.pool.release(who.session)
+        self.store.pool.hold(who.session, [int(undone["item_id"])], self.policy)
         return self._show(who, {"id": undone["item_id"], "text": undone["text"]}, message)
 
 
@@ -168,7 +170,7 @@ class BufferedQueue:
     the order they were made, and tops its buffer up to `BUFFER` items. Each item is put in the tab's state under
     a server-issued id; an answer naming any other id is refused, so the rules of `LabellingQueue` hold
     unchanged: every op counts against the queue's rate limit (a refill costs one only when it comes alone).
-    The items a tab holds are held for it in the feedback database (`FeedbackStore.hold`), so no tab on any replica
+    The items a tab holds are held for it in the feedback database (`Pool.hold`), so no tab on any replica
     is handed them while others remain."""
 
     def __init__(self, queue: LabellingQueue) -> None:
@@ -197,10 +199,10 @@ class BufferedQueue:
             keep = have | {op.get("shown") for op in ops}
             dropped = [int(item["id"]) for item in held if item["shown"] not in keep]
             if dropped:
-                q.store.release(key, dropped)
+                q.store.pool.release(key, dropped)
             held = [item for item in held if item["shown"] in keep]
             if held:  # still this tab's: renewed, so a tab that keeps asking never loses what it holds
-                q.store.hold(key, [int(item["id"]) for item in held], q.policy)
+                q.store.pool.hold(key, [int(item["id"]) for item in held], q.policy)
             charged = False
             for n, op in enumerate(ops):
                 wait = q.limit.check(who.address)
@@ -227,8 +229,8 @@ class BufferedQueue:
                     out["empty"] = not self._refill(who, key, held, room)
             q.items.put(key, {"held": held, "done": done[-_DONE_KEPT:]})
         out["items"] = [{"shown": item["shown"], "text": item["text"]} for item in held if item["shown"] not in before]
-        done_n = q.store.progress(who.annotator)
-        left = q.store.queue_left(who.annotator, q.policy)
+        done_n = q.store.pool.progress(who.annotator)
+        left = q.store.pool.queue_left(who.annotator, q.policy)
         out["progress"] = (f"You have labelled **{done_n}**, **{max(left, 1)}** left." if left or held
                            else f"{EMPTY} You have labelled **{done_n}** article(s). Thank you!")
         return out
@@ -239,7 +241,7 @@ class BufferedQueue:
         assert q.store is not None
         mine = {int(item["id"]) for item in held}
         # Held for this tab as they are chosen; one another tab holds comes only when nothing else is left.
-        items = q.store.next_items(who.annotator, q.policy, room, exclude=mine, ahead=len(held), holder=key)
+        items = q.store.pool.next_items(who.annotator, q.policy, room, exclude=mine, ahead=len(held), holder=key)
         held.extend({"id": int(item["id"]), "text": item["text"], "shown": new_shown_id()} for item in items)
         return len(items) == room
 
@@ -255,7 +257,7 @@ class BufferedQueue:
                 return {"shown": "", "status": "nothing", "message": "Nothing to undo in the queue."}
             item = {"id": int(undone["item_id"]), "text": undone["text"], "shown": new_shown_id()}
             held.insert(0, item)
-            q.store.hold(key, [item["id"]], q.policy)
+            q.store.pool.hold(key, [item["id"]], q.policy)
             name = undone_words(undone, q.topics.taxonomy())
             return {"shown": "", "status": "undone", "item": {"shown": item["shown"], "text": item["text"]},
                     "message": f"Undone: **{name}** for {snippet(undone['text'])}. Label it again."}
@@ -269,11 +271,11 @@ class BufferedQueue:
             return {"shown": shown, "status": "stale", "message": "Not saved: this page no longer holds that article."}
         if op["op"] == "skip":
             try:
-                q.store.skip(who.annotator, found["id"], q.policy.max_skips)
+                q.store.pool.skip(who.annotator, found["id"], q.policy.max_skips)
             except FeedbackError as exc:
                 return {"shown": shown, "status": "refused", "message": f"Not skipped: {exc}."}
             held.remove(found)
-            q.store.release(key, [found["id"]])
+            q.store.pool.release(key, [found["id"]])
             done.append([found["shown"], ""])
             return {"shown": shown, "status": "skipped", "message": f"Skipped {snippet(found['text'])}."}
         taxonomy = q.topics.taxonomy()
@@ -287,42 +289,42 @@ class BufferedQueue:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {one_of(taxonomy)}"}
         prediction = q.classifier.predict([found["text"]])[0]
         try:
-            q.store.record(
+            q.store.answers.record(AnswerInput(
                 text=found["text"], user_label=topic, annotator=who.annotator, kind="queue", item_id=found["id"],
                 predicted_label=prediction.label, probabilities=prediction.probabilities,
                 model_version=prediction.model_version, verified=who.verified, address=who.address,
-            )
+            ))
         except RateLimited as exc:
             return {"shown": shown, "status": "retry", "retry_s": round(max(exc.retry_after_s, 1.0), 1),
                     "message": f"Not saved yet: {exc}."}
         except FeedbackError as exc:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {exc}"}
         held.remove(found)
-        q.store.release(key, [found["id"]])
+        q.store.pool.release(key, [found["id"]])
         name = taxonomy.name_of(topic)
         done.append([found["shown"], name])
         return {"shown": shown, "status": "saved", "message": f"Saved as **{name}**: {snippet(found['text'])}."}
 
     def _none(self, who: Identity, key: str, op: dict[str, Any], found: dict[str, Any], held: list[dict[str, Any]],
               done: list[list[str]]) -> dict[str, Any]:
-        """Key 0: no topic fits the article (`FeedbackStore.record_unlisted`), with the missing topic's name if typed."""
+        """Key 0: no topic fits the article (`UnlistedAnswers.record`), with the missing topic's name if typed."""
         q = self.queue
         assert q.store is not None
         shown = op["shown"]
         prediction = q.classifier.predict([found["text"]])[0]
         try:
-            result = q.store.record_unlisted(
+            result = q.store.unlisted.record(UnlistedInput(
                 text=found["text"], annotator=who.annotator, kind="queue", item_id=found["id"], name=op["missing"],
                 predicted_label=prediction.label, model_version=prediction.model_version, verified=who.verified,
                 address=who.address,
-            )
+            ))
         except RateLimited as exc:
             return {"shown": shown, "status": "retry", "retry_s": round(max(exc.retry_after_s, 1.0), 1),
                     "message": f"Not saved yet: {exc}."}
         except FeedbackError as exc:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {exc}."}
         held.remove(found)
-        q.store.release(key, [found["id"]])
+        q.store.pool.release(key, [found["id"]])
         done.append([found["shown"], NONE_WORDS])
         missing = f" (missing topic: {result.name})" if result.name else ""
         return {"shown": shown, "status": "saved",

@@ -14,10 +14,11 @@ from pydantic import BaseModel, Field, StrictStr
 
 from core.serving.limits import Limiter
 from core.settings.config import ServingSection
+from core.taxonomy import LEARNING
 from core.text import clean_text
 from web.server.api_body import Budget, bounded_body
 from web.server.serving import Classifier, PageLimits, storable
-from web.server.topics import LEARNING, PageTopics
+from web.server.topics import PageTopics
 
 # Bytes a JSON body may need per allowed character: UTF-8 takes up to 4, a JSON escape (\uXXXX) 6.
 _BYTES_PER_CHAR = 6

@@ -42,6 +42,7 @@ from core.evaluation.estimate import Estimate, Tally
 from core.input_forms import FORM_NAMES
 from core.registry.stages import Outcome, read_history, read_last_run, running_run
 from core.storage.paths import HomePaths
+from feedback.labelling.answers import AnswerInput, Answers, RecordResult
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, utc_day
 from feedback.validate import Status
@@ -261,19 +262,31 @@ class MeteredClassifier:
 
 
 class AnswerCounter:
-    """A feedback store whose `record` counts each newly stored answer by its status (feedback stays unaware)."""
+    """A feedback store whose `answers.record` counts each newly stored answer by its status (feedback stays
+    unaware)."""
 
     def __init__(self, store: FeedbackStore, metrics: Metrics) -> None:
-        self._store, self._metrics = store, metrics
+        self._store = store
+        self.answers = _CountedAnswers(store.answers, metrics)
 
-    def record(self, **answer: Any) -> Any:
-        result = self._store.record(**answer)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+class _CountedAnswers:
+    """A store's answers, each newly recorded one counted by its status."""
+
+    def __init__(self, answers: Answers, metrics: Metrics) -> None:
+        self._answers, self._metrics = answers, metrics
+
+    def record(self, answer: AnswerInput) -> RecordResult:
+        result = self._answers.record(answer)
         if not result.duplicate:
             self._metrics.answers.labels(result.status).inc()
         return result
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+        return getattr(self._answers, name)
 
 
 class _ReadAtScrape:

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.labels import LABELS, descriptions
-from core.taxonomy import Taxonomy, TaxonomyError, starting
-from feedback.topics.home import ADOPT, foreign
+from core.taxonomy import LEARNING, Taxonomy, TaxonomyError, starting
+from feedback.home_topics import ADOPT, foreign
 
-LEARNING = "new: the model is still learning it"
 MAX_KEYS = 9  # the queue's number keys, 1-9, in the taxonomy's order; later topics are clicked
 
 
@@ -54,7 +53,7 @@ class PageTopics:
     def mismatch(self, taxonomy: Taxonomy | None = None) -> str | None:
         """Why no answer can be taken: the served model predicts topics this site's topic list never had (a champion
         of other data, swapped in while the app serves; `newsloop serve` refuses to start so), in one sentence with
-        the fix; None when they fit (`feedback.topics.home`)."""
+        the fix; None when they fit (`feedback.home_topics`)."""
         taxonomy = taxonomy or self.taxonomy()
         labels = self.model_labels()
         if not foreign(taxonomy, labels):

@@ -41,7 +41,7 @@ def agrees(given: str | None, known: str | None) -> bool:
     return set(allowed_keys(given)) <= set(allowed_keys(known))
 
 
-def shown(taxonomy: Taxonomy, label: str) -> str:
+def label_in_words(taxonomy: Taxonomy, label: str) -> str:
     """A label read by `meaning`, in the words people see: "Science or Technology"."""
     return " or ".join(taxonomy.name_of(k) for k in allowed_keys(label))
 
@@ -55,9 +55,10 @@ def version_at(taxonomy: Taxonomy, at: str | None) -> int:
     return current
 
 
-def read_now(rows: Iterable[Mapping[str, Any]], taxonomy: Taxonomy) -> list[dict[str, Any]]:
-    """Answer rows with `user_label` read as it means now (`meaning`, under each row's `taxonomy_version`); a label
-    that names no current topic is left as stored, for the caller to leave out (`feedback.training.snapshot`)."""
+def answers_as_meant(rows: Iterable[Mapping[str, Any]], taxonomy: Taxonomy) -> list[dict[str, Any]]:
+    """Answer rows with `user_label` read as it means under `taxonomy` (`meaning`, given under each row's
+    `taxonomy_version`); a label that names none of its topics is left as stored, for the caller to leave out
+    (`feedback.training.snapshot`)."""
     out = []
     for row in rows:
         copy = dict(row)
@@ -68,9 +69,10 @@ def read_now(rows: Iterable[Mapping[str, Any]], taxonomy: Taxonomy) -> list[dict
     return out
 
 
-def gold_now(gold: Iterable[tuple[str, str, str | None]], taxonomy: Taxonomy) -> dict[str, str]:
-    """Known-answer checks (text_hash, stored key, added_at) as text_hash -> the label read now; a check whose label
-    names no current topic checks nothing and is left out."""
+def checks_as_meant(gold: Iterable[tuple[str, str, str | None]], taxonomy: Taxonomy) -> dict[str, str]:
+    """Known-answer checks (text_hash, stored key, added_at) as text_hash -> the label as `taxonomy` means it (given
+    under the version in force when the check was added); a check whose label names none of its topics checks nothing
+    and is left out."""
     out = {}
     for digest, key, added_at in gold:
         now = meaning(taxonomy, key, version_at(taxonomy, added_at))

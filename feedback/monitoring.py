@@ -19,8 +19,8 @@ from core.evaluation.estimate import Tally
 from core.evaluation.monitor import Baseline, TrafficCheck, check_traffic, wilson_interval
 from core.input_forms import guess_form
 from core.settings.policies import MonitorPolicy, TrustPolicy
+from feedback.meaning import agrees
 from feedback.store import FeedbackStore
-from feedback.topics.meaning import agrees
 from feedback.traffic.served import read_tallies, utc_day
 from feedback.training.snapshot import traffic_hashes
 from feedback.trust.rules import select_trusted
@@ -72,8 +72,9 @@ def measured_traffic(store: FeedbackStore, trust: TrustPolicy, version: str) -> 
     traffic = traffic_hashes(store)
     if not traffic:
         return {}
-    rows = store.answers()
-    truth = {t.text_hash: t.label for t in select_trusted(rows, store.gold_labels(), trust) if t.text_hash in traffic}
+    rows = store.answers.rows()
+    trusted = select_trusted(rows, store.pool.gold_labels(), trust)
+    truth = {t.text_hash: t.label for t in trusted if t.text_hash in traffic}
     counts: dict[tuple[str, str], list[int]] = {}
     seen: set[str] = set()
     for row in sorted(rows, key=lambda r: r["id"]):  # the first answer on an item dates it
