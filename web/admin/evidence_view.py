@@ -13,8 +13,8 @@ from core.registry.versions import RegistryEvent
 from feedback.errors import FeedbackError
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
+from web.server.events import PRIVATE
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 PROMOTE_WAIT_S = 120.0  # a promotion by hand writes two small records and MLflow's: seconds, not minutes
 
 

@@ -13,9 +13,8 @@ from feedback.labelling.guidelines import MAX_CHARS, Guidelines, changes_since, 
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
 from web.admin.tab_memory import TabMemory
+from web.server.events import PRIVATE
 from web.server.topics import PageTopics
-
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 
 
 def version_line(current: Guidelines, history: list[Guidelines], taxonomy: Taxonomy) -> str:

@@ -23,8 +23,8 @@ from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import MAINTAINER
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only, guarded_by
+from web.server.events import PRIVATE
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 SUGGESTED = "suggested"  # relabel each ticked row to its own suggested topic
 SHOWN = 100  # candidates listed at once
 DECISIONS_SHOWN = 20  # recent decisions offered for undo

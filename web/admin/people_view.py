@@ -14,8 +14,8 @@ from feedback.trust.agreement import agreement
 from feedback.trust.people import Disagreement, Person, disagreements, people
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only, guarded_by
+from web.server.events import PRIVATE
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 HEADERS = ["annotator", "signed in", "answers", "last 7 days", "last active (UTC)", "checks right",
            "agrees with others", "trained on"]
 SHOWN_DISAGREEMENTS = 10  # the newest; the line above them says how many more there are

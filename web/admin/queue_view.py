@@ -11,8 +11,8 @@ import gradio as gr
 from feedback.errors import FeedbackError
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
+from web.server.events import PRIVATE
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 DEFAULT_COUNT = 50
 NO_STORE = "No feedback database on this server."
 

@@ -24,8 +24,8 @@ from feedback.validate import STATUSES
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only, guarded_by
 from web.admin.tab_memory import TabMemory
+from web.server.events import PRIVATE
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 SHOWN = 200  # answers listed at once; the summary says how many more match
 
 

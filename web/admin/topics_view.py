@@ -20,9 +20,9 @@ from feedback.topics.changes import BaseData, impact
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
 from web.admin.tab_memory import TabMemory
+from web.server.events import PRIVATE
 from web.server.topics import PageTopics
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 CHANGES = {"add": "Add a topic", "rename": "Rename a topic", "describe": "Describe a topic",
            "merge": "Merge a topic into another", "split": "Split a topic in two"}
 NO_STORE = "No feedback database on this server: the topics are the served model's."

@@ -23,8 +23,8 @@ from feedback.topics.unlisted_groups import Group
 from feedback.trust.rules import MAINTAINER
 from web.admin.actions import AdminActions
 from web.admin.guard import admin_only
+from web.server.events import PRIVATE
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 NOTHING = "No feedback database on this server."
 GROUPS_PER_PAGE = 20
 ANSWERS_SHOWN = 100  # a group's answers listed (and tickable) at once; the rest after these are decided

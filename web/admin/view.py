@@ -22,8 +22,8 @@ from web.admin.queue_view import build_queue_search
 from web.admin.review_view import ANY, build_review
 from web.admin.topics_view import build_topics
 from web.admin.unlisted_view import build_unlisted
+from web.server.events import PRIVATE
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # Trades a sign-in/sign-out ticket for a fresh browser id cookie (POST /admin/session, beside this page at /admin/).
 _REDEEM_URL = "new URL('session', window.location.href.split(/[?#]/)[0].replace(/[^/]*$/, ''))"
 REDEEM_JS = f"""async (ticket) => {{

@@ -14,9 +14,9 @@ import gradio as gr
 from web.page.actions import NewsLoopActions
 from web.page.answer_rules import NONE, NONE_WORDS, RIGHT
 from web.page.guidelines import guidelines_panel
+from web.server.events import PRIVATE
 from web.server.topics import MAX_KEYS, Offered, answer_buttons
 
-PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 # The answer buttons are drawn from the taxonomy on each page load (web.server.topics.answer_buttons); their state
 # (which one is chosen, whether they can be pressed) is web/page/answers.js's: these call it in the browser.
 # {}: an empty gr.Label; every correction shown again (disabled) while no result is on screen.

@@ -15,6 +15,7 @@ from web.page.classify_view import (
     build_queue_sync,
     topic_parts,
 )
+from web.server.events import PRIVATE
 
 __all__ = ["SCRIPTS", "build_page"]
 
@@ -46,5 +47,5 @@ def build_page(actions: NewsLoopActions, *, examples: Sequence[str], hf_sign_in:
             gr.HTML(f'<a href="{ADMIN_LINK}" id="maintainers-link">Maintainers</a>', elem_id="maintainers")
         # One load event draws what changes without a restart: the footer's model and the taxonomy's topics.
         demo.load(lambda: (actions.model_note(), *topic_parts(actions)),
-                  outputs=[model_note, answer_buttons, *queue_parts], api_visibility="private")
+                  outputs=[model_note, answer_buttons, *queue_parts], **PRIVATE)
     return demo

@@ -19,6 +19,10 @@ from starlette.requests import Request
 
 from web.server.gradio_internals import api_names, is_api_input, page_event, page_events
 
+# What each page event passes unless it is one of the named API calls: hidden from Gradio's API page and not callable
+# by its client libraries, so a page's own buttons are no API. Defined once, for both pages.
+PRIVATE: dict[str, Any] = {"api_visibility": "private"}
+
 EarlyCheck = Callable[[Request], "str | None"]
 EVENT_BASE_BYTES = 16 * 1024  # an event's small inputs and the join's own fields: a few hundred bytes in practice
 JSON_BYTES_PER_CHAR = 6  # "\uXXXX": the longest a character of a text gets in JSON
