@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -288,36 +289,45 @@ class BufferedQueue:
         if topic is None or topic == RIGHT:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {one_of(taxonomy)}"}
         prediction = q.classifier.predict([found["text"]])[0]
-        try:
-            q.store.answers.record(AnswerInput(
+        store = q.store  # narrowed above; the closure below would not see the narrowing
+
+        def save() -> tuple[str, str]:
+            store.answers.record(AnswerInput(
                 text=found["text"], user_label=topic, annotator=who.annotator, kind="queue", item_id=found["id"],
                 predicted_label=prediction.label, probabilities=prediction.probabilities,
                 model_version=prediction.model_version, verified=who.verified, address=who.address,
             ))
-        except RateLimited as exc:
-            return {"shown": shown, "status": "retry", "retry_s": round(max(exc.retry_after_s, 1.0), 1),
-                    "message": f"Not saved yet: {exc}."}
-        except FeedbackError as exc:
-            return {"shown": shown, "status": "refused", "message": f"Not saved: {exc}"}
-        held.remove(found)
-        q.store.pool.release(key, [found["id"]])
-        name = taxonomy.name_of(topic)
-        done.append([found["shown"], name])
-        return {"shown": shown, "status": "saved", "message": f"Saved as **{name}**: {snippet(found['text'])}."}
+            return taxonomy.name_of(topic), ""
+
+        return self._save(key, shown, found, held, done, save)
 
     def _none(self, who: Identity, key: str, op: dict[str, Any], found: dict[str, Any], held: list[dict[str, Any]],
               done: list[list[str]]) -> dict[str, Any]:
         """Key 0: no topic fits the article (`UnlistedAnswers.record`), with the missing topic's name if typed."""
         q = self.queue
-        assert q.store is not None
-        shown = op["shown"]
+        store = q.store
+        assert store is not None
         prediction = q.classifier.predict([found["text"]])[0]
-        try:
-            result = q.store.unlisted.record(UnlistedInput(
+
+        def save() -> tuple[str, str]:
+            result = store.unlisted.record(UnlistedInput(
                 text=found["text"], annotator=who.annotator, kind="queue", item_id=found["id"], name=op["missing"],
                 predicted_label=prediction.label, model_version=prediction.model_version, verified=who.verified,
                 address=who.address,
             ))
+            return NONE_WORDS, f" (missing topic: {result.name})" if result.name else ""
+
+        return self._save(key, op["shown"], found, held, done, save)
+
+    def _save(self, key: str, shown: str, found: dict[str, Any], held: list[dict[str, Any]], done: list[list[str]],
+              save: Callable[[], tuple[str, str]]) -> dict[str, Any]:
+        """Store one answer to the held item `found` by `save`, which returns the words it is saved as and what the
+        message adds after them; then the tab no longer holds the item, and remembers it answered. One path for a
+        topic and for "None of these", so both word a refusal alike; a rate limit asks the tab to retry later."""
+        q = self.queue
+        assert q.store is not None
+        try:
+            words, more = save()
         except RateLimited as exc:
             return {"shown": shown, "status": "retry", "retry_s": round(max(exc.retry_after_s, 1.0), 1),
                     "message": f"Not saved yet: {exc}."}
@@ -325,10 +335,8 @@ class BufferedQueue:
             return {"shown": shown, "status": "refused", "message": f"Not saved: {exc}."}
         held.remove(found)
         q.store.pool.release(key, [found["id"]])
-        done.append([found["shown"], NONE_WORDS])
-        missing = f" (missing topic: {result.name})" if result.name else ""
-        return {"shown": shown, "status": "saved",
-                "message": f"Saved as **{NONE_WORDS}**{missing}: {snippet(found['text'])}."}
+        done.append([found["shown"], words])
+        return {"shown": shown, "status": "saved", "message": f"Saved as **{words}**{more}: {snippet(found['text'])}."}
 
 
 def _read_payload(payload: object) -> tuple[list[dict[str, Any]], set[str], int]:
