@@ -3,8 +3,10 @@ admin actions a panel reads (Hugging Face sign-in is faked in testkit.oauth)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from core.labels import LABELS
 
 
 class TickingClock:
@@ -26,10 +28,19 @@ class UnsurePrediction:
     model_version: str = "v1"
 
 
+@dataclass(frozen=True)
+class StandInModel:
+    """The model a stand-in classifier serves (web.server.serving.ServedModel): the AG News four, no export record."""
+
+    labels: tuple[str, ...] = LABELS
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
 class UnsureClassifier:
     """Predicts World at 0.4 for every text, so a queue over it has no order of its own to follow."""
 
     version = "v1"
+    model = StandInModel()
 
     def predict(self, texts: list[str]) -> list[UnsurePrediction]:
         return [UnsurePrediction(probabilities={"World": 0.4, "Sports": 0.2, "Business": 0.2, "Sci/Tech": 0.2})

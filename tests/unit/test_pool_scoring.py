@@ -17,6 +17,7 @@ from core.settings.policies import QueuePolicy
 from feedback.database.tables import pool
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
+from testkit.fakes import StandInModel
 from web.page.actions import NewsLoopActions
 from web.server.identity import Identity
 from web.server.serving import PageLimits
@@ -97,6 +98,7 @@ class NeverScores:
     """A champion that fails the test if anything asks it to score the pool."""
 
     version = "v1"
+    model = StandInModel()
 
     def predict(self, texts: list[str]) -> list[object]:
         raise AssertionError("nothing is classified here")

@@ -268,13 +268,12 @@ class NewsLoopActions:
 
         try:
             # A service's `model` loads the champion if it can, and raises when there is none.
-            model = getattr(self.classifier, "model", None)
+            meta = self.classifier.model.meta
         except NoChampionError:
             return NO_MODEL_NOTE
         version = self.classifier.version
         if version is None:  # a classifier without a model (a test's fake) serves nothing either
             return NO_MODEL_NOTE
-        meta = getattr(model, "meta", {}) if model is not None else {}
         # Never a server path on the page: a local data folder is named by its last part only.
         data = _PATH.sub(r"\1", str(meta.get("data", "unknown data")))
         trained = str(meta.get("trained_at") or meta.get("committed_at") or "")[:10]

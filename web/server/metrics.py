@@ -47,7 +47,7 @@ from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, utc_day
 from feedback.validate import Status
 from web.server.identity import ASGIApp, Scope
-from web.server.serving import Classifier
+from web.server.serving import Classifier, ServedModel
 from web.server.topics import PageTopics
 
 log = logging.getLogger(__name__)
@@ -242,6 +242,10 @@ class MeteredClassifier:
     def version(self) -> str | None:
         return self.inner.version
 
+    @property
+    def model(self) -> ServedModel:
+        return self.inner.model
+
     def predict(self, texts: Sequence[str]) -> list[Any]:
         try:
             predictions = self.inner.predict(texts)
@@ -256,9 +260,6 @@ class MeteredClassifier:
 
     def proba_in_label_order(self, texts: Sequence[str]) -> np.ndarray:
         return self.inner.proba_in_label_order(texts)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 class AnswerCounter:

@@ -12,11 +12,25 @@ import numpy as np
 from core.settings.config import LimitsSection, ServingSection, Settings
 
 
+class ServedModel(Protocol):
+    """The model a classifier serves now (core.serving.classifier.OnnxClassifier): what the page reads of it."""
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...  # its own topics (keys), in its output order
+
+    @property
+    def meta(self) -> dict[str, Any]: ...  # what its export recorded: the data, when it was trained
+
+
 class Classifier(Protocol):
-    """What the page needs from a model: predictions, batch probabilities, and the version that made them."""
+    """What the page needs from a model: predictions, batch probabilities, the version that made them, and the model
+    itself (its topics and its export's record)."""
 
     @property
     def version(self) -> str | None: ...  # read only: a service's champion changes under it
+
+    @property
+    def model(self) -> ServedModel: ...  # a service loads its champion if it can; NoChampionError while there is none
 
     def predict(self, texts: Sequence[str]) -> list[Any]: ...
 
