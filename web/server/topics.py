@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.labels import LABELS, descriptions
 from core.taxonomy import LEARNING, Taxonomy, TaxonomyError, starting
 from feedback.home_topics import ADOPT, foreign
+
+if TYPE_CHECKING:
+    from feedback.store import FeedbackStore
+    from web.server.serving import Classifier
 
 MAX_KEYS = 9  # the queue's number keys, 1-9, in the taxonomy's order; later topics are clicked
 
@@ -32,18 +36,25 @@ class PageTopics:
     """The taxonomy as the page, the API and the admin view read it: `store` (a FeedbackStore; None: no database,
     version 1 of the model's labels) over the labels of `classifier`'s served model."""
 
-    def __init__(self, classifier: Any, store: Any) -> None:
-        self.classifier = classifier
+    def __init__(self, classifier: Classifier | None, store: FeedbackStore | None) -> None:
+        self.classifier = classifier  # None: the admin view's own, which reads the stored taxonomy alone
         self.store = store
 
     def model_labels(self) -> tuple[str, ...]:
         """The served model's own topics (keys), in its output order; the AG News four before any model is served
         (a fresh clone's default, and what a test's stand-in classifier predicts)."""
+        if self.classifier is None:
+            return LABELS
         try:
-            model = getattr(self.classifier, "model", None)  # a service loads its champion, or raises: none yet
-        except Exception:
-            model = None
-        labels = getattr(model, "labels", None) or getattr(self.classifier, "labels", None)
+            labels = self.classifier.model.labels  # a service loads its champion, or raises: none yet
+        except RuntimeError as exc:
+            # NoChampionError is a RuntimeError; core.serving.classifier loads ONNX Runtime, so it is imported only
+            # once a model was asked (a service has loaded it by then), as in web.server.metrics.
+            from core.serving.classifier import NoChampionError
+
+            if not isinstance(exc, NoChampionError):
+                raise
+            return LABELS
         return tuple(labels) if labels else LABELS
 
     def taxonomy(self) -> Taxonomy:
