@@ -54,9 +54,10 @@ from web.page.actions import NewsLoopActions
 from web.server.api import build_api
 from web.server.asgi import Page, ServerOptions, address, build_server, serve
 from web.server.identity import IdentityService, ProxyPolicy
-from web.server.metrics import Metrics, MetricsMiddleware, ServedTallies, metrics_router
+from web.server.metrics import Metrics, MetricsMiddleware, metrics_router
 from web.server.origin_guard import OriginPolicy
 from web.server.serving import Classifier, PageLimits
+from web.server.tallies import ServedTallies
 from web.server.topics import PageTopics
 
 log = logging.getLogger("newsloop.app")

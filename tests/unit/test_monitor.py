@@ -23,7 +23,7 @@ from feedback.monitoring import traffic_report
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, read_tallies, save_tallies, utc_day
 from testkit.pg_cluster import StoreFactory
-from web.server.metrics import ServedTallies
+from web.server.tallies import ServedTallies
 
 POLICY = MonitorPolicy(alert_points=3.0, min_texts=100, window_days=2)
 BASELINE = Baseline(accuracy={"title": 0.87, "full": 0.93}, confidence_counts={"title": [0] * 7 + [10, 30, 60]},

@@ -5,9 +5,9 @@ written against them), so they are defined together and reviewed together; the r
 module events (a request ended, a prediction was served, an answer was stored) and callbacks it reads at scrape.
 
 Cost: a request costs one counter increment and one histogram observation (`MetricsMiddleware`); a served
-prediction also adds its probabilities to its input form's tally (`ServedTallies`). What is expensive to know (the
-pool's open items, the retrain record, the champion) is read when a scrape asks, never per request, and the pool
-count is cached for `queue_cache_s`.
+prediction also adds its probabilities to its input form's tally (`ServedTallies`, kept and written to the store by
+web.server.tallies). What is expensive to know (the pool's open items, the retrain record, the champion) is read when
+a scrape asks, never per request, and the pool count is cached for `queue_cache_s`.
 
 Label values are bounded: a request is named by its route's template ("/api/v1/classify", never a raw path), Gradio's
 own paths fall into a few buckets, an unknown path is "other", a method outside the usual few is "other".
@@ -27,7 +27,6 @@ import re
 import secrets
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Any, cast
 
@@ -37,17 +36,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from starlette.routing import Mount, Route
 
-from core.data import InputForm
-from core.evaluation.estimate import Estimate, Tally
-from core.input_forms import FORM_NAMES
 from core.registry.stages import Outcome, read_history, read_last_run, running_run
 from core.storage.paths import HomePaths
 from feedback.labelling.answers import AnswerInput, Answers, RecordResult
 from feedback.store import FeedbackStore
-from feedback.traffic.served import TallyKey, utc_day
 from feedback.validate import Status
 from web.server.identity import ASGIApp, Scope
 from web.server.serving import Classifier, ServedModel
+from web.server.tallies import ServedTallies
 from web.server.topics import PageTopics
 
 log = logging.getLogger(__name__)
@@ -64,99 +60,6 @@ LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0
 _GRADIO_PARTS = frozenset({"upload", "upload_progress", "file", "heartbeat", "info", "call", "stream"})
 _PAGE_PATHS = frozenset({"/", "/config", "/login", "/logout", "/theme.css", "/manifest.json", "/favicon.ico"})
 _STATIC = ("/assets/", "/static/", "/svelte/", "/custom_component/")
-
-
-class ServedTallies:
-    """The champion's served predictions, tallied (core.evaluation.estimate.Tally) by the form each text reads as:
-    since the champion started serving here (the /metrics gauges), and per UTC day and model version, written to
-    the feedback store (feedback.traffic.served) at most every `save_s` seconds, which the admin view, `status` and `watch`
-    read. Only the serving champion's predictions count.
-
-    A prediction only appends its row (a list append); rows are folded into tallies every FOLD_ROWS rows or when
-    read or saved, so a request never pays for the arithmetic (~50 us a call), and at most one request in
-    `save_s` seconds pays for one write of this process's few rows (failures are logged, never raised)."""
-
-    FOLD_ROWS = 512
-
-    def __init__(self, save: Callable[[str, dict[TallyKey, Tally]], None] | None = None, *, save_s: float = 10.0,
-                 clock: Callable[[], float] = time.time) -> None:
-        self._save, self._save_s, self._clock = save, save_s, clock
-        self._writer = uuid.uuid4().hex  # this process's rows of the store's tallies (feedback.traffic.served)
-        self._lock, self._save_lock = threading.Lock(), threading.Lock()
-        self._version: str | None = None
-        self._gauge: dict[str, Tally] = {}
-        self._days: dict[TallyKey, Tally] = {}
-        self._pending: dict[TallyKey, list[list[float]]] = {}
-        self._pending_rows = 0
-        self._saved_at = clock()
-
-    def observe(self, predictions: Sequence[Any], champion: str | None) -> None:
-        """Served predictions, each with the form its text reads as (core.serving.classifier.Prediction.form)."""
-        if champion is None:
-            return
-        day = utc_day(self._clock())
-        rows = [(TallyKey(day, InputForm(prediction.form).value, champion), _in_label_order(prediction.probabilities))
-                for prediction in predictions
-                # a prediction of the model being replaced is not the champion's traffic
-                if prediction.model_version == champion]
-        if not rows:
-            return
-        with self._lock:
-            if self._version != champion:
-                self._fold()
-                self._version, self._gauge = champion, {}
-            for key, row in rows:
-                self._pending.setdefault(key, []).append(row)
-            self._pending_rows += len(rows)
-            if self._pending_rows >= self.FOLD_ROWS:
-                self._fold()
-        if self._save is not None and self._clock() - self._saved_at >= self._save_s:
-            self.flush(wait=False)
-
-    def estimates(self, champion: str | None) -> dict[str, Estimate]:
-        """Each form's estimate for `champion` since it started serving here (none for another model), by the
-        form's name (core.input_forms.FORM_NAMES)."""
-        with self._lock:
-            if champion is None or self._version != champion:
-                return {}
-            self._fold()
-            tallies = dict(self._gauge)
-        # Only the accuracy is shown: a tally's columns are the model's own topics, named nowhere here.
-        return {FORM_NAMES[form]: tally.estimate([str(i) for i in range(len(tally.confusion))])
-                for form, tally in tallies.items()}
-
-    def flush(self, *, wait: bool = True) -> None:
-        """Write this process's day tallies to the store now (`wait=False`: unless another thread is writing)."""
-        if self._save is None or not self._save_lock.acquire(blocking=wait):
-            return
-        try:
-            with self._lock:
-                self._fold()
-                snapshot = dict(self._days)
-                self._saved_at = self._clock()
-                # Days before yesterday are written for the last time: nothing served now can count for them.
-                oldest = utc_day(self._clock() - 86_400.0)
-                self._days = {key: tally for key, tally in self._days.items() if key.day >= oldest}
-            try:
-                self._save(self._writer, snapshot)
-            except Exception:  # a database hiccup must not fail a classification; the next write repeats it
-                log.exception("cannot write the served tallies")
-        finally:
-            self._save_lock.release()
-
-    def _fold(self) -> None:
-        for key, rows in self._pending.items():
-            added = Tally().add(np.asarray(rows), len(rows[0]))
-            self._days[key] = self._days.get(key, Tally()) + added
-            if key.model_version == self._version:
-                self._gauge[key.form] = self._gauge.get(key.form, Tally()) + added
-        self._pending, self._pending_rows = {}, 0
-
-
-def _in_label_order(probabilities: dict[str, float]) -> list[float]:
-    # The model's own topics, in its output order: the same for all of one model version's rows, whatever the
-    # taxonomy says (tallies are kept per model version).
-    return list(probabilities.values())
 
 
 class Metrics:
