@@ -42,10 +42,9 @@ from feedback.database.shared_state import (
 )
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
-from feedback.topics import changes as topic_changes
 from feedback.traffic.served import save_tallies
 from web.admin import page as admin_page
-from web.admin.actions import AdminActions
+from web.admin.actions import AdminActions, AdminPolicy, AdminShared
 from web.admin.jobs import RetrainJobs
 from web.admin.routes import admin_router
 from web.admin.sessions import TICKET_TTL_S
@@ -94,7 +93,7 @@ def _users(settings: Settings) -> list[tuple[str, str]] | None:
 
 def shared_web_state(settings: Settings, store: FeedbackStore | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """With a shared database, the state replicas must agree on: the page's rate limiters and queue items,
-    and admin sessions, sign-in failures and tickets (keyword arguments of NewsLoopActions and AdminActions);
+    and admin sessions, sign-in failures and tickets (keyword arguments of NewsLoopActions, fields of AdminShared);
     else none, in memory."""
     if not settings.storage.database_url or store is None:
         return {}, {}
@@ -130,25 +129,9 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
     admin = None
     if settings.hosting.admin_enabled:
         admin = AdminActions(
-            store,
-            password=settings.hosting.admin_password,
-            registry=ModelRegistry(settings.paths.models_dir),
-            jobs=RetrainJobs(settings.paths),
-            identities=identities,
-            admins=settings.hosting.admin_list,
-            session_minutes=settings.hosting.admin_session_minutes,
-            trust=settings.trust_policy(),
-            retrain=settings.retrain_policy(),
-            promotion=settings.gate,
-            queue_traffic_share=settings.queue.traffic_share,
-            hub_dataset=settings.storage.hub_dataset,
-            hub_token=settings.storage.hub_token,
-            export_dir=settings.storage.home / "exports",  # under home: never served by Gradio (blocked_paths)
-            monitor=settings.monitor,
-            flush_served=metrics.estimates.flush,
-            topics=actions.topics,
-            base_data=lambda: topic_changes.base_data(settings),
-            **admin_state,
+            store, registry=ModelRegistry(settings.paths.models_dir), jobs=RetrainJobs(settings.paths),
+            identities=identities, policy=AdminPolicy.from_settings(settings), shared=AdminShared(**admin_state),
+            flush_served=metrics.estimates.flush, topics=actions.topics,
         )
     pages = web_pages(actions, admin, settings.hosting.hf_sign_in, samples.examples)
     routers = [*api_routers(metrics.metered(classifier, "api"), actions, identities,

@@ -31,7 +31,7 @@ from feedback.traffic.traffic_set import draw
 from feedback.training.snapshot import HOLDOUT_SALT
 from testkit.models import tiny_settings
 from web.admin import report
-from web.admin.actions import AdminActions
+from web.admin.actions import AdminActions, AdminPolicy
 from web.admin.jobs import JobStatus, RetrainJobs
 from web.server.identity import IdentityService
 
@@ -77,9 +77,10 @@ def _command(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _admin(home: Path, store: FeedbackStore) -> AdminActions:
     settings = tiny_settings(home)
-    admin = AdminActions(store, password=None, registry=ModelRegistry(settings.paths.models_dir),
-                         jobs=RetrainJobs(settings.paths), identities=IdentityService(b"0" * 32),
-                         trust=settings.trust_policy(), retrain=settings.retrain_policy(), promotion=settings.gate)
+    admin = AdminActions(store, registry=ModelRegistry(settings.paths.models_dir), jobs=RetrainJobs(settings.paths),
+                         identities=IdentityService(b"0" * 32),
+                         policy=AdminPolicy(trust=settings.trust_policy(), retrain=settings.retrain_policy(),
+                                            promotion=settings.gate))
     admin.is_admin_event = lambda request, profile=None: True  # type: ignore[method-assign]  # a signed-in admin
     return admin
 

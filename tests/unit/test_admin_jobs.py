@@ -191,7 +191,7 @@ def test_a_label_error_search_is_named_as_such_by_the_retrain_preview_and_the_bu
     try:
         status = jobs.status()
         assert status.running and not status.retraining and status.what == "a label-error search"
-        admin = AdminActions(FeedbackStore(tmp_path / "feedback.db"), password=None,
+        admin = AdminActions(FeedbackStore(tmp_path / "feedback.db"),
                              registry=ModelRegistry(tmp_path / "models"), jobs=jobs,
                              identities=IdentityService(b"a-jobs-test-key-of-32-bytes....."))
         preview = AdminActions.retrain_preview.__wrapped__(admin, request=None)  # type: ignore[attr-defined]

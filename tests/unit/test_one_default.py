@@ -13,7 +13,7 @@ import pytest
 
 from core.serving.classifier import ChampionService
 from core.settings.config import Settings, read_settings
-from web.admin.actions import AdminActions
+from web.admin.actions import AdminActions, AdminPolicy
 from web.server.api import build_api
 from web.server.asgi import ServerOptions
 from web.server.serving import PageLimits
@@ -44,7 +44,8 @@ def _defaults(target: type | Callable[..., Any]) -> dict[str, Any]:
             if p.default is not inspect.Parameter.empty}
 
 
-@pytest.mark.parametrize("target", [PageLimits, ServerOptions, build_api, ChampionService, AdminActions],
+@pytest.mark.parametrize("target", [PageLimits, ServerOptions, build_api, ChampionService, AdminActions,
+                                    AdminPolicy],
                          ids=lambda target: target.__name__)
 def test_no_default_differs_from_its_settings(target: type | Callable[..., Any]) -> None:
     settings = _setting_defaults()

@@ -118,7 +118,7 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
     from app import identity_service, shared_web_state
     from core.registry.versions import ModelRegistry
     from testkit.models import tiny_settings
-    from web.admin.actions import AdminActions
+    from web.admin.actions import AdminActions, AdminShared
     from web.admin.jobs import RetrainJobs
     from web.page.actions import NewsLoopActions
     from web.server.serving import PageLimits
@@ -133,8 +133,8 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
         page_state, admin_state = shared_web_state(settings, store)
         actions = NewsLoopActions(None, store, limits=PageLimits.from_settings(settings), queue=settings.queue,
                                   identities=identities, **page_state)
-        admin = AdminActions(store, password=None, registry=ModelRegistry(tmp_path / "models"),
-                             jobs=RetrainJobs(settings.paths), identities=identities, **admin_state)
+        admin = AdminActions(store, registry=ModelRegistry(tmp_path / "models"), jobs=RetrainJobs(settings.paths),
+                             identities=identities, shared=AdminShared(**admin_state))
         return actions, admin
 
     (one, one_admin), (two, two_admin) = replica(), replica()

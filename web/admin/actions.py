@@ -8,6 +8,7 @@ import hmac
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +19,14 @@ from pydantic import SecretStr
 from core.evaluation.decision import FeedbackParts
 from core.registry.versions import ModelRegistry
 from core.serving.limits import FailureThrottle
+from core.settings.config import Settings
 from core.settings.hosting import HostingSection
 from core.settings.policies import GateConfig, MonitorPolicy, QueuePolicy, RetrainPolicy, TrustPolicy
 from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
 from feedback.export.files import export_answers
 from feedback.store import FeedbackStore
+from feedback.topics import changes as topic_changes
 from feedback.topics.changes import BaseData
 from web.admin import report
 from web.admin.exports import ExportDownloads, Offer
@@ -42,6 +45,54 @@ EXPORTS = ("csv", "jsonl", "parquet")
 BAD_LISTED = 20  # bad rows an upload's message names (`newsloop import --skip-bad` lists every one)  # parquet: a Hugging Face `datasets` table with ClassLabel features
 
 
+@dataclass(frozen=True)
+class AdminPolicy:
+    """What the settings decide for the maintainers' view, cut from them at the edge (`AdminPolicy.from_settings`);
+    each default is its setting's (tests build it bare, or with the few fields they need)."""
+
+    password: SecretStr | None = None  # NEWSLOOP_ADMIN_PASSWORD; None (and no `admins`): nobody can sign in
+    admins: frozenset[str] = frozenset()  # Hugging Face accounts that are admins on a Space
+    session_minutes: float = HostingSection.field_default("admin_session_minutes")
+    trust: TrustPolicy = field(default_factory=TrustPolicy)
+    retrain: RetrainPolicy = field(default_factory=RetrainPolicy)
+    promotion: GateConfig = field(default_factory=GateConfig)
+    monitor: MonitorPolicy = field(default_factory=MonitorPolicy)
+    queue_traffic_share: float = QueuePolicy.field_default("traffic_share")
+    hub_dataset: str = ""
+    hub_token: SecretStr | None = None
+    export_dir: Path | None = None  # where one-time exports are written (None: a temporary folder)
+    # The base data's labels and name, for the previews of a topic change and of a retrain: read only when asked.
+    base_data: Callable[[], BaseData] = BaseData
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AdminPolicy:
+        """The maintainers' view's policy, cut from the settings."""
+        return cls(
+            password=settings.hosting.admin_password,
+            admins=settings.hosting.admin_list,
+            session_minutes=settings.hosting.admin_session_minutes,
+            trust=settings.trust_policy(),
+            retrain=settings.retrain_policy(),
+            promotion=settings.gate,
+            monitor=settings.monitor,
+            queue_traffic_share=settings.queue.traffic_share,
+            hub_dataset=settings.storage.hub_dataset,
+            hub_token=settings.storage.hub_token,
+            export_dir=settings.storage.home / "exports",  # under home: never served by Gradio (blocked_paths)
+            base_data=lambda: topic_changes.base_data(settings),
+        )
+
+
+@dataclass(frozen=True)
+class AdminShared:
+    """What replicas over one database must agree on (app.shared_web_state): signed-in browsers, sign-in failures
+    and sign-in tickets. None: this process's own, in memory."""
+
+    sessions: SignedInBrowsers | None = None
+    throttle: FailureThrottle | None = None
+    tickets: SessionMap | None = None
+
+
 class AdminActions:
     """The maintainer's view. Every admin handler is wrapped in `admin_only` (web.admin.guard), which checks
     the caller server-side: hiding the panel is not security.
@@ -54,49 +105,38 @@ class AdminActions:
         self,
         store: FeedbackStore | None,
         *,
-        password: SecretStr | None,
         registry: ModelRegistry,
         jobs: RetrainJobs,
         identities: IdentityService,
-        admins: frozenset[str] = frozenset(),
-        session_minutes: float = HostingSection.field_default("admin_session_minutes"),
-        trust: TrustPolicy | None = None,
-        retrain: RetrainPolicy | None = None,
-        promotion: GateConfig | None = None,
-        queue_traffic_share: float = QueuePolicy.field_default("traffic_share"),
-        hub_dataset: str = "",
-        hub_token: SecretStr | None = None,
-        sessions: SignedInBrowsers | None = None,
-        throttle: FailureThrottle | None = None,
-        tickets: SessionMap | None = None,
-        export_dir: Path | None = None,
-        monitor: MonitorPolicy | None = None,
+        policy: AdminPolicy | None = None,
+        shared: AdminShared | None = None,
         flush_served: Callable[[], None] | None = None,
         topics: PageTopics | None = None,
-        base_data: Callable[[], BaseData] | None = None,
     ) -> None:
+        policy = policy or AdminPolicy()
+        shared = shared or AdminShared()
         self.store = store
-        self.password = password
+        self.password = policy.password
         self.registry = registry
         self.jobs = jobs
         self.identities = identities
-        self.admins = admins
-        self.sessions: SignedInBrowsers = sessions or AdminSessions(session_minutes * 60.0)
-        self.throttle = throttle or FailureThrottle()
-        self.tickets = SignInTickets(tickets)
-        self.exports = ExportDownloads(export_dir)
-        self.trust = trust or TrustPolicy()
-        self.retrain = retrain or RetrainPolicy()
-        self.promotion = promotion or GateConfig()  # the gate's settings: the preview sizes the evidence by them
-        self.queue_traffic_share = queue_traffic_share  # the setting's, until a maintainer sets one here
-        self.hub_dataset = hub_dataset
-        self.hub_token = hub_token
-        self.monitor = monitor or MonitorPolicy()
+        self.admins = policy.admins
+        self.sessions: SignedInBrowsers = shared.sessions or AdminSessions(policy.session_minutes * 60.0)
+        self.throttle = shared.throttle or FailureThrottle()
+        self.tickets = SignInTickets(shared.tickets)
+        self.exports = ExportDownloads(policy.export_dir)
+        self.trust = policy.trust
+        self.retrain = policy.retrain
+        self.promotion = policy.promotion  # the gate's settings: the preview sizes the evidence by them
+        self.queue_traffic_share = policy.queue_traffic_share  # the setting's, until a maintainer sets one here
+        self.hub_dataset = policy.hub_dataset
+        self.hub_token = policy.hub_token
+        self.monitor = policy.monitor
         self.flush_served = flush_served or (lambda: None)  # this server's served tallies, written before a read
         self.topics = topics  # the taxonomy over the served model's labels (the page's), for the Topics panel
         # The base data's label keys, one per row, and its name: what a topic change's preview counts and names, and
         # the retrain preview names (read once, when first asked).
-        self.base_data = functools.cache(base_data) if base_data else BaseData
+        self.base_data = functools.cache(policy.base_data)
 
     @property
     def enabled(self) -> bool:
