@@ -110,6 +110,18 @@ class _ReadableErrors(APIRoute):
         return route
 
 
+# The API's refusals, each with its Problem body, as the HTTP reference lists them.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "description": text}
+    for code, text in {
+        413: "A text or the list is too long.",
+        422: "Malformed input: not JSON, no 'text', wrong types, or an empty text.",
+        429: "Over the per-client rate limit; see Retry-After.",
+        503: "No model is loaded yet.",
+    }.items()
+}
+
+
 def build_api(
     classifier: Classifier,
     limits: PageLimits,
@@ -125,17 +137,16 @@ def build_api(
     the model's own labels are their names)."""
     topics = topics or PageTopics(classifier, None)
     router = APIRouter(route_class=_ReadableErrors)
+    _add_classify(router, classifier, topics, limits, Budget(classify_limit, address_of), max_batch_texts)
+    _add_reads(router, classifier, topics)
+    return router
+
+
+def _add_classify(router: APIRouter, classifier: Classifier, topics: PageTopics, limits: PageLimits, budget: Budget,
+                  max_batch_texts: int) -> None:
+    """POST /api/v1/classify: one text or a list, each spending one of the client's `budget`."""
     max_chars = limits.max_input_chars
     max_body = max_batch_texts * max_chars * _BYTES_PER_CHAR + _BODY_OVERHEAD
-    errors: dict[int | str, dict[str, Any]] = {
-        code: {"model": Problem, "description": text}
-        for code, text in {
-            413: "A text or the list is too long.",
-            422: "Malformed input: not JSON, no 'text', wrong types, or an empty text.",
-            429: "Over the per-client rate limit; see Retry-After.",
-            503: "No model is loaded yet.",
-        }.items()
-    }
 
     def classify(payload: ClassifyRequest, request: Request, response: Response) -> ClassifyResponse:
         # A plain `def`: FastAPI runs it in its thread pool, so the blocking model call (which joins concurrent
@@ -144,7 +155,7 @@ def build_api(
         # A lone surrogate cannot reach the tokenizer; as on the page, it becomes a replacement character.
         texts = [storable(text) for text in texts]
         _check_texts(texts, max_batch_texts, max_chars)
-        _spend(classify_limit, address_of(request), len(texts))
+        _spend(budget.limiter, budget.address_of(request), len(texts))
         predictions = _predict(classifier, texts)
         taxonomy = topics.taxonomy()
         return ClassifyResponse(
@@ -160,7 +171,7 @@ def build_api(
         classify,
         methods=["POST"],
         response_model=ClassifyResponse,
-        responses=errors,
+        responses=ERRORS,
         summary="Classify one news text or a list of them",
         description=(
             f"Send `{{\"text\": \"...\"}}` or `{{\"text\": [\"...\", ...]}}` (at most {max_batch_texts} texts, each at "
@@ -169,8 +180,12 @@ def build_api(
             "shared with the page."
         ),
         tags=["classify"],
-        route_class_override=bounded_body(max_body, max_batch_texts, _ReadableErrors, Budget(classify_limit, address_of)),
+        route_class_override=bounded_body(max_body, max_batch_texts, _ReadableErrors, budget),
     )
+
+
+def _add_reads(router: APIRouter, classifier: Classifier, topics: PageTopics) -> None:
+    """The GET routes: the topics, and the health and readiness checks."""
 
     @router.get("/api/v1/topics", response_model=Topics, summary="The topics answers may name", tags=["topics"])
     def list_topics() -> Topics:
@@ -187,15 +202,13 @@ def build_api(
         return Health(status="ok")
 
     @router.get(
-        "/readyz", response_model=Readiness, responses={503: errors[503]}, summary="A model is loaded", tags=["health"]
+        "/readyz", response_model=Readiness, responses={503: ERRORS[503]}, summary="A model is loaded", tags=["health"]
     )
     def readyz() -> Readiness:
         version = classifier.version
         if version is None:
             raise HTTPException(503, "No model is loaded yet.")
         return Readiness(status="ready", model_version=version)
-
-    return router
 
 
 def _check_texts(texts: list[str], max_texts: int, max_chars: int) -> None:
