@@ -80,6 +80,16 @@ class ServerOptions:
         return int(self.max_upload_mb * 1024 * 1024)
 
 
+@dataclass(frozen=True)
+class EventBounds:
+    """What one client address may start through the guard: its fair share of the queue, new sessions, and event
+    data a minute. None: that bound is off (tests that look at one guard alone)."""
+
+    fair_share: FairShare | None = None
+    new_sessions: NewSessions | None = None
+    data_budget: DataBudget | None = None
+
+
 class RequestGuard:
     """Refuses, before Gradio sees them: requests to the page routes the pages never use (CLOSED, in
     `web.server.gradio_routes`), uploads from anyone but a signed-in admin (the pool import is the page's only file input) or over the size
@@ -94,20 +104,19 @@ class RequestGuard:
         is_admin: Callable[[Any], bool],
         max_bytes: int,
         address_of: Callable[[Any], str] | None = None,
-        fair_share: FairShare | None = None,
         events: dict[str, PageEvents] | None = None,
-        new_sessions: NewSessions | None = None,
-        data_budget: DataBudget | None = None,
+        bounds: EventBounds | None = None,
     ) -> None:
+        bounds = bounds or EventBounds()
         self.app = app
         self.routes = routes
         self.events = events or {}
-        self.new_sessions = new_sessions
-        self.data_budget = data_budget
+        self.new_sessions = bounds.new_sessions
+        self.data_budget = bounds.data_budget
         self.is_admin = is_admin
         self.max_bytes = max_bytes
         self.address_of = address_of
-        self.fair_share = fair_share
+        self.fair_share = bounds.fair_share
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         hit = self.routes.find(scope.get("path", ""), scope.get("method", "")) if scope["type"] == "http" else None
@@ -344,10 +353,10 @@ def build_server(
     # CustomCORSMiddleware defers to a Starlette CORSMiddleware on the parent app): name only the app's own.
     app.add_middleware(CORSMiddleware, allow_origins=options.origins.cors_origins, allow_credentials=True,
                        allow_methods=["GET", "POST"], allow_headers=["*"])
+    bounds = EventBounds(fair_share, NewSessions(options.new_sessions_per_minute, options.new_sessions_per_second),
+                         DataBudget(int(options.event_data_mb_per_minute * 1024 * 1024)))
     app.add_middleware(RequestGuard, routes=RouteMap(api), is_admin=is_admin, max_bytes=options.max_upload_bytes,
-                       address_of=identities.address_of, fair_share=fair_share, events=events,
-                       new_sessions=NewSessions(options.new_sessions_per_minute, options.new_sessions_per_second),
-                       data_budget=DataBudget(int(options.event_data_mb_per_minute * 1024 * 1024)))
+                       address_of=identities.address_of, events=events, bounds=bounds)
     app.add_middleware(BrowserIdMiddleware, identities=identities)
     app.add_middleware(OriginGuard, policy=options.origins)
     return app
