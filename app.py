@@ -49,7 +49,7 @@ from web.admin.jobs import RetrainJobs
 from web.admin.routes import admin_router
 from web.admin.sessions import TICKET_TTL_S
 from web.page import tabs as labellers_page
-from web.page.actions import NewsLoopActions
+from web.page.actions import NewsLoopActions, PageShared
 from web.server.api import build_api
 from web.server.asgi import Page, ServerOptions, address, build_server, serve
 from web.server.identity import IdentityService, ProxyPolicy
@@ -93,7 +93,7 @@ def _users(settings: Settings) -> list[tuple[str, str]] | None:
 
 def shared_web_state(settings: Settings, store: FeedbackStore | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """With a shared database, the state replicas must agree on: the page's rate limiters and queue items,
-    and admin sessions, sign-in failures and tickets (keyword arguments of NewsLoopActions, fields of AdminShared);
+    and admin sessions, sign-in failures and tickets (the fields of PageShared and AdminShared);
     else none, in memory."""
     if not settings.storage.database_url or store is None:
         return {}, {}
@@ -124,7 +124,7 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         metrics.metered(classifier, "page"),
         metrics.counting_answers(store),
         limits=PageLimits.from_settings(settings), queue=settings.queue, identities=identities, refused=metrics.page_refusal,
-        pool_added=scoring.nudge if scoring else None, **page_state
+        pool_added=scoring.nudge if scoring else None, shared=PageShared(**page_state)
     )
     admin = None
     if settings.hosting.admin_enabled:

@@ -120,7 +120,7 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
     from testkit.models import tiny_settings
     from web.admin.actions import AdminActions, AdminShared
     from web.admin.jobs import RetrainJobs
-    from web.page.actions import NewsLoopActions
+    from web.page.actions import NewsLoopActions, PageShared
     from web.server.serving import PageLimits
 
     store = make_store(tmp_path / "f.db")
@@ -132,7 +132,7 @@ def test_shared_web_state_keeps_the_page_state_in_the_database(make_store: Store
         identities = identity_service(settings)
         page_state, admin_state = shared_web_state(settings, store)
         actions = NewsLoopActions(None, store, limits=PageLimits.from_settings(settings), queue=settings.queue,
-                                  identities=identities, **page_state)
+                                  identities=identities, shared=PageShared(**page_state))
         admin = AdminActions(store, registry=ModelRegistry(tmp_path / "models"), jobs=RetrainJobs(settings.paths),
                              identities=identities, shared=AdminShared(**admin_state))
         return actions, admin

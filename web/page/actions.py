@@ -41,6 +41,16 @@ class AnswerOutcome:
     stale: bool = False
 
 
+@dataclass(frozen=True)
+class PageShared:
+    """What replicas over one database must agree on for the page (app.shared_web_state): the rate limiters of
+    classifications and queue requests, and each tab's queue item. None: this process's own, in memory."""
+
+    classify_limit: Limiter | None = None
+    queue_limit: Limiter | None = None
+    queue_items: SessionMap | None = None
+
+
 class NewsLoopActions:
     """What each button does, independent of the page layout.
 
@@ -58,16 +68,15 @@ class NewsLoopActions:
         limits: PageLimits,
         queue: QueuePolicy,
         identities: IdentityService,
-        classify_limit: Limiter | None = None,
-        queue_limit: Limiter | None = None,
-        queue_items: SessionMap | None = None,
+        shared: PageShared | None = None,
         refused: Callable[[str], None] | None = None,
         pool_added: Callable[[], None] | None = None,
     ) -> None:
         """The limiters and the queue-item map default to this process's memory; replicas pass ones kept in
-        the shared database (see `app.shared_web_state`). `refused` hears why each classification is refused
-        ("invalid", "too_long", "empty", "rate_limited": the server's metrics count them); `pool_added` hears
+        the shared database (`shared`; see `app.shared_web_state`). `refused` hears why each classification is
+        refused ("invalid", "too_long", "empty", "rate_limited": the server's metrics count them); `pool_added` hears
         that a correction joined the pool (the background scorer then scores it at once)."""
+        shared = shared or PageShared()
         self.classifier = classifier
         self.store = store
         self.refused = refused or (lambda reason: None)
@@ -78,9 +87,9 @@ class NewsLoopActions:
         self.topics = PageTopics(classifier, store)  # what the buttons offer and the names shown, read on each use
         budget, capacity = limits.session_memory_bytes, limits.session_capacity
         self.memory: BoundedMap[LastPrediction] = BoundedMap(capacity, budget, lambda last: last.nbytes)
-        self.queue_items: SessionMap = queue_items or BoundedMap(capacity, budget, queue_item_bytes)
-        self.classify_limit: Limiter = classify_limit or RateLimiter(limits.classify_per_minute, 60.0)
-        self.queue_limit: Limiter = queue_limit or RateLimiter(limits.queue_per_minute, 60.0)
+        self.queue_items: SessionMap = shared.queue_items or BoundedMap(capacity, budget, queue_item_bytes)
+        self.classify_limit: Limiter = shared.classify_limit or RateLimiter(limits.classify_per_minute, 60.0)
+        self.queue_limit: Limiter = shared.queue_limit or RateLimiter(limits.queue_per_minute, 60.0)
         self.labelling = LabellingQueue(classifier, store, policy=queue, identities=identities, limit=self.queue_limit,
                                         items=self.queue_items, topics=self.topics)
         self.buffered = BufferedQueue(self.labelling)  # the page's queue tab: items held ahead, answers sent behind
