@@ -16,6 +16,7 @@ from feedback.store import FeedbackStore
 from feedback.topics.unlisted import UnlistedInput
 from web.page.answer_rules import NONE_WORDS, RIGHT, names_shown, new_shown_id, snippet, topic_of, undone_words
 from web.server.identity import Identity, IdentityService
+from web.server.serving import Classifier
 from web.server.session_memory import SessionMap
 from web.server.topics import PageTopics, one_of
 
@@ -53,7 +54,7 @@ class LabellingQueue:
 
     def __init__(
         self,
-        classifier: Any,
+        classifier: Classifier,
         store: FeedbackStore | None,
         *,
         policy: QueuePolicy,
