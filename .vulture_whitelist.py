@@ -1,5 +1,5 @@
-"""Names `vulture feedback core --min-confidence 80` reports as unused that are used, each with why; pass this file to
-vulture beside the packages (`vulture feedback core .vulture_whitelist.py --min-confidence 80`)."""
+"""Names vulture reports as unused that are used, each with why; .ci/run passes this file to vulture beside the
+product packages (`vulture core feedback retrain web app.py .vulture_whitelist.py --min-confidence 80`)."""
 
 # core/settings/config.py: pydantic-settings calls Settings.settings_customise_sources with every source by keyword,
 # so the override must name them all; it keeps only the keyword arguments and the flat NEWSLOOP_* names, on purpose

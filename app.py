@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
@@ -52,6 +52,7 @@ from web.page import tabs as labellers_page
 from web.page.actions import NewsLoopActions, PageShared
 from web.server.api import build_api
 from web.server.asgi import Page, ServerOptions, address, build_server, serve
+from web.server.events import EarlyCheck
 from web.server.identity import IdentityService, ProxyPolicy
 from web.server.metrics import Metrics, MetricsMiddleware, metrics_router
 from web.server.origin_guard import OriginPolicy
@@ -137,7 +138,22 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
     routers = [*api_routers(metrics.metered(classifier, "api"), actions, identities,
                             settings.serving.max_batch_texts),
                *([admin_router(admin)] if admin else []), *metrics_routers(metrics, settings)]
-    options = ServerOptions(
+    early_refusals: list[tuple[Callable[..., Any], EarlyCheck]] = [
+        (actions.classify, metrics.counting_refusals(actions.classify_refusal)),
+        *([(admin.login, admin.sign_in_refusal)] if admin else [])]
+    server = build_server(pages, identities, server_options(settings, routers, early_refusals),
+                          is_admin=admin.is_admin if admin else lambda _: False)
+    _on_start_and_stop(server, metrics, scoring)
+    if settings.serving.metrics:  # outermost: what the guards inside refuse is counted too
+        routes = [*server.routes, *(route for router in routers for route in router.routes)]  # templates, unprefixed
+        server.add_middleware(MetricsMiddleware, metrics=metrics, routes=routes)
+    return server
+
+
+def server_options(settings: Settings, routers: Sequence[APIRouter],
+                   early_refusals: Sequence[tuple[Callable[..., Any], EarlyCheck]]) -> ServerOptions:
+    """The server's limits and routes, as `settings` cut them."""
+    return ServerOptions(
         max_upload_mb=settings.limits.max_upload_mb,
         # State (database, models, MLflow store, the identity key) must never be downloadable.
         blocked_paths=(str(settings.storage.home),),
@@ -150,19 +166,16 @@ def build_app(classifier: Classifier, settings: Settings, store: FeedbackStore |
         max_input_chars=settings.serving.max_input_chars,
         routers=routers,
         origins=OriginPolicy.from_urls(settings.hosting.public_url_list, settings.hosting.space_host),
-        early_refusals=[(actions.classify, metrics.counting_refusals(actions.classify_refusal)),
-                        *([(admin.login, admin.sign_in_refusal)] if admin else [])],
+        early_refusals=early_refusals,
     )
-    server = build_server(pages, identities, options, is_admin=admin.is_admin if admin else lambda _: False)
+
+
+def _on_start_and_stop(server: FastAPI, metrics: Metrics, scoring: PoolScoring | None) -> None:
     # What this server tallied since its last write is written as it stops (a restart, a Space's redeploy).
     server.router.on_shutdown.append(metrics.estimates.flush)
     if scoring is not None:  # the pool is scored while the server runs, never inside a labeller's request
         server.router.on_startup.append(scoring.start)
         server.router.on_shutdown.append(scoring.stop)
-    if settings.serving.metrics:  # outermost: what the guards inside refuse is counted too
-        routes = [*server.routes, *(route for router in routers for route in router.routes)]  # templates, unprefixed
-        server.add_middleware(MetricsMiddleware, metrics=metrics, routes=routes)
-    return server
 
 
 def web_pages(actions: NewsLoopActions, admin: AdminActions | None, hf_sign_in: bool,

@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from core.registry.versions import ModelRegistry
-from core.settings.policies import TrustPolicy
+from testkit.fakes import FakeAdmin
 from web.admin.dashboard import AdminDashboard, DashboardParts
 from web.admin.jobs import JobStatus
 
@@ -30,35 +30,10 @@ class Jobs:
         return None
 
 
-class Admin:
-    """What the dashboard reads from `AdminActions`, with a caller who is (or is not) an admin."""
-
-    def __init__(self, tmp_path: Path, admin: bool = True) -> None:
-        self.admin = admin
-        self.store = None
-        self.registry = ModelRegistry(tmp_path / "models")
-        self.jobs = Jobs(RUNNING, tmp_path)
-        self.trust = TrustPolicy()
-
-    def traffic(self) -> None:
-        return None
-
-    def is_admin(self, request: Any, profile: Any = None) -> bool:
-        return self.admin
-
-    def is_admin_event(self, request: Any, profile: Any = None) -> bool:
-        return self.admin
-
-    def trusted_parts(self) -> None:
-        return None
-
-    def model_names(self, meta: dict[str, Any]) -> list[str]:
-        return list(meta.get("labels") or [])
-
-
-def dashboard(tmp_path: Path, admin: bool = True) -> tuple[AdminDashboard, DashboardParts, Admin]:
+def dashboard(tmp_path: Path, admin: bool = True) -> tuple[AdminDashboard, DashboardParts, Any]:
+    """The overview over no store, a registry and a running job; a caller who is (or is not) an admin."""
     parts = DashboardParts(*(f.name for f in fields(DashboardParts)))  # names stand in for the components
-    actions = Admin(tmp_path, admin)
+    actions = FakeAdmin(admin=admin, registry=ModelRegistry(tmp_path / "models"), jobs=Jobs(RUNNING, tmp_path))
     return AdminDashboard(actions, parts), parts, actions  # type: ignore[arg-type]
 
 

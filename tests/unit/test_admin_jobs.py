@@ -26,6 +26,7 @@ from core.registry.stages import (
 from core.settings.config import PROJECT_ROOT
 from core.storage.paths import HomePaths
 from retrain.state import record_run, write_progress
+from testkit.fakes import FakeAdmin
 from testkit.races import finish, retrain_elsewhere
 from web.admin.dashboard import AdminDashboard, DashboardParts
 from web.admin.jobs import DEFAULT_RETRAIN_S, RetrainJobs
@@ -78,17 +79,6 @@ def test_the_history_is_bounded_and_survives_an_old_state_file(tmp_path: Path) -
     assert len(history) == 20 and history[-1].seconds == 129.0
 
 
-class Admin:
-    """What the dashboard reads from `AdminActions`, around a real RetrainJobs."""
-
-    def __init__(self, jobs: RetrainJobs) -> None:
-        self.jobs = jobs
-
-    def is_admin(self, request: object, profile: object = None) -> bool:
-        return True
-
-    def is_admin_event(self, request: object, profile: object = None) -> bool:
-        return True
 
 
 def test_a_retrain_started_elsewhere_shows_keeps_retrain_off_and_is_not_doubled(tmp_path: Path) -> None:
@@ -114,7 +104,7 @@ def test_a_retrain_started_elsewhere_shows_keeps_retrain_off_and_is_not_doubled(
         assert jobs._job is None and not paths.logs_dir.exists()
 
         parts = DashboardParts(*(f.name for f in fields(DashboardParts)))  # names stand in for the components
-        dash = AdminDashboard(Admin(jobs), parts)  # type: ignore[arg-type]
+        dash = AdminDashboard(FakeAdmin(jobs=jobs), parts)  # type: ignore[arg-type]
         seen = dash.look_for_runs(None)  # type: ignore[arg-type]
         assert seen[parts.retrain_btn]["interactive"] is False and seen[parts.start_btn]["interactive"] is False
         assert seen[parts.timer].active and not seen[parts.watch].active  # polling takes over from watching

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 from core.data import Example
 from core.labels import LABELS, label_index
@@ -13,6 +12,7 @@ from core.text import text_hash
 from feedback.store import FeedbackStore
 from feedback.training.fixes import read_fixes
 from feedback.trust.label_errors import Candidate, Source
+from testkit.fakes import FakeAdmin
 from web.admin.label_errors_view import ANY, SUGGESTED, LabelErrorsPanel
 
 ROWS = [Example("Stocks fall on rate fears", label_index("Sports")),
@@ -41,21 +41,6 @@ class _Jobs:
                                log_tail="")
 
 
-class _Admin:
-    """What the panel reads from `AdminActions`, with a caller who is (or is not) an admin."""
-
-    def __init__(self, store: FeedbackStore | None, admin: bool = True) -> None:
-        self.store = store
-        self.admin = admin
-        self.jobs = _Jobs()
-        self.identities = SimpleNamespace(identify=lambda request, profile=None: SimpleNamespace(
-            annotator="user:maya", verified=True))
-
-    def is_admin(self, request: Any, profile: Any = None) -> bool:
-        return self.admin
-
-    def is_admin_event(self, request: Any, profile: Any = None) -> bool:
-        return self.admin
 
 
 def _panel(tmp_path: Path, admin: bool = True) -> tuple[LabelErrorsPanel, FeedbackStore, list[int]]:
@@ -64,7 +49,7 @@ def _panel(tmp_path: Path, admin: bool = True) -> tuple[LabelErrorsPanel, Feedba
         Candidate(Source.BASE, text_hash(e.text), f"train.csv row {i + 1}", e.text, LABELS[e.label], s, 0.9 - i / 10)
         for i, (e, s) in enumerate(zip(ROWS, SUGGESTIONS, strict=True))], rows=1200)
     ids = [r["id"] for r in store.label_errors.open_candidates()[0]]
-    return LabelErrorsPanel(_Admin(store, admin)), store, ids  # type: ignore[arg-type]
+    return LabelErrorsPanel(FakeAdmin(store, admin, jobs=_Jobs())), store, ids  # type: ignore[arg-type]
 
 
 def test_the_list_shows_label_suggestion_how_sure_and_where_from(tmp_path: Path) -> None:
@@ -103,7 +88,7 @@ def test_relabel_one_exclude_two_undo_one_then_training_reads_exactly_those(tmp_
 def test_nothing_ticked_or_a_stranger_changes_nothing(tmp_path: Path) -> None:
     panel, store, ids = _panel(tmp_path)
     assert panel.act("keep")([], SUGGESTED, ANY, request=object())[0].startswith("Tick one or more rows first")
-    stranger = LabelErrorsPanel(_Admin(store, admin=False))  # type: ignore[arg-type]
+    stranger = LabelErrorsPanel(FakeAdmin(store, admin=False, jobs=_Jobs()))  # type: ignore[arg-type]
     assert stranger.act("exclude")(ids, SUGGESTED, ANY, request=object())[0] == "Sign in first."
     assert stranger.find(request=object())[0] == "Sign in first."  # type: ignore[arg-type]
     assert store.label_errors.decisions() == []

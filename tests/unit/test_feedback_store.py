@@ -19,6 +19,7 @@ from feedback.errors import FeedbackError, RateLimited
 from feedback.export.files import export_answers
 from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
+from testkit.fakes import FixedClock
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
 
@@ -26,12 +27,6 @@ SURE_OF_SPORTS = {"World": 0.02, "Sports": 0.95, "Business": 0.02, "Sci/Tech": 0
 UNSURE = [0.3, 0.4, 0.2, 0.1]
 
 
-class FakeClock:
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -120,7 +115,7 @@ def test_identical_answer_from_racing_threads_is_stored_once(store: FeedbackStor
 
 
 def test_rate_limit_refuses_with_seconds_to_wait(make_store: StoreFactory, tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = FixedClock()
     store = make_store(tmp_path / "f.db", StoreLimits(writes_per_minute=3), clock=clock)
     for i in range(3):
         answer(store, text=f"story {i}")

@@ -17,9 +17,8 @@ from core.settings.policies import QueuePolicy
 from feedback.database.tables import pool
 from feedback.labelling.scoring import PoolScoring
 from feedback.store import FeedbackStore
-from testkit.fakes import StandInModel
+from testkit.fakes import StandInModel, TabIdentities
 from web.page.actions import NewsLoopActions
-from web.server.identity import Identity
 from web.server.serving import PageLimits
 
 TIMEOUT_S = 60.0  # generous: a loaded CI machine may be slow; the thread looks every 0.05 s here
@@ -107,16 +106,13 @@ class NeverScores:
         raise AssertionError("the queue scored the pool inside a labeller's request")
 
 
-class Identities:
-    def identify(self, request: object, profile: object = None) -> Identity:
-        return Identity("anon:a", False, "browser", "10.0.0.1", "browser:tab")
 
 
 def test_the_page_queue_serves_unscored_items_at_once_without_scoring(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
     store.pool.add([f"Unscored story {i} about ports and banks" for i in range(8)], source="t")
     actions = NewsLoopActions(NeverScores(), store, limits=PageLimits(), queue=QueuePolicy(),  # type: ignore[arg-type]
-                              identities=Identities())  # type: ignore[arg-type]
+                              identities=TabIdentities())  # type: ignore[arg-type]
     out = actions.buffered.sync(json.dumps({"ops": [], "have": [], "want": 5}), object())
     assert len(out["items"]) == 5 and not out["error"]
     assert store.stats()["pool"]["scored"] == 0

@@ -4,7 +4,6 @@ tab, answers bound to them, each op against the queue's rate limit, and items on
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,33 +12,15 @@ import pytest
 from core.serving.limits import RateLimiter
 from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
-from testkit.fakes import UnsureClassifier
+from testkit.fakes import Tab, TabIdentities, UnsureClassifier
 from web.page.labelling import BUFFER, BufferedQueue, LabellingQueue
-from web.server.identity import Identity
 from web.server.session_memory import BoundedMap, queue_item_bytes
-
-
-@dataclass(frozen=True)
-class Tab:
-    """A request from one tab of one browser (what the fake identity service reads)."""
-
-    browser: str
-    tab: str
-    address: str = "10.0.0.1"
-
-
-class Identities:
-    def identify(self, request: Tab, profile: Any = None) -> Identity:
-        return Identity(f"anon:{request.browser}", False, request.browser, request.address,
-                        f"{request.browser}:{request.tab}")
-
-
 
 
 def make(tmp_path: Path, items: int = 20, per_minute: int = 1000) -> tuple[BufferedQueue, FeedbackStore]:
     store = FeedbackStore(tmp_path / "f.db", StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000))
     store.pool.add([f"Buffered story {i} about ports, cups, banks and chips" for i in range(items)], source="t")
-    queue = LabellingQueue(UnsureClassifier(), store, policy=QueuePolicy(), identities=Identities(),  # type: ignore[arg-type]
+    queue = LabellingQueue(UnsureClassifier(), store, policy=QueuePolicy(), identities=TabIdentities(),  # type: ignore[arg-type]
                            limit=RateLimiter(per_minute, 60.0), items=BoundedMap(100, 10**7, queue_item_bytes))
     return BufferedQueue(queue), store
 

@@ -5,53 +5,34 @@ others remain; holds end with an answer, a skip, a dropped item, or their expiry
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.serving.limits import RateLimiter
 from core.settings.policies import QueuePolicy, StoreLimits
 from feedback.store import FeedbackStore
-from testkit.fakes import UnsureClassifier
+from testkit.fakes import FixedClock, Tab, TabIdentities, UnsureClassifier
 from testkit.pg_cluster import StoreFactory
 from testkit.races import at_once
 from web.page.labelling import BUFFER, BufferedQueue, LabellingQueue
-from web.server.identity import Identity
 from web.server.session_memory import BoundedMap, queue_item_bytes
 
 # The uncertainty order only (every tab draws from the same few), and an item stays wanted after one answer.
 POLICY = QueuePolicy(traffic_share=0.0, labels_required=2)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass(frozen=True)
-class Tab:
-    browser: str
-    tab: str = "t1"
-
-
-class Identities:
-    def identify(self, request: Tab, profile: Any = None) -> Identity:
-        return Identity(f"anon:{request.browser}", False, request.browser, "10.0.0.1", f"{request.browser}:{request.tab}")
 
 
 
 
-def replicas(make_store: StoreFactory, tmp_path: Path, items: int, clock: Clock, n: int = 2
+def replicas(make_store: StoreFactory, tmp_path: Path, items: int, clock: FixedClock, n: int = 2
              ) -> tuple[list[BufferedQueue], list[FeedbackStore]]:
     """`n` replicas' queues, each over its own store (its own connections) on one database holding `items` items."""
     limits = StoreLimits(writes_per_minute=10_000, address_writes_per_minute=10_000)
     stores: list[FeedbackStore] = [make_store(tmp_path / "f.db", limits, clock=clock) for _ in range(n)]
     stores[0].pool.add([f"Replica story {i} about ports, cups, banks and chips" for i in range(items)], source="t")
     queues = [BufferedQueue(LabellingQueue(
-        UnsureClassifier(), store, policy=POLICY, identities=Identities(),  # type: ignore[arg-type]
+        UnsureClassifier(), store, policy=POLICY, identities=TabIdentities(),  # type: ignore[arg-type]
         limit=RateLimiter(10_000, 60.0), items=BoundedMap(100, 10**7, queue_item_bytes))) for store in stores]
     return queues, stores
 
@@ -68,7 +49,7 @@ def texts(out: dict[str, Any]) -> set[str]:
 def test_tabs_on_two_replicas_are_not_given_the_same_items_while_others_remain(
     make_store: StoreFactory, tmp_path: Path
 ) -> None:
-    (one, two), _ = replicas(make_store, tmp_path, items=12, clock=Clock())
+    (one, two), _ = replicas(make_store, tmp_path, items=12, clock=FixedClock())
     a = texts(sync(one, Tab("b1")))
     b = texts(sync(two, Tab("b2")))
     assert len(a) == len(b) == BUFFER and not a & b
@@ -81,7 +62,7 @@ def test_many_tabs_racing_on_two_replicas_never_share_an_item_while_others_remai
     make_store: StoreFactory, tmp_path: Path
 ) -> None:
     tabs = 6
-    queues, _ = replicas(make_store, tmp_path, items=tabs * BUFFER + 5, clock=Clock())
+    queues, _ = replicas(make_store, tmp_path, items=tabs * BUFFER + 5, clock=FixedClock())
     given = at_once(tabs, lambda i: texts(sync(queues[i % 2], Tab(f"b{i}"))))
     every = [text for got in given for text in got]
     assert len(every) == tabs * BUFFER and len(set(every)) == len(every)
@@ -90,7 +71,7 @@ def test_many_tabs_racing_on_two_replicas_never_share_an_item_while_others_remai
 def test_items_a_tab_answers_or_drops_are_free_for_other_tabs_at_once(
     make_store: StoreFactory, tmp_path: Path
 ) -> None:
-    (one, two), stores = replicas(make_store, tmp_path, items=2 * BUFFER, clock=Clock())
+    (one, two), stores = replicas(make_store, tmp_path, items=2 * BUFFER, clock=FixedClock())
     first = sync(one, Tab("b1"))["items"]
     assert not texts({"items": first}) & texts(sync(two, Tab("b2")))  # every item is held now
     # b1 answers its first item and drops the rest (a reload): it asks for nothing more.
@@ -101,7 +82,7 @@ def test_items_a_tab_answers_or_drops_are_free_for_other_tabs_at_once(
 
 
 def test_a_hold_expires_so_a_closed_tab_does_not_keep_its_items(make_store: StoreFactory, tmp_path: Path) -> None:
-    clock = Clock()
+    clock = FixedClock()
     (one, two), _ = replicas(make_store, tmp_path, items=2 * BUFFER, clock=clock)
     a = texts(sync(one, Tab("b1")))
     mine = sync(two, Tab("b2"))["items"]
@@ -115,7 +96,7 @@ def test_a_hold_expires_so_a_closed_tab_does_not_keep_its_items(make_store: Stor
 
 
 def test_a_batch_is_held_at_once_and_other_holders_get_the_rest_first(make_store: StoreFactory, tmp_path: Path) -> None:
-    clock = Clock()
+    clock = FixedClock()
     one, two = (make_store(tmp_path / "f.db", clock=clock) for _ in range(2))
     one.pool.add([f"Batch story {i}" for i in range(6)], source="t")
     mine = one.pool.next_items("anon:a", POLICY, 4, holder="tab-a")

@@ -11,7 +11,8 @@ from packaging.utils import canonicalize_name
 
 from core.settings.config import PROJECT_ROOT
 
-DEV_TOOLS = {"pytest", "pytest-xdist", "ruff", "playwright", "optuna", "mypy", "import-linter", "mkdocs", "mkdocs-material"}
+DEV_TOOLS = {"pytest", "pytest-xdist", "ruff", "playwright", "optuna", "mypy", "import-linter", "vulture", "mkdocs",
+             "mkdocs-material"}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 

@@ -17,20 +17,13 @@ from feedback.database.shared_state import (
     shared_failure_throttle,
 )
 from retrain.state import RetrainBusy, retrain_lock
+from testkit.fakes import FixedClock
 from testkit.pg_cluster import Cluster, StoreFactory
 from testkit.races import at_once
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_rate_limit_counts_the_hits_of_every_replica(make_store: StoreFactory, tmp_path: Path) -> None:
-    clock = Clock()
+    clock = FixedClock()
     one, two = (make_store(tmp_path / "f.db").database for _ in range(2))  # two processes' own connections
     a, b = SharedRateLimiter(one, "classify", 3, 60.0, clock), SharedRateLimiter(two, "classify", 3, 60.0, clock)
     assert [a.check("client"), b.check("client"), a.check("client")] == [0.0, 0.0, 0.0]
@@ -51,7 +44,7 @@ def test_racing_replicas_never_get_more_than_the_limit(make_store: StoreFactory,
 def test_admin_session_opened_on_one_replica_is_valid_on_the_other_until_it_expires(
     make_store: StoreFactory, tmp_path: Path
 ) -> None:
-    clock = Clock()
+    clock = FixedClock()
     one, two = (SharedAdminSessions(make_store(tmp_path / "f.db").database, 600.0, clock) for _ in range(2))
     one.open("browser-1")
     assert two.valid("browser-1") and not two.valid("browser-2") and not two.valid("")
@@ -65,7 +58,7 @@ def test_admin_session_opened_on_one_replica_is_valid_on_the_other_until_it_expi
 
 
 def test_queue_item_given_by_one_replica_is_answered_on_the_other(make_store: StoreFactory, tmp_path: Path) -> None:
-    clock = Clock()
+    clock = FixedClock()
     one, two = (SharedMap(make_store(tmp_path / "f.db").database, "queue_item", 3600.0, clock) for _ in range(2))
     item = {"id": 7, "text": "An article", "uncertainty": 0.5}
     one.put("session-a", item)
@@ -92,7 +85,7 @@ def test_retrain_lock_on_the_database_excludes_other_machines(pg_cluster: Cluste
 
 
 def test_a_shared_limiter_is_the_in_memory_rule_over_a_database_store(make_store: StoreFactory, tmp_path: Path) -> None:
-    clock = Clock()
+    clock = FixedClock()
     shared = SharedRateLimiter(make_store(tmp_path / "f.db").database, "classify", 3, 60.0, clock)
     memory = RateLimiter(3, 60.0, clock)
     for step in (0, 1, 1, 5, 30, 24, 0.5, 60):  # the same events give the same answers, whichever store
