@@ -12,7 +12,7 @@ import gradio as gr
 from core.registry.versions import RegistryEvent
 from feedback.errors import FeedbackError
 from web.admin.actions import AdminActions
-from web.admin.guard import admin_only
+from web.admin.guard import NO_STORE, admin_only
 from web.server.events import PRIVATE
 
 PROMOTE_WAIT_S = 120.0  # a promotion by hand writes two small records and MLflow's: seconds, not minutes
@@ -60,7 +60,7 @@ class EvidencePanel:
         """The evidence line, the golden set, the traffic share and the refused challenger, if any."""
         store = self.admin.store
         if store is None:
-            return "No feedback database on this server.", "", gr.skip(), "", gr.update(visible=False)
+            return NO_STORE, "", gr.skip(), "", gr.update(visible=False)
         from feedback.training.readiness import readiness  # here: only this panel and the preview need it
 
         ready = readiness(store, self.admin.trust, self.admin.retrain, self.admin.promotion, self.admin.jobs.last_run())
@@ -86,7 +86,7 @@ class EvidencePanel:
     @admin_only()
     def set_share(self, share: float, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         if self.admin.store is None:
-            return "No feedback database on this server."
+            return NO_STORE
         try:
             self.admin.store.traffic_share.set(float(share), self.admin.signed_in_as(request, profile))
         except (FeedbackError, TypeError, ValueError) as exc:

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 log = logging.getLogger("newsloop.app")
 F = TypeVar("F", bound=Callable[..., Any])
 SIGN_IN_FIRST = "Sign in first."
+NO_STORE = "No feedback database on this server."  # a panel's answer on a server started without a store
 GUARD_MARK = "__admin_only__"  # set on every guarded handler: tests find them by it
 
 

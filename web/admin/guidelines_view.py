@@ -11,7 +11,7 @@ from core.taxonomy import Taxonomy
 from feedback.errors import FeedbackError
 from feedback.labelling.guidelines import MAX_CHARS, Guidelines, changes_since, topics_section
 from web.admin.actions import AdminActions
-from web.admin.guard import admin_only
+from web.admin.guard import NO_STORE, admin_only
 from web.admin.tab_memory import TabMemory
 from web.server.events import PRIVATE
 from web.server.topics import PageTopics
@@ -67,7 +67,7 @@ class GuidelinesEditor:
     def save(self, text: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str]:
         store = self.admin.store
         if store is None:
-            return "No feedback database on this server.", gr.skip()
+            return NO_STORE, gr.skip()
         by = self.admin.signed_in_as(request, profile)
         try:
             saved, new = store.guidelines.save(text, by)

@@ -22,13 +22,12 @@ from feedback.trust.bulk import ANY, narrowing
 from feedback.trust.label_errors import Action, Source
 from feedback.trust.rules import MAINTAINER
 from web.admin.actions import AdminActions
-from web.admin.guard import admin_only, guarded_by
+from web.admin.guard import NO_STORE, admin_only, guarded_by
 from web.server.events import PRIVATE
 
 SUGGESTED = "suggested"  # relabel each ticked row to its own suggested topic
 SHOWN = 100  # candidates listed at once
 DECISIONS_SHOWN = 20  # recent decisions offered for undo
-NOTHING = "No feedback database on this server."
 SEARCH = "label-errors"  # the job a search runs: `python -m retrain label-errors`
 POLL_S = 3.0  # how often the panel looks whether its search ended
 
@@ -69,7 +68,7 @@ class LabelErrorsPanel:
         """A line saying how many candidates are waiting, the list of them (none ticked), and the recent decisions."""
         store = self.admin.store
         if store is None:
-            return NOTHING, gr.skip(), gr.skip()
+            return NO_STORE, gr.skip(), gr.skip()
         try:
             rows, total = store.label_errors.open_candidates(SHOWN, narrowing(source))
         except (FeedbackError, ValueError) as exc:
@@ -117,7 +116,7 @@ class LabelErrorsPanel:
                     profile: gr.OAuthProfile | None = None) -> tuple[str, str, Any, Any]:
             store = self.admin.store
             if store is None:
-                return NOTHING, gr.skip(), gr.skip(), gr.skip()
+                return NO_STORE, gr.skip(), gr.skip(), gr.skip()
             if not ids:
                 return "Tick one or more rows first (Space ticks the focused one).", gr.skip(), gr.skip(), gr.skip()
             label = new_label if action is Action.RELABEL and new_label and new_label != SUGGESTED else None
@@ -135,7 +134,7 @@ class LabelErrorsPanel:
         """Take back the ticked decisions: their rows train as before and are listed again."""
         store = self.admin.store
         if store is None:
-            return NOTHING, gr.skip(), gr.skip(), gr.skip()
+            return NO_STORE, gr.skip(), gr.skip(), gr.skip()
         if not ids:
             return "Tick one or more decisions to undo.", gr.skip(), gr.skip(), gr.skip()
         try:

@@ -13,7 +13,7 @@ from feedback.errors import FeedbackError
 from feedback.trust.agreement import agreement
 from feedback.trust.people import Disagreement, Person, disagreements, people
 from web.admin.actions import AdminActions
-from web.admin.guard import admin_only, guarded_by
+from web.admin.guard import NO_STORE, admin_only, guarded_by
 from web.server.events import PRIVATE
 
 HEADERS = ["annotator", "signed in", "answers", "last 7 days", "last active (UTC)", "checks right",
@@ -73,7 +73,7 @@ class PeoplePanel:
     def resolve(self, text_hash: str, label: str, request: gr.Request, profile: gr.OAuthProfile | None = None) -> str:
         store = self.admin.store
         if store is None:
-            return "No feedback database on this server."
+            return NO_STORE
         try:
             done = store.reviews.resolve(text_hash, label)
         except FeedbackError as exc:

@@ -10,11 +10,10 @@ import gradio as gr
 
 from feedback.errors import FeedbackError
 from web.admin.actions import AdminActions
-from web.admin.guard import admin_only
+from web.admin.guard import NO_STORE, admin_only
 from web.server.events import PRIVATE
 
 DEFAULT_COUNT = 50
-NO_STORE = "No feedback database on this server."
 
 
 class QueueSearch:

@@ -22,7 +22,7 @@ from feedback.trust.people import nickname
 from feedback.trust.review import HELD, ReviewFilter, review_message
 from feedback.validate import STATUSES
 from web.admin.actions import AdminActions
-from web.admin.guard import admin_only, guarded_by
+from web.admin.guard import NO_STORE, admin_only, guarded_by
 from web.admin.tab_memory import TabMemory
 from web.server.events import PRIVATE
 
@@ -70,7 +70,7 @@ class ReviewPanel:
         """A line saying how many answers the filters match, and the list of them, the ticked ones still ticked."""
         store = self.admin.store
         if store is None:
-            return "No feedback database on this server.", gr.skip()
+            return NO_STORE, gr.skip()
         try:
             rows, total = store.reviews.find(_filter(status, reason, label, annotator, text), self.admin.trust)
         except FeedbackError as exc:
@@ -109,7 +109,7 @@ class ReviewPanel:
                     request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[str, str, Any]:
             store = self.admin.store
             if store is None:
-                return "No feedback database on this server.", gr.skip(), gr.skip()
+                return NO_STORE, gr.skip(), gr.skip()
             if not ids:
                 return "Tick one or more answers first (Space ticks the focused one).", gr.skip(), gr.skip()
             try:

@@ -25,7 +25,7 @@ from web.server.topics import PageTopics
 
 CHANGES = {"add": "Add a topic", "rename": "Rename a topic", "describe": "Describe a topic",
            "merge": "Merge a topic into another", "split": "Split a topic in two"}
-NO_STORE = "No feedback database on this server: the topics are the served model's."
+NO_STORE_HERE = "No feedback database on this server: the topics are the served model's."
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class TopicsEditor:
         """What the change would do and touch, and the plan Confirm makes; nothing is changed yet. The last change's
         message ("Changed: ...") is cleared: it is about another change."""
         if self.admin.store is None:
-            return NO_STORE, None, gr.update(visible=False), ""
+            return NO_STORE_HERE, None, gr.update(visible=False), ""
         before = self.topics.taxonomy()
         plan = Plan(before.version, kind or "", topic or "", into or "", name or "", description or "", why or "")
         try:
@@ -141,7 +141,7 @@ class TopicsEditor:
         confirm row, then what `_listed` updates)."""
         hidden = gr.update(visible=False)
         if self.admin.store is None:
-            return (NO_STORE, None, hidden, *self._skipped())
+            return (NO_STORE_HERE, None, hidden, *self._skipped())
         if plan is None:
             return ("Preview a change first.", None, hidden, *self._skipped())
         now = self.topics.taxonomy()

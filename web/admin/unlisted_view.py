@@ -18,14 +18,14 @@ import gradio as gr
 
 from core.taxonomy import TaxonomyConflict, TaxonomyError
 from feedback.errors import FeedbackError
+from feedback.store import FeedbackStore
 from feedback.topics.unlisted import Listing
 from feedback.topics.unlisted_groups import Group
 from feedback.trust.rules import MAINTAINER
 from web.admin.actions import AdminActions
-from web.admin.guard import admin_only
+from web.admin.guard import NO_STORE, admin_only
 from web.server.events import PRIVATE
 
-NOTHING = "No feedback database on this server."
 GROUPS_PER_PAGE = 20
 ANSWERS_SHOWN = 100  # a group's answers listed (and tickable) at once; the rest after these are decided
 
@@ -121,7 +121,7 @@ class UnlistedPanel:
     def show(self, request: gr.Request, profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         """The groups' first page, largest first, none chosen (so nothing is ticked or named)."""
         if self.admin.store is None:
-            return NOTHING, *[gr.skip()] * 6
+            return NO_STORE, *[gr.skip()] * 6
         return self._list()
 
     @admin_only(lambda _: ("Sign in first.", *[gr.skip()] * 5))
@@ -142,7 +142,7 @@ class UnlistedPanel:
         """Tick the chosen group's answers (its first ANSWERS_SHOWN) and put its suggested name in the name box."""
         store = self.admin.store
         if store is None:
-            return NOTHING, gr.skip(), gr.skip()
+            return NO_STORE, gr.skip(), gr.skip()
         first = int(chosen) if isinstance(chosen, int | str) and str(chosen).isdecimal() else None
         group = next((g for g in groups or [] if g.ids[0] == first), None)
         if group is None:
@@ -154,17 +154,22 @@ class UnlistedPanel:
                  "them, then List again for the rest." if more > 0 else "")
         return words, gr.update(choices=[(answer_label(r, group), int(r["id"])) for r in rows], value=ids), group.name
 
+    def _ticked(self, ids: list[Any] | None) -> tuple[FeedbackStore | None, str]:
+        """The store to act on, and why nothing can be done with the ticked answers ("" when something can)."""
+        store = self.admin.store
+        if store is None:
+            return None, NO_STORE
+        return store, "" if ids else "Tick one or more answers first."
+
     @admin_only(lambda _: ("Sign in first.", *[gr.skip()] * 7))
     def create(self, ids: list[Any] | None, name: str, request: gr.Request,
                profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         """Create the topic `name` (or use the current one of that name) with the ticked answers as its first labels."""
-        store = self.admin.store
-        if store is None:
-            return NOTHING, *[gr.skip()] * 7
-        if not ids:
-            return "Tick one or more answers first.", *[gr.skip()] * 7
+        store, refused = self._ticked(ids)
+        if store is None or refused:
+            return refused or NO_STORE, *[gr.skip()] * 7
         try:
-            placed = store.unlisted.place([int(i) for i in ids], name or "", by=self._who(request, profile))
+            placed = store.unlisted.place([int(i) for i in ids or []], name or "", by=self._who(request, profile))
         except TaxonomyConflict as exc:
             return f"Not created: {exc}.", *self._list()
         except (TaxonomyError, FeedbackError) as exc:
@@ -176,13 +181,11 @@ class UnlistedPanel:
     def dismiss(self, ids: list[Any] | None, request: gr.Request,
                 profile: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         """Set the ticked answers aside: no topic is missing for them."""
-        store = self.admin.store
-        if store is None:
-            return NOTHING, *[gr.skip()] * 7
-        if not ids:
-            return "Tick one or more answers first.", *[gr.skip()] * 7
+        store, refused = self._ticked(ids)
+        if store is None or refused:
+            return refused or NO_STORE, *[gr.skip()] * 7
         try:
-            n = store.unlisted.dismiss([int(i) for i in ids], by=self._who(request, profile))
+            n = store.unlisted.dismiss([int(i) for i in ids or []], by=self._who(request, profile))
         except FeedbackError as exc:
             return f"Nothing changed: {exc}.", *[gr.skip()] * 7
         return f"Dismissed {n} answer(s).", *self._list()
