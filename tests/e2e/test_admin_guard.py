@@ -28,7 +28,7 @@ from tests.e2e.raw_http import ADMIN, Visitor
 from web.admin.guard import is_guarded
 
 PASSWORD = "a long admin password for the admin guard test"
-ADMIN_MODULES = {"web.admin.actions", "web.admin.dashboard", "web.admin.review_view", "web.admin.people_view", "web.admin.guidelines_view",
+ADMIN_MODULES = {"web.admin.actions", "web.admin.overview_view", "web.admin.review_view", "web.admin.people_view", "web.admin.guidelines_view",
                  "web.admin.label_errors_view"}
 SIGN_IN_FLOW = {"restore", "login", "after_sign_in", "logout"}  # strangers must reach these to sign in
 SURE_OF_WORLD = {"World": 0.97, "Sports": 0.01, "Business": 0.01, "Sci/Tech": 0.01}

@@ -11,8 +11,8 @@ import gradio as gr
 
 from core.registry.versions import ModelRegistry
 from testkit.fakes import FakeAdmin
-from web.admin.dashboard import AdminDashboard, DashboardParts
 from web.admin.jobs import JobStatus
+from web.admin.overview_view import AdminDashboard, DashboardParts
 
 RUNNING = JobStatus("run", True, None, "Training the challenger", 40.0, 300.0, "")
 ENDED = JobStatus("run", False, 0, "", 100.0, None, "")

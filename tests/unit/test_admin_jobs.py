@@ -28,8 +28,8 @@ from core.storage.paths import HomePaths
 from retrain.state import record_run, write_progress
 from testkit.fakes import FakeAdmin
 from testkit.races import finish, retrain_elsewhere
-from web.admin.dashboard import AdminDashboard, DashboardParts
 from web.admin.jobs import DEFAULT_RETRAIN_S, RetrainJobs
+from web.admin.overview_view import AdminDashboard, DashboardParts
 from web.admin.report import duration_words, progress_html
 
 

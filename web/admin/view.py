@@ -1,7 +1,7 @@
 """The admin view's layout and wiring: sign-in, tiles, retrain, plots, review, label errors, people, guidelines, topics,
 pool, export.
 
-What each part shows comes from its own module: `web.admin.dashboard` (tiles, plots, decision, progress),
+What each part shows comes from its own module: `web.admin.overview_view` (tiles, plots, decision, progress),
 `web.admin.review_view`, `web.admin.label_errors_view`, `web.admin.people_view`, `web.admin.guidelines_view` and
 `web.admin.topics_view`; what the buttons do from `web.admin.actions`.
 """
@@ -13,10 +13,10 @@ from typing import Any
 import gradio as gr
 
 from web.admin.actions import EXPORTS, AdminActions
-from web.admin.dashboard import POLL_S, WATCH_S, AdminDashboard, DashboardParts
 from web.admin.evidence_view import build_evidence
 from web.admin.guidelines_view import build_guidelines_editor
 from web.admin.label_errors_view import SUGGESTED, build_label_errors
+from web.admin.overview_view import POLL_S, WATCH_S, AdminDashboard, DashboardParts
 from web.admin.people_view import build_people
 from web.admin.queue_view import build_queue_search
 from web.admin.review_view import ANY, build_review
