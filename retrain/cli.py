@@ -1,5 +1,5 @@
 """The model commands' options, parsed with click: one definition that both `newsloop` and its alias
-`python -m retrain` use (`newsloop retrain` is the alias's `run`). The work is in retrain.commands."""
+`python -m retrain` use (`newsloop retrain` is the alias's `run`). The work is in retrain.actions."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from core.command_line import ExitCode
 from core.data import DataSourceError
 from core.logs import configure_logging
 from core.settings.config import ConfigError, load_settings
-from retrain import commands
+from retrain import actions
 
 
 def _with_settings(work: Callable[..., int]) -> Callable[..., None]:
@@ -58,13 +58,13 @@ class _Forms(click.ParamType):
         if isinstance(value, tuple):
             return value
         try:
-            return commands.parse_forms(str(value))
+            return actions.parse_forms(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
 
 
 bootstrap = _command(
-    "bootstrap", commands.bootstrap,
+    "bootstrap", actions.bootstrap,
     "Train the first champion from NEWSLOOP_DATA (or the seed set), one output per topic of the "
     "data (AG News's four, or the names a CSV of your own uses); prints JSON.",
     click.option("--max-rows", type=int, default=None, help="cap on training rows (default NEWSLOOP_BOOTSTRAP_MAX_ROWS)"),
@@ -77,7 +77,7 @@ bootstrap = _command(
 )
 
 run = _command(
-    "run", commands.retrain,
+    "run", actions.retrain,
     "Retrain a challenger on base data + trusted feedback; promote it if it passes the gate. "
     f"Prints JSON. Exit status: {ExitCode.OK:d} promoted, {ExitCode.REFUSED:d} not promoted (the gate "
     f"refused it, or nothing to train on), {ExitCode.BUSY:d} another retrain is running, "
@@ -87,14 +87,14 @@ run = _command(
 )
 
 rollback = _command(
-    "rollback", commands.rollback,
+    "rollback", actions.rollback,
     "Restore the previous champion; prints JSON.",
     click.option("--reason", default="manual rollback", show_default=True, help="recorded with the rollback"),
     click.option("--expect", default=None, help="roll back only if this version is still the champion"),
 )
 
 promote = _command(
-    "promote", commands.promote,
+    "promote", actions.promote,
     "Serve a challenger the gate refused, on your word: your reason, who and when, and the gate's "
     "numbers go to the registry's history and to MLflow; `newsloop rollback` undoes it as any promotion. "
     "Prints JSON.",
@@ -105,7 +105,7 @@ promote = _command(
 )
 
 watch = _command(
-    "watch", commands.watch,
+    "watch", actions.watch,
     "Retrain whenever enough new trusted feedback has arrived (or, with "
     "NEWSLOOP_MONITOR_RETRAIN_ON_ALERT, any while the traffic alert is up).",
     click.option("--interval", type=float, default=None, help="seconds between checks (default 60)"),
@@ -115,7 +115,7 @@ watch = _command(
 )
 
 evaluate = _command(
-    "evaluate", commands.evaluate,
+    "evaluate", actions.evaluate,
     "Score the serving champion on a labelled CSV (AG News's numbered topics, or topic names it "
     "predicts); prints JSON.",
     click.option("--csv", required=True, help="a CSV of label,text or label,title,description rows"),
@@ -123,7 +123,7 @@ evaluate = _command(
 )
 
 status = _command(
-    "status", commands.status,
+    "status", actions.status,
     "Print a summary of the model registry, the last retrain, the feedback a retrain would see and "
     f"the champion on its served traffic; exits {ExitCode.ALERT:d} when the traffic alert is up.",
     click.option("--json", "as_json", is_flag=True,
@@ -131,13 +131,13 @@ status = _command(
 )
 
 baseline = _command(
-    "baseline", commands.baseline,
+    "baseline", actions.baseline,
     "TF-IDF + linear SVM on the same rows, for comparison; prints JSON.",
     click.option("--csv", default=None, help="also score on this AG-News-format CSV"),
 )
 
 starter = _command(
-    "starter", commands.starter,
+    "starter", actions.starter,
     "Pack the champion (or --version) as the starter model shipped with the project; prints JSON.",
     click.option("--version", default=None, help="model version to pack (default: the champion)"),
     click.option("--out", default=None, help="output folder (default: models/starter in the project)"),
@@ -149,7 +149,7 @@ starter = _command(
 )
 
 label_errors = _command(
-    "label-errors", commands.label_errors,
+    "label-errors", actions.label_errors,
     "Search the base rows and trusted answers for labels that look wrong (out-of-fold probabilities, "
     "confident learning) and store the candidates for review: `newsloop review label-errors`, or the admin "
     f"page. Prints JSON. Exit status: {ExitCode.OK:d} done, {ExitCode.BAD_INPUT:d} too few rows or bad data.",

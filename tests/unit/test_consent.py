@@ -13,7 +13,7 @@ import pytest
 from core.command_line import ExitCode
 from core.registry.versions import ModelRegistry
 from core.taxonomy import starting
-from retrain import commands
+from retrain import actions
 from retrain.gate.consent import ConsentError, promote_by_hand
 from testkit.models import tiny_settings
 
@@ -61,12 +61,12 @@ def test_a_refused_challenger_is_promoted_with_the_reason_and_the_gates_numbers(
 def test_newsloop_promote_records_in_status_and_mlflow(tiny_home_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     refused_challenger(tiny_home_copy)
     settings = tiny_settings(tiny_home_copy)
-    assert commands.promote(settings, version="v0002", reason="", by="maya") == ExitCode.BAD_INPUT
+    assert actions.promote(settings, version="v0002", reason="", by="maya") == ExitCode.BAD_INPUT
     assert "say why" in capsys.readouterr().err
-    assert commands.promote(settings, version="v0002", reason="our desk knows", by="maya", expect="v0001") == ExitCode.OK
+    assert actions.promote(settings, version="v0002", reason="our desk knows", by="maya", expect="v0001") == ExitCode.OK
     printed = json.loads(capsys.readouterr().out)
     assert printed["champion"] == "v0002" and printed["manual"] is True and printed["evidence"] == EVIDENCE
-    commands.status(settings, as_json=True)
+    actions.status(settings, as_json=True)
     status = json.loads(capsys.readouterr().out)
     assert status["champion"] == "v0002"
     assert status["events"][-1]["by"] == "maya" and status["events"][-1]["evidence"]["challenger_score"] == 0.926

@@ -22,7 +22,7 @@ from core.settings.config import load_settings
 from feedback.labelling.answers import AnswerInput
 from feedback.store import FeedbackStore
 from feedback.traffic.served import TallyKey, save_tallies, utc_day
-from retrain.commands import retrain_reason
+from retrain.actions import retrain_reason
 
 
 def _newsloop(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

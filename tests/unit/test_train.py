@@ -156,8 +156,8 @@ def test_training_follows_soft_targets_over_labels(tokenizer) -> None:  # type: 
 
 def test_bootstrap_rows_cover_each_input_form_with_its_own_cap() -> None:
     from core.data import Example, InputForm
+    from retrain.actions import parse_forms
     from retrain.bootstrap import training_rows
-    from retrain.commands import parse_forms
 
     train = [Example(f"Title {i} Body {i}", i % 4, f"Title {i}", f"Body {i}") for i in range(10)]
     train.append(Example("Text only row", 0))  # a label,text row: no headline of its own
@@ -170,7 +170,7 @@ def test_bootstrap_rows_cover_each_input_form_with_its_own_cap() -> None:
 
 
 def test_unknown_input_form_is_refused_with_the_known_ones() -> None:
-    from retrain.commands import parse_forms
+    from retrain.actions import parse_forms
 
     with pytest.raises(ValueError, match="full, title, body"):
         parse_forms("full,headline")
