@@ -26,7 +26,7 @@ NOW = "2026-01-02T03:04:05.000006+00:00"
 
 # Tables of steps written after the old runner was retired (schema version 9 on): it never built them.
 SINCE_THE_OLD_RUNNER = {"served_tallies", "reservations", "label_searches", "label_candidates", "label_fixes",
-                        "taxonomy_versions", "unlisted"}
+                        "taxonomy_versions", "unlisted", "golden", "maintained"}
 COLUMNS_SINCE_THE_OLD_RUNNER = {("answers", "taxonomy_version"),
                                 *(("pool", c) for c in ("top_key", "top_prob", "probabilities", "focus", "pushed",
                                                         "pushed_by", "pushed_at"))}

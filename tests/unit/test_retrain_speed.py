@@ -31,7 +31,7 @@ def test_a_training_step_leaves_frozen_layers_unchanged_and_changes_the_others()
     model = tiny_model(seed=3)  # 2 transformer layers
     before = snapshot(model)
     config = TrainConfig(epochs=1, batch_size=32, lr_encoder=1e-2, lr_head=1e-2, max_length=32, freeze_layers=1,
-                         warmup_ratio=0.0)
+                         warmup_ratio=0.0, min_steps=0, max_tokens=0)
     result = train(model, tokenizer, texts, labels, config)
     assert result.steps == 2
     after = snapshot(model)
@@ -79,7 +79,8 @@ def test_a_retrain_validates_once_at_the_end_of_training() -> None:
     result = train(tiny_model(), tokenizer, texts, labels, recipe, val_texts=texts[:32], val_labels=labels[:32])
     assert result.steps == 6
     assert [point["step"] for point in result.history] == [6]
-    bootstrap = load_settings(max_length=32).train_config(max_minutes=0.0, batch_size=16)
+    bootstrap = load_settings(max_length=32, epochs=1, min_steps=0, max_tokens=0).train_config(max_minutes=0.0,
+                                                                                             batch_size=16)
     result = train(tiny_model(), tokenizer, texts, labels, bootstrap, val_texts=texts[:32], val_labels=labels[:32])
     assert [point["step"] for point in result.history] == [1, 2, 3, 4, 5, 6]  # 6 // 4 = every step
     with pytest.raises(ValueError):
