@@ -26,12 +26,11 @@ TARGET_RATIO = 2.0
 
 def hybrid_home(home: Path, rows: int) -> int:
     """A home whose champion is the starter with a lexical half fitted on `rows` training rows; its term count."""
-    from retrain.training.lexical import fit_lexical
-
     from core.data import load_corpus_or_seed
     from core.registry.starter import install_starter
     from core.registry.versions import ModelRegistry
     from core.settings.config import load_settings
+    from retrain.training.lexical import fit_lexical
 
     settings = load_settings(home=home)
     champion = install_starter(ModelRegistry(settings.paths.models_dir))
