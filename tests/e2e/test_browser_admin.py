@@ -189,7 +189,9 @@ def test_pool_upload_updates_the_pool_tile_at_once(browser, served, tmp_path: Pa
     upload = tmp_path / "more.csv"
     upload.write_text("text\nFed #39;s rate decision quot;surprises quot; markets\nA second new story\n",
                       encoding="utf-8")
-    page.set_input_files("input[data-testid$='-upload-button']", str(upload))
+    # The pool's own upload (the evidence panel has another, for the golden set), by the label Gradio writes into it.
+    page.set_input_files("input[data-testid^='Add articles to the labelling queue'][data-testid$='-upload-button']",
+                         str(upload))
     _wait_for_text(page, "#pool-msg", "Imported 2")
     _wait_for_text(page, "#admin-tiles", f"{left + 2}\npool left")
     with sqlite3.connect(store.path) as conn:
