@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.sparse import csr_matrix
+from scipy.special import log_softmax
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from core.storage.paths import LEXICAL_FILE
@@ -31,11 +32,6 @@ def vectorizer(vocabulary: Sequence[str] | None = None, min_df: int = 1, max_fea
         ngram_range=NGRAMS, sublinear_tf=True, min_df=min_df, max_features=max_features, dtype=np.float32,
         vocabulary={term: i for i, term in enumerate(vocabulary)} if vocabulary is not None else None,
     )
-
-
-def log_softmax(scores: np.ndarray) -> np.ndarray:
-    shifted = scores - scores.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 @dataclass(frozen=True)
@@ -76,11 +72,11 @@ class LexicalModel:
         if not texts:
             return np.zeros((0, self.num_labels), dtype=np.float32)
         scores = np.asarray(self.features(texts) @ self.coef.T) + self.intercept
-        return log_softmax(scores).astype(np.float32)
+        return log_softmax(scores, axis=-1).astype(np.float32)
 
     def blend(self, encoder_logits: np.ndarray, texts: Sequence[str]) -> np.ndarray:
         """The hybrid's logits: the encoder's log-probabilities plus `weight` times this model's."""
-        blended = log_softmax(np.asarray(encoder_logits, dtype=np.float64))
+        blended = log_softmax(np.asarray(encoder_logits, dtype=np.float64), axis=-1)
         if self.weight:
             blended = blended + self.weight * self.log_probs(texts)
         return blended.astype(np.float32)

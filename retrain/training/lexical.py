@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy.optimize import minimize_scalar
+from scipy.special import log_softmax
 from sklearn.linear_model import LogisticRegression
 
-from core.serving.lexical import LexicalModel, log_softmax, vectorizer
+from core.serving.lexical import LexicalModel, vectorizer
 from core.settings.policies import TrainConfig
 from core.text import clean_text
 from retrain.training.targets import TrainingRows
@@ -64,7 +65,7 @@ def choose_weight(encoder_logits: np.ndarray, lexical_log_probs: np.ndarray, lab
     y = np.asarray(labels, dtype=int)
     if y.size < MIN_CHOOSING_ROWS:
         return DEFAULT_WEIGHT
-    encoder = log_softmax(np.asarray(encoder_logits, dtype=np.float64))
+    encoder = log_softmax(np.asarray(encoder_logits, dtype=np.float64), axis=-1)
     best, best_loss = WEIGHTS[0], np.inf
     for weight in WEIGHTS:
         blended = encoder + weight * np.asarray(lexical_log_probs, dtype=np.float64)
@@ -75,4 +76,4 @@ def choose_weight(encoder_logits: np.ndarray, lexical_log_probs: np.ndarray, lab
 
 
 def _nll(logits: np.ndarray, y: np.ndarray) -> float:
-    return float(-log_softmax(logits)[np.arange(y.size), y].mean())
+    return float(-log_softmax(logits, axis=-1)[np.arange(y.size), y].mean())

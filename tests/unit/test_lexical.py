@@ -8,11 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.special import log_softmax
 
 from core.data import Example
 from core.registry.versions import ModelRegistry
 from core.serving.classifier import OnnxClassifier
-from core.serving.lexical import LexicalModel, log_softmax
+from core.serving.lexical import LexicalModel
 from retrain.export.publish import join_lexical
 from retrain.training.lexical import DEFAULT_WEIGHT, MIN_CHOOSING_ROWS, choose_weight, fit_lexical
 
@@ -74,6 +75,6 @@ def test_a_hybrid_version_serves_the_blend_and_keeps_the_encoder_apart(tiny_cham
     assert joined["weight"] > 0 and joined["chosen_on"] == 60  # a random tiny encoder: the words must carry it
     served = OnnxClassifier(model_dir)
     probe = ["the striker scored a goal", "profit and shares fell"]
-    expected = log_softmax(served.encoder_logits(probe)) + joined["weight"] * lexical.log_probs(probe)
+    expected = log_softmax(served.encoder_logits(probe), axis=-1) + joined["weight"] * lexical.log_probs(probe)
     assert np.allclose(served.logits(probe), expected, atol=1e-5)
     assert [p.label for p in served.predict(probe)] == ["Sports", "Business"]
