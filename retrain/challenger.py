@@ -12,13 +12,15 @@ from transformers import PreTrainedTokenizerBase
 
 from core.data import Corpus, Example
 from core.labels import LABELS
+from core.reading import Reading
 from core.registry.versions import ModelVersion
 from core.settings.policies import RetrainPolicy, TrainConfig
 from core.taxonomy import Taxonomy, starting
 from retrain.classifier.model import ModelFactory, NewsClassifier, fit_head, resolve_base_model
 from retrain.inputs import RetrainSetup
+from retrain.topics.prior import MATCH_TEXTS, MIN_HOLD_TEXTS
 from retrain.topics.recipe import taxonomy_recipe
-from retrain.topics.taught import answer_taught, match_taught_prior
+from retrain.topics.taught import answer_taught, head_logits, hold_champion_prior, match_taught_prior
 from retrain.tracking.tracker import Tracker, topic_list, train_params
 from retrain.training.loop import train
 from retrain.training.targets import TrainingRows, replay_targets
@@ -55,10 +57,12 @@ def train_challenger(
     model, tokenizer = factory(champion)
     started_with = model.labels
     fit_head(model, taxonomy)  # grown or shrunk from the champion's outputs
-    # Only answers teach these topics, and the model starts without them: once a champion has learned one, the next
-    # retrain leaves its prior as trained (matched again on a few dozen traffic answers, a newsroom's added topic
-    # lost 16 points of recall).
-    taught = [i for i in answer_taught(rows.base, len(taxonomy.keys)) if taxonomy.keys[i] not in started_with]
+    # Only answers teach these topics: those the model starts without get their prior matched to the traffic
+    # answers after training; those the champion already reads keep the champion's (`_HeldPrior`).
+    only_answers = answer_taught(rows.base, len(taxonomy.keys))
+    taught = [i for i in only_answers if taxonomy.keys[i] not in started_with]
+    held = _HeldPrior.read(model, tokenizer, [i for i in only_answers if taxonomy.keys[i] in started_with],
+                           [*traffic.texts, *(e.text for e in rows.feedback)][:MATCH_TEXTS], config.reading, policy)
     if policy.read_traffic and policy.resolve_split_rows and taught and rows.feedback:
         rows = rows.with_unlabelled(traffic.texts, len(taxonomy.keys))
     targets = _targets(champion, rows, policy, config, taxonomy)
@@ -85,7 +89,29 @@ def train_challenger(
     if policy.match_taught_prior and taught and rows.feedback:
         recipe.prior = match_taught_prior(model, tokenizer, taught, traffic.answers, traffic.texts, config.reading)
         tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic.answers)})
+    if held is not None:
+        recipe.held = hold_champion_prior(model, tokenizer, held.topics, held.texts, held.before, config.reading)
+        tracker.log_params(recipe.held.params() if recipe.held else {"prior_held_texts": len(held.texts)})
     return model, tokenizer, _meta(base_name, corpus, rows, champion, label_fixes, config, taxonomy)
+
+
+@dataclass(frozen=True)
+class _HeldPrior:
+    """The answer-taught topics the champion already reads, and its logits on the texts their prior is held on: the
+    replayed base rows never hold such a topic, so training alone drifted its prior (a newsroom's added topic read
+    87% -> 78% of its own articles, none gained), and matching it again to a few dozen traffic answers lost 16 points
+    of its recall. Read before training, held after (`retrain.topics.prior.hold_prior`)."""
+
+    topics: list[int]
+    texts: list[str]
+    before: np.ndarray
+
+    @classmethod
+    def read(cls, model: NewsClassifier, tokenizer: PreTrainedTokenizerBase, topics: list[int], texts: list[str],
+             reading: Reading, policy: RetrainPolicy) -> _HeldPrior | None:
+        if not (policy.match_taught_prior and topics and len(texts) >= MIN_HOLD_TEXTS):
+            return None
+        return cls(topics, texts, head_logits(model, tokenizer, texts, reading))
 
 
 def _targets(champion: ModelVersion, rows: TrainingRows, policy: RetrainPolicy, config: TrainConfig,

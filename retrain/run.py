@@ -34,6 +34,7 @@ from retrain.gate.judge import Evidence, judge, validation_scores
 from retrain.inputs import RetrainSetup
 from retrain.state import record_run, retrain_lock, write_progress
 from retrain.topics.prior import MATCH_TEXTS
+from retrain.topics.taught import BALANCE_CAP, balanced
 from retrain.tracking.tracker import RETRAIN_EXPERIMENT, Tracker, sync_aliases
 from retrain.training.lexical import retrain_lexical
 from retrain.training.targets import TrainingRows, assemble
@@ -203,6 +204,8 @@ def _read_snapshot(setup: RetrainSetup, champion: ModelVersion, result: RunRecor
     as_labelled, corpus = _base_rows(setup, taxonomy, split.fixes, result)
     rows = assemble(corpus, split.train, split.holdout, setup.policy.base_rows, setup.train.seed,
                     setup.policy.feedback_repeats, taxonomy, split.golden)
+    if setup.policy.balance_taught:
+        rows = balanced(rows, len(taxonomy.keys), setup.policy.feedback_weight, BALANCE_CAP)
     if split.golden:
         log.info("golden set: %d articles judge the challenger (%d trusted answers on them set aside)",
                  len(split.golden), split.on_golden)

@@ -81,11 +81,12 @@ def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABE
     """Every rule's record; promote only when all pass (see the module's docstring). `labels` names the compared
     topics (the classes of `sets`); `new_topics`: the challenger's scores on each topic the champion lacks; `kept`:
     the classes whose base labels still mean what they meant (not renamed, not split; default all), the only base
-    rows the own mode's forgetting guard reads."""
+    rows either mode's base rules read (the own mode's forgetting guard, the base mode's accuracy and recall)."""
     by_name = _validated(sets, len(labels))
     own = _own(by_name)
+    kept = range(len(labels)) if kept is None else kept
     if sum(s.y_true.size for s in own) >= config.own_rows:
-        return _decide_own(by_name, own, config, labels, new_topics, range(len(labels)) if kept is None else kept)
+        return _decide_own(by_name, own, config, labels, new_topics, kept)
     weights = _weights(by_name, config.holdout_weight)
     champion_score = _combined(by_name, weights, "champion", labels)
     challenger_score = _combined(by_name, weights, "challenger", labels)
@@ -104,11 +105,16 @@ def decide(sets: list[EvalSet], config: GateConfig, labels: Sequence[str] = LABE
                             challenger_only=pooled.challenger_only, champion_only=pooled.champion_only,
                             tests=tuple(tests.values())))
     rules.extend(_not_worse(by_name, config.alpha))
+    # A renamed or split topic's base labels predate what it means now: only the topics that kept their meaning are
+    # held to their base rows (as in the own mode); the users' sets judge the rest in the current topics.
     base = by_name[BASE_SET]
-    rules.append(_noninferior(Rule.BASE_ACCURACY, BASE_SET, base.champion_pred == base.y_true,
-                              base.challenger_pred == base.y_true, config.base_margin, config.noninferiority_alpha))
-    for index, label in enumerate(labels):
-        rows = base.y_true == index
+    meant = np.isin(base.y_true, list(kept))
+    if meant.any():
+        rules.append(_noninferior(Rule.BASE_ACCURACY, BASE_SET, (base.champion_pred == base.y_true)[meant],
+                                  (base.challenger_pred == base.y_true)[meant], config.base_margin,
+                                  config.noninferiority_alpha))
+    for index in kept:
+        label, rows = labels[index], base.y_true == index
         if not rows.any():  # a topic the base data lacks (one a former challenger learned): nothing to compare
             continue
         rules.append(_noninferior(Rule.LABEL_RECALL, label, base.champion_pred[rows] == index,

@@ -18,6 +18,9 @@ MIN_TRAFFIC_ANSWERS = 20
 MATCH_TEXTS = 1000
 # A shift beyond this many logits would say the trained topic is not a prior mismatch but a failure to learn it.
 MAX_SHIFT = 6.0
+# Below this many texts (unlabelled traffic, then the answers) the champion's share of a held topic is too coarse to
+# hold (`hold_prior`).
+MIN_HOLD_TEXTS = 50
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class PriorMatch:
     """What matching did: per taught topic key, its target share (of the traffic answers), the share the model read
     before and after its shift, and the shift added to its bias."""
 
-    answers: int  # exact trusted traffic answers the targets come from
+    answers: int  # exact trusted traffic answers the targets come from (0: the champion's reading, `hold_prior`)
     texts: int  # unlabelled traffic texts the shares were read on
     target: dict[str, float]
     read_before: dict[str, float]
@@ -34,10 +37,12 @@ class PriorMatch:
 
     def params(self) -> dict[str, float | int]:
         """MLflow params: the counts, and per topic its target share and shift."""
-        out: dict[str, float | int] = {"prior_traffic_answers": self.answers, "prior_traffic_texts": self.texts}
+        held = not self.answers
+        out: dict[str, float | int] = ({"prior_held_texts": self.texts} if held else
+                                       {"prior_traffic_answers": self.answers, "prior_traffic_texts": self.texts})
         for key in self.target:
-            out[f"prior_target_{key}"] = round(self.target[key], 4)
-            out[f"prior_shift_{key}"] = round(self.shift[key], 3)
+            out[f"prior_{'held' if held else 'target'}_{key}"] = round(self.target[key], 4)
+            out[f"prior_{'held_' if held else ''}shift_{key}"] = round(self.shift[key], 3)
         return out
 
 
@@ -94,3 +99,19 @@ def match_prior(logits: np.ndarray, keys: Sequence[str], taught: Sequence[int], 
                       read_before={keys[t]: float(before[t]) for t in taught},
                       read_after={keys[t]: float(after[t]) for t in taught},
                       shift={keys[t]: float(shift[t]) for t in taught})
+
+
+def hold_prior(before: np.ndarray, after: np.ndarray, keys: Sequence[str], held: Sequence[int]) -> PriorMatch | None:
+    """The shifts for the `held` outputs under which the trained model (`after`: its logits on a set of texts) reads
+    each of them on as large a share of those texts as the champion did (`before`, the same texts); None with fewer
+    than MIN_HOLD_TEXTS texts. For a topic only answers teach that the champion already reads: the base rows a retrain
+    replays never hold it, so training drifts its prior away from the one the champion was promoted with."""
+    if len(after) < MIN_HOLD_TEXTS or not held:
+        return None
+    target = read_shares(before, np.zeros(len(keys)))
+    shift = matching_shifts(after, held, target)
+    trained, matched = read_shares(after, np.zeros(len(keys))), read_shares(after, shift)
+    return PriorMatch(answers=0, texts=len(after), target={keys[t]: float(target[t]) for t in held},
+                      read_before={keys[t]: float(trained[t]) for t in held},
+                      read_after={keys[t]: float(matched[t]) for t in held},
+                      shift={keys[t]: float(shift[t]) for t in held})

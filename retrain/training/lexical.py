@@ -54,7 +54,7 @@ def retrain_lexical(rows: TrainingRows, num_labels: int, config: TrainConfig, fe
     if not config.lexical:
         return None
     exact = [(e, 1.0) for e in rows.base if not e.allowed]
-    exact += [(e, feedback_weight * rows.feedback_repeats) for e in rows.feedback if not e.allowed]
+    exact += [(e, rows.answer_weight(e, feedback_weight) * rows.feedback_repeats) for e in rows.feedback if not e.allowed]
     return fit_lexical([e.text for e, _ in exact], [e.label for e, _ in exact], num_labels, c=config.lexical_c,
                        max_features=config.lexical_terms, sample_weight=[w for _, w in exact])
 

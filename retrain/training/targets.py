@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -37,6 +37,8 @@ class TrainingRows:
     taxonomy: Taxonomy | None = None  # the topics the rows' labels index (None: the four AG News ones)
     # Unlabelled traffic texts trained on as rows that may be any topic (RetrainPolicy.read_traffic), after the rest.
     unlabelled: list[Example] = field(default_factory=list)
+    # Topic -> factor on its answers' loss weight (retrain.topics.taught.balanced): topics only answers teach.
+    boost: Mapping[int, float] = field(default_factory=dict)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -65,8 +67,13 @@ class TrainingRows:
     def labels(self) -> list[int]:
         return [e.label for e in self.examples]
 
+    def answer_weight(self, e: Example, feedback_weight: float) -> float:
+        """The loss weight of one feedback row, once (boosted if only answers teach its topic)."""
+        return feedback_weight * (self.boost.get(e.label, 1.0) if len(e.allowed) <= 1 else 1.0)
+
     def weights(self, feedback_weight: float) -> list[float]:
-        return [1.0] * len(self.base) + [feedback_weight] * len(self.trained_feedback) + [1.0] * len(self.unlabelled)
+        return ([1.0] * len(self.base) + [self.answer_weight(e, feedback_weight) for e in self.trained_feedback]
+                + [1.0] * len(self.unlabelled))
 
     def sets(self, num_labels: int) -> np.ndarray | None:
         """Which rows train toward a set of allowed topics (a split's old rows, unlabelled traffic), as a bool mask

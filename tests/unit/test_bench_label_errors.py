@@ -31,6 +31,8 @@ def test_quick_run_prints_recall_and_precision_for_each_feature_set(capsys: pyte
     assert re.search(r"^\| flipped, top 2k fixed \| 0\.\d{4} \| 0\.\d{4} \|$", out, re.MULTILINE)
 
 
+# Five fine-tunes (about 20 s on 2 cores): run with the whole flows (-m e2e), not in the default run.
+@pytest.mark.e2e
 def test_finetune_adds_three_fine_tunes_on_clean_flipped_and_fixed_labels(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--quick", "--data", "seed", "--finetune", "--finetune-search"]) == 0
     out = capsys.readouterr().out

@@ -26,6 +26,8 @@ def test_write_data_leaves_out_the_slice_and_the_stream(tmp_path: Path, capsys: 
     assert f"wrote {dest}" in capsys.readouterr().out
 
 
+# Real retrains each round (about 10 s): with the whole flows (-m e2e), not the default run.
+@pytest.mark.e2e
 def test_tiny_loop_runs_every_round_and_writes_the_curve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     assert loop.main(["--tiny", "--home", str(tmp_path / "work"), "--out", str(out)]) == 0
@@ -39,6 +41,8 @@ def test_tiny_loop_runs_every_round_and_writes_the_curve(tmp_path: Path, capsys:
     assert (out / "loop_tiny.png").stat().st_size > 10_000
 
 
+# A tiny loop with trolls, real retrains each round (about 13 s): with the whole flows (-m e2e).
+@pytest.mark.e2e
 def test_known_answer_checks_keep_trolls_wrong_labels_out_of_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -40,6 +40,8 @@ def test_p50_is_the_median_of_the_rounds(tiny_champion_home: Path) -> None:
     assert result.p95_ms == pytest.approx(float(np.percentile(np.concatenate(rounds), 95)))
 
 
+# Four engines loaded and timed (about 17 s): with the whole flows (-m e2e), not the default run.
+@pytest.mark.e2e
 def test_main_prints_rounds_the_reference_ratio_and_a_summary(
     tiny_champion_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

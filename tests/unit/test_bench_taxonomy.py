@@ -99,6 +99,8 @@ def test_label_counts_must_grow(capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
 
 
+# Eight real retrains (about 90 s on 2 cores): run with the whole flows (-m e2e), not in the default run.
+@pytest.mark.e2e
 def test_quick_run_teaches_through_the_topics_command_the_queue_and_real_retrains(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

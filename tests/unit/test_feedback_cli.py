@@ -112,8 +112,9 @@ def test_a_reader_that_stops_reading_ends_the_output_quietly(home: Path) -> None
     home.mkdir()
     store = FeedbackStore(home / "feedback.db", StoreLimits(writes_per_minute=100_000,
                                                              address_writes_per_minute=100_000))
-    for i in range(1500):  # an export far larger than a pipe's buffer
-        store.answers.record(AnswerInput(text=f"Story number {i} about the summit and its long aftermath", user_label="World",
+    long_story = " and its long aftermath" * 60  # 150 answers of ~1.4 KB: an export far larger than a pipe's buffer
+    for i in range(150):
+        store.answers.record(AnswerInput(text=f"Story number {i} about the summit{long_story}", user_label="World",
                      annotator=f"a{i % 7}", kind="correct"))
     store.close()
     env = os.environ | {"NEWSLOOP_HOME": str(home), "PYTHONPATH": str(PROJECT_ROOT)}

@@ -101,8 +101,24 @@ def test_too_few_own_articles_leave_the_decision_to_the_base_rules() -> None:
     traffic = EvalSet("traffic", y, y.copy(), y.copy())
     result = decided([base_set(), traffic], GateConfig(own_rows=41))
     assert result.mode == GateMode.BASE and result.rule(Rule.OWN_GAIN) is None
-    assert result.rule(Rule.LABEL_RECALL, "Politics") is not None  # the base rules judge every topic
+    assert result.rule(Rule.LABEL_RECALL, "Sports") is not None  # the base rules judge the topics that kept meaning
+    assert result.rule(Rule.LABEL_RECALL, "Politics") is None  # renamed: its base labels predate it
     assert result.power is not None and result.power.n == 40 and not result.power.measured
+
+
+def test_the_base_rules_leave_out_a_renamed_or_split_topics_base_rows_but_hold_the_rest() -> None:
+    # Too few own articles: the base rules decide. The challenger reads the renamed topic's old base rows 9 points
+    # worse (they predate what Politics means now) and is otherwise the same: neither accuracy nor recall holds it.
+    y = truth(10)
+    traffic = EvalSet("traffic", y, wrong_at(y, [0, 11]), y.copy())
+    config = GateConfig(own_rows=41)
+    renamed = decided([base_set(in_topic(RENAMED, 20, PER_TOPIC)), traffic], config)
+    assert renamed.rule(Rule.BASE_ACCURACY) is not None and renamed.rule(Rule.BASE_ACCURACY).passed
+    assert renamed.rule(Rule.LABEL_RECALL, "Politics") is None
+    # The same loss on a topic that kept its meaning is held against it, in accuracy and in the topic's recall.
+    sports = decided([base_set(in_topic(1, 20, PER_TOPIC)), traffic], config)
+    assert {(r.rule, r.subject) for r in sports.failed} >= {(Rule.BASE_ACCURACY, "base_validation"),
+                                                           (Rule.LABEL_RECALL, "Sports")}
 
 
 def test_thin_own_evidence_cannot_rule_out_a_loss() -> None:

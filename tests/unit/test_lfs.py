@@ -55,6 +55,8 @@ def test_the_rules_are_hugging_faces_and_this_repository_keeps_plain_objects() -
 
 
 @pytest.mark.skipif(shutil.which("git-lfs") is None, reason="git-lfs not installed (.ci/run installs Debian's)")
+# git and git-lfs over a copy of the repository (about 15 s): with the whole flows (-m e2e), not the default run.
+@pytest.mark.e2e
 def test_the_space_push_tool_prepares_the_models_as_lfs_objects(tmp_path: Path) -> None:
     dest = tmp_path / "space"
     run = subprocess.run([str(PROJECT_ROOT / "scripts" / "space_push.sh"), "prepare", str(dest)],

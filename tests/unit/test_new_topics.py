@@ -110,3 +110,31 @@ def test_the_topics_only_answers_teach_are_those_no_base_row_can_be() -> None:
     # After a split of 2 into 2 and 3, the base rows of 2 allow the set (2, 3): they carry both topics' share.
     assert answer_taught([Example("a", 0), Example("b", 1), Example("c", 2, allowed=(2, 3))], 4) == []
     assert answer_taught([Example("a", 0), Example("c", 2, allowed=(2, 3))], 5) == [1, 4]
+
+
+def test_an_answer_taught_topic_weighs_in_training_what_it_weighs_in_the_answers() -> None:
+    from retrain.topics.taught import balanced
+    from retrain.training.targets import TrainingRows
+
+    # 1,000 base rows of 4 topics; 300 answers over 5, a fifth of them the added topic 4 that no base row can be.
+    base = [Example(f"base {i}", i % 4) for i in range(1000)]
+    answers = [Example(f"answer {i}", i % 5) for i in range(300)]
+    rows = TrainingRows(base, answers, [], [], feedback_repeats=3)
+    plain, weighted = rows.weights(2.0), balanced(rows, 5, 2.0, cap=10.0).weights(2.0)
+    labels = np.array(rows.labels)
+
+    def share(weights: list[float]) -> float:
+        w = np.array(weights)
+        return float(w[labels == 4].sum() / w.sum())
+
+    assert share(plain) == pytest.approx(360 / 2800)  # diluted by the base rows: 0.13 against 0.2 of the answers
+    assert share(weighted) == pytest.approx(0.2)
+    # Only the added topic's answers change; a topic base rows carry keeps its weight.
+    assert [w for w, y in zip(weighted, labels, strict=True) if y != 4] == [w for w, y in zip(plain, labels, strict=True) if y != 4]
+    # Without base rows there is nothing diluting it; a cap bounds the factor; a topic with no answers gets none.
+    assert balanced(TrainingRows([], answers, [], []), 5, 2.0, cap=10.0).boost == {}
+    assert balanced(rows, 5, 2.0, cap=1.5).boost == {4: 1.5}
+    assert balanced(rows, 6, 2.0, cap=10.0).boost.keys() == {4}
+    # After a split the parent's base rows allow both children: neither is answer-taught.
+    split = [Example(f"base {i}", 2, allowed=(2, 4)) if i % 4 == 2 else Example(f"base {i}", i % 4) for i in range(1000)]
+    assert balanced(TrainingRows(split, answers, [], []), 5, 2.0, cap=10.0).boost == {}

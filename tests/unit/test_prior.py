@@ -52,3 +52,27 @@ def test_too_few_traffic_answers_leave_the_bias_as_trained_and_the_record_names_
     assert matched.read_before["Health"] < 0.15 and matched.read_after["Health"] == pytest.approx(
         matched.target["Health"], abs=0.005)
     assert matched.params()["prior_traffic_answers"] == 100 and matched.params()["prior_shift_Health"] > 1.0
+
+
+def test_a_topic_the_champion_already_reads_is_held_at_the_champions_share_of_the_same_texts() -> None:
+    from retrain.topics.prior import MIN_HOLD_TEXTS, hold_prior
+
+    keys = ("Politics", "Sports", "Business", "Entertainment")
+    champion, truth = _logits(seed=2)
+    champion[:, 3] += 2.0  # the champion reads its added topic at its share (its prior was matched when taught)
+    trained = champion.copy()
+    trained[:, 3] -= 1.5  # a retrain replaying base rows that never hold it drifted it down
+    held = hold_prior(champion, trained, keys, [3])
+    assert held is not None and held.answers == 0 and set(held.shift) == {"Entertainment"}
+    assert held.read_before["Entertainment"] < held.target["Entertainment"] - 0.05
+    assert held.read_after["Entertainment"] == pytest.approx(held.target["Entertainment"], abs=0.005)
+    assert held.shift["Entertainment"] == pytest.approx(1.5, abs=0.2)
+    recall = lambda logits: np.mean(logits.argmax(axis=1)[truth == 3] == 3)  # noqa: E731
+    shifted = trained.copy()
+    shifted[:, 3] += held.shift["Entertainment"]
+    assert recall(shifted) == pytest.approx(recall(champion), abs=0.02) and recall(shifted) > recall(trained) + 0.1
+    assert held.params() == {"prior_held_texts": len(champion), "prior_held_Entertainment": pytest.approx(
+        held.target["Entertainment"], abs=1e-4), "prior_held_shift_Entertainment": pytest.approx(
+        held.shift["Entertainment"], abs=1e-3)}
+    # Too few texts to read a share on: the bias stays as trained.
+    assert hold_prior(champion[: MIN_HOLD_TEXTS - 1], trained[: MIN_HOLD_TEXTS - 1], keys, [3]) is None
