@@ -90,8 +90,8 @@ def train_challenger(
         recipe.prior = match_taught_prior(model, tokenizer, taught, traffic.answers, traffic.texts, config.reading)
         tracker.log_params(recipe.prior.params() if recipe.prior else {"prior_traffic_answers": len(traffic.answers)})
     if held is not None:
-        recipe.held = hold_champion_prior(model, tokenizer, held.topics, held.texts, held.before, config.reading)
-        tracker.log_params(recipe.held.params() if recipe.held else {"prior_held_texts": len(held.texts)})
+        kept = hold_champion_prior(model, tokenizer, held.topics, held.texts, held.before, config.reading)
+        tracker.log_params(kept.params() if kept else {"prior_held_texts": len(held.texts)})
     return model, tokenizer, _meta(base_name, corpus, rows, champion, label_fixes, config, taxonomy)
 
 

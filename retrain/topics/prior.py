@@ -28,21 +28,21 @@ class PriorMatch:
     """What matching did: per taught topic key, its target share (of the traffic answers), the share the model read
     before and after its shift, and the shift added to its bias."""
 
-    answers: int  # exact trusted traffic answers the targets come from (0: the champion's reading, `hold_prior`)
-    texts: int  # unlabelled traffic texts the shares were read on
+    answers: int  # exact trusted traffic answers the targets come from (none when held)
+    texts: int  # unlabelled traffic texts the shares were read on (when held, then the answers' texts)
     target: dict[str, float]
     read_before: dict[str, float]
     read_after: dict[str, float]
     shift: dict[str, float]
+    held: bool = False  # the targets are the champion's own reading of the same texts (`hold_prior`)
 
     def params(self) -> dict[str, float | int]:
         """MLflow params: the counts, and per topic its target share and shift."""
-        held = not self.answers
-        out: dict[str, float | int] = ({"prior_held_texts": self.texts} if held else
+        out: dict[str, float | int] = ({"prior_held_texts": self.texts} if self.held else
                                        {"prior_traffic_answers": self.answers, "prior_traffic_texts": self.texts})
         for key in self.target:
-            out[f"prior_{'held' if held else 'target'}_{key}"] = round(self.target[key], 4)
-            out[f"prior_{'held_' if held else ''}shift_{key}"] = round(self.shift[key], 3)
+            out[f"prior_{'held' if self.held else 'target'}_{key}"] = round(self.target[key], 4)
+            out[f"prior_{'held_' if self.held else ''}shift_{key}"] = round(self.shift[key], 3)
         return out
 
 
@@ -114,4 +114,4 @@ def hold_prior(before: np.ndarray, after: np.ndarray, keys: Sequence[str], held:
     return PriorMatch(answers=0, texts=len(after), target={keys[t]: float(target[t]) for t in held},
                       read_before={keys[t]: float(trained[t]) for t in held},
                       read_after={keys[t]: float(matched[t]) for t in held},
-                      shift={keys[t]: float(shift[t]) for t in held})
+                      shift={keys[t]: float(shift[t]) for t in held}, held=True)

@@ -29,7 +29,6 @@ class Recipe:
     resolved: Resolved | None = None
     sets: np.ndarray | None = None
     prior: PriorMatch | None = None  # the taught topics' bias shifts, after training (retrain.topics.prior)
-    held: PriorMatch | None = None  # those of the answer-taught topics the champion reads, held at its prior
     split_rows: int = 0  # of the rows `resolved` read, a split's earlier rows (not unlabelled traffic)
 
     @property

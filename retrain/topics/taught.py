@@ -37,17 +37,15 @@ def taught_balance(rows: TrainingRows, num_labels: int, feedback_weight: float, 
     share of the answers (at most `cap`, never below 1). The replayed base rows can never be such a topic, so without
     this they dilute it by the base rows' weight: after a newsroom's added topic was learned, the next retrain (1,000
     base rows beside 300 answers) read it a fifth less often (docs/decisions/new-topics.md)."""
-    exact = [e.label for e in rows.feedback if len(e.allowed) <= 1]
-    counts = Counter(exact)
+    counts = Counter(e.label for e in rows.feedback if len(e.allowed) <= 1)
     taught = [t for t in answer_taught(rows.base, num_labels) if counts[t]]
-    share = sum(counts[t] for t in taught) / len(exact) if exact else 0.0
-    if not taught or share >= 1.0:
+    other_answers = counts.total() - sum(counts[t] for t in taught)
+    if not taught or not other_answers:
         return {}
+    # A taught topic's share of the training weight is its share of the answers when, per answer, it weighs what the
+    # other answers and the base rows weigh together per other answer: one factor for every such topic.
     answer = feedback_weight * rows.feedback_repeats
-    others = len(rows.base) + answer * (len(exact) - sum(counts[t] for t in taught))
-    # Solved together: each taught topic's weight w_t = n_t / N * (others + sum of w), i.e. others * s_t / (1 - S).
-    return {t: min(cap, max(1.0, others * counts[t] / len(exact) / (1.0 - share) / (answer * counts[t])))
-            for t in taught}
+    return dict.fromkeys(taught, min(cap, 1.0 + len(rows.base) / (answer * other_answers)))
 
 
 def balanced(rows: TrainingRows, num_labels: int, feedback_weight: float, cap: float) -> TrainingRows:
@@ -99,6 +97,6 @@ def _shift_bias(model: NewsClassifier, matched: PriorMatch | None, how: str) -> 
     assert isinstance(last, torch.nn.Linear)
     for key, shift in matched.shift.items():
         last.bias[model.labels.index(key)] += shift
-    log.info("answer-taught topics' prior on %d traffic texts, %s: %s", matched.texts, how,
+    log.info("answer-taught topics' prior on %d texts, %s: %s", matched.texts, how,
              ", ".join(f"{k} read {matched.read_before[k]:.3f} -> {matched.read_after[k]:.3f} (target "
                        f"{matched.target[k]:.3f}, bias {matched.shift[k]:+.2f})" for k in matched.target))
